@@ -1,0 +1,118 @@
+"""PolyBench medley: deriche, floyd-warshall, nussinov.
+
+PolyBench computes floyd-warshall and nussinov in integers; here, like every PolyBench kernel in
+this library, they run in float64.  All their values are small integers, exact in float64, so a
+compiled kernel must agree to the last bit.
+"""
+
+import math
+
+import numpy as np
+
+from ._common import fill, pc, polybench_kernel, presets
+
+
+# --- deriche: recursive (IIR) Deriche edge-detection filter, causal + anti-causal, rows then columns -------
+def deriche(
+    imgIn: pc.f64["W", "H"], imgOut: pc.f64["W", "H"], y1: pc.f64["W", "H"], y2: pc.f64["W", "H"],
+    alpha: float,
+):
+    # The filter coefficients, with PolyBench's normalisation k.
+    k = ((1.0 - math.exp(-alpha)) * (1.0 - math.exp(-alpha))
+         / (1.0 + 2.0 * alpha * math.exp(-alpha) - math.exp(2.0 * alpha)))
+    a1 = k
+    a2 = k * math.exp(-alpha) * (alpha - 1.0)
+    a3 = k * math.exp(-alpha) * (alpha + 1.0)
+    a4 = -k * math.exp(-2.0 * alpha)
+    b1 = math.pow(2.0, -alpha)
+    b2 = -math.exp(-2.0 * alpha)
+    c1 = 1.0
+    # PolyBench carries the recurrences in scalars (xm1, ym1, ym2, ...); here each is read back
+    # from the arrays at an affine offset, with the first two (last two) points of every line
+    # peeled, where the missing neighbours are zero.  No scalar carries a value across iterations.
+    # Horizontal pass, causal (left to right) into y1 ...
+    for i in range(W):
+        y1[i, 0] = a1 * imgIn[i, 0]
+        y1[i, 1] = a1 * imgIn[i, 1] + a2 * imgIn[i, 0] + b1 * y1[i, 0]
+        for j in range(2, H):
+            y1[i, j] = a1 * imgIn[i, j] + a2 * imgIn[i, j - 1] + b1 * y1[i, j - 1] + b2 * y1[i, j - 2]
+    # ... and anti-causal (right to left, j = H - 1 - jj) into y2.
+    for i in range(W):
+        y2[i, H - 1] = 0.0
+        y2[i, H - 2] = a3 * imgIn[i, H - 1]
+        for jj in range(2, H):
+            y2[i, H - 1 - jj] = (a3 * imgIn[i, H - jj] + a4 * imgIn[i, H + 1 - jj]
+                                 + b1 * y2[i, H - jj] + b2 * y2[i, H + 1 - jj])
+    for i in range(W):
+        for j in range(H):
+            imgOut[i, j] = c1 * (y1[i, j] + y2[i, j])
+    # Vertical pass over the horizontal result, causal (top to bottom) ...
+    for j in range(H):
+        y1[0, j] = a1 * imgOut[0, j]
+        y1[1, j] = a1 * imgOut[1, j] + a2 * imgOut[0, j] + b1 * y1[0, j]
+        for i in range(2, W):
+            y1[i, j] = a1 * imgOut[i, j] + a2 * imgOut[i - 1, j] + b1 * y1[i - 1, j] + b2 * y1[i - 2, j]
+    # ... and anti-causal (bottom to top, i = W - 1 - ii).
+    for j in range(H):
+        y2[W - 1, j] = 0.0
+        y2[W - 2, j] = a3 * imgOut[W - 1, j]
+        for ii in range(2, W):
+            y2[W - 1 - ii, j] = (a3 * imgOut[W - ii, j] + a4 * imgOut[W + 1 - ii, j]
+                                 + b1 * y2[W - ii, j] + b2 * y2[W + 1 - ii, j])
+    for i in range(W):
+        for j in range(H):
+            imgOut[i, j] = c1 * (y1[i, j] + y2[i, j])
+
+
+def _init_deriche(W, H):
+    return dict(
+        imgIn=fill((W, H), lambda i, j: ((313 * i + 991 * j) % 65536) / 65535.0),
+        imgOut=np.zeros((W, H)), y1=np.zeros((W, H)), y2=np.zeros((W, H)),
+        alpha=0.25,
+    )
+
+
+# --- floyd-warshall: all-pairs shortest paths, relaxing through every intermediate vertex k -----------------
+def floyd_warshall(paths: pc.f64["N", "N"]):
+    for k in range(N):
+        for i in range(N):
+            for j in range(N):
+                paths[i, j] = min(paths[i, j], paths[i, k] + paths[k, j])
+
+
+def _init_floyd_warshall(N):
+    # edge weights 1..13; about half of the pairs have no edge (weight 999)
+    no_edge = lambda i, j: ((i + j) % 3 == 0) | ((i * j) % 11 == 5) | ((i + 2 * j) % 5 == 1)  # noqa: E731
+    return dict(paths=fill((N, N), lambda i, j: np.where(no_edge(i, j), 999.0, (i * j + i + 3 * j) % 13 + 1.0)))
+
+
+# --- nussinov: RNA secondary structure, maximum number of nested base pairs (dynamic programming) -------------
+def nussinov(seq: pc.f64["N"], table: pc.f64["N", "N"]):
+    # i = N - 1 - ii runs downwards, j upwards from i + 1; table[i, j] is the best score of seq[i..j].
+    for ii in range(N):
+        for j in range(N - ii, N):
+            # j - 1 >= 0 and i + 1 < N always hold here, so PolyBench's guards on them vanish.
+            table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - 1 - ii, j - 1])
+            table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - ii, j])
+            if j >= N + 1 - ii:  # i < j - 1: i and j may pair (bases b1, b2 pair iff b1 + b2 == 3)
+                table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - ii, j - 1]
+                                           + (1.0 if seq[N - 1 - ii] + seq[j] == 3.0 else 0.0))
+            if j <= N - ii:  # j == i + 1: neighbours never pair
+                table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - ii, j - 1])
+            for k in range(N - ii, j):
+                table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - 1 - ii, k] + table[k + 1, j])
+
+
+def _init_nussinov(N):
+    # bases 0..3 (A, C, G, U as PolyBench encodes them); the DP table starts at zero
+    return dict(seq=fill((N,), lambda i: (i * i + 3 * i + (i // 5)) % 4), table=np.zeros((N, N)))
+
+
+KERNELS = [
+    polybench_kernel("deriche", deriche, _init_deriche, presets(
+        "W H", (64, 64), (192, 128), (720, 480), (4096, 2160), (7680, 4320))),
+    polybench_kernel("floyd-warshall", floyd_warshall, _init_floyd_warshall, presets(
+        "N", (60,), (180,), (500,), (2800,), (5600,))),
+    polybench_kernel("nussinov", nussinov, _init_nussinov, presets(
+        "N", (60,), (180,), (500,), (2500,), (5500,))),
+]

@@ -1,0 +1,21 @@
+"""polyc: a polyhedral loop optimizer you drive from Python.
+
+Write a kernel in Einstein notation or as affine Python loops, inspect its exact dependences,
+transform it with schedules that are proven legal, and run generated C (OpenMP + SIMD) or CUDA
+on numpy arrays.  This module only re-exports the public API.
+"""
+from .api import Kernel, codegen, compile, kernel
+from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, OutOfBoundsError,
+                     ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
+                     UninitializedReadError)
+from .ir import DType, TensorType, f32, f64, i32, i64
+from .schedule import Schedule
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "kernel", "compile", "codegen", "Kernel", "Schedule",
+    "f32", "f64", "i32", "i64", "DType", "TensorType",
+    "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
+    "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
+]

@@ -1,0 +1,159 @@
+"""The public entry points: `kernel`, `compile`, `codegen`, and the `Kernel` / `CompiledKernel` types."""
+from __future__ import annotations
+
+import inspect
+import threading
+from functools import cached_property
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import ArgumentError, PolycError
+from .ir import DType, Program, TensorType
+from .poly import Dependences, PolyModel, check_bounds, check_initialized, infer_shapes
+from .schedule.schedule import Schedule
+
+TARGETS = ("c", "cuda", "cuda-emu")
+
+
+class Kernel:
+    """A checked kernel: its IR (`program`), polyhedral model, dependences and schedules.
+
+    Created by `pc.kernel(...)`.  Definition-time checks run here: shape inference, bounds
+    (`OutOfBoundsError`) and initialisation of intermediates (`UninitializedReadError`).
+    Calling a kernel compiles it once (source order, C) and runs it.
+    """
+
+    def __init__(self, program: Program, function: Optional[Callable] = None):
+        self.source_program = program
+        self.program: Program = infer_shapes(program)
+        self.model = PolyModel(self.program)
+        check_bounds(self.model)
+        check_initialized(self.model)
+        self.function = function
+        self._default: Optional["CompiledKernel"] = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+    def schedule(self) -> Schedule:
+        """The source-order schedule; every primitive on it returns a new Schedule."""
+        return Schedule.source_order(self.model)
+
+    @cached_property
+    def _dependences(self) -> Dependences:
+        return Dependences(self.model)
+
+    def dependences(self) -> Dependences:
+        """Exact dependences (flow value-based; anti and output memory-based)."""
+        return self._dependences
+
+    def reference(self, **kwargs: Any) -> Any:
+        """Run the kernel as written, as an oracle.
+
+        Affine-Python kernels run their own Python code on numpy arrays (in place); Einstein
+        kernels run a direct numpy interpretation of their statements.  Returns what a call of the
+        compiled kernel returns.
+        """
+        from .testing.interpreter import interpret
+        return interpret(self, kwargs)
+
+    def __call__(self, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._default is None:
+                self._default = compile(self)
+        return self._default(**kwargs)
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{t.name}: {t.role}" for t in self.program.tensors)
+        return f"<polyc kernel {self.name}({sig}), {len(self.program.statements)} statements>"
+
+    def _repr_html_(self) -> str:
+        from .viz.html import kernel_html
+        return kernel_html(self)
+
+
+def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = None,
+           **declared: Union[TensorType, DType]) -> Any:
+    """Define a kernel from Einstein-notation text or an affine-Python loop function.
+
+    `pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul", A=pc.f32["M", "K"])`, or as a
+    decorator on a loop function whose array parameters are annotated `pc.f64["N", "N"]`.
+    """
+    if source is None:
+        return lambda fn: kernel(fn, name=name, **declared)
+    if callable(source) and not isinstance(source, str):
+        from .frontend.pyloops import program_from_function
+        if declared:
+            raise PolycError("declare a loop kernel's types in its annotations, not as keyword arguments")
+        program = program_from_function(source)
+        if name:
+            program = program.with_(name=name)
+        k = Kernel(program, function=source)
+        try:
+            k.__doc__ = source.__doc__
+            k.__wrapped__ = source  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+        return k
+    if not isinstance(source, str):
+        raise PolycError(f"pc.kernel takes Einstein-notation text or a function, not {type(source).__name__}")
+    from .frontend.einsum import program_from_einsum
+    filename = "<kernel>"
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    if caller is not None:
+        filename = f"<kernel defined at {caller.f_code.co_filename}:{caller.f_lineno}>"
+    program = program_from_einsum(source, name or "kernel", declared, filename=filename)
+    return Kernel(program)
+
+
+def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: str) -> Schedule:
+    if schedule is None or schedule == "source":
+        return k.schedule()
+    if isinstance(schedule, str):
+        if schedule == "auto":
+            from .schedule.auto import auto_schedule
+            return auto_schedule(k, target=target)
+        raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto' or None")
+    if not isinstance(schedule, Schedule):
+        raise PolycError(f"schedule must be a Schedule, 'auto' or None, not {type(schedule).__name__}")
+    if schedule.model is not k.model:
+        raise PolycError("this schedule was made for another kernel; use kernel.schedule() of this kernel")
+    return schedule
+
+
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise PolycError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+
+
+def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
+            flags: Optional[Sequence[str]] = None, openmp: bool = True) -> "CompiledKernel":
+    """Compile kernel `k` with `schedule` (source order by default, or "auto") for `target`."""
+    if not isinstance(k, Kernel):
+        raise PolycError(f"pc.compile takes a kernel made by pc.kernel, not {type(k).__name__}")
+    _check_target(target)
+    sched = _resolve_schedule(k, schedule, target)
+    if target == "c":
+        from .runtime.ckernel import CCompiledKernel
+        return CCompiledKernel(k, sched, flags=flags, openmp=openmp)
+    from .runtime.cuda import cuda_compiled_kernel
+    return cuda_compiled_kernel(k, sched, target=target, flags=flags)
+
+
+def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
+            dtypes: Optional[Mapping[str, DType]] = None) -> str:
+    """The generated source text for `target` ("c" or "cuda"); nothing is compiled."""
+    _check_target(target)
+    sched = _resolve_schedule(k, schedule, target)
+    from .codegen.typing import resolve_typing
+    typing = resolve_typing(k.program, dict(dtypes or {}))
+    if target == "c":
+        from .codegen.c import generate_c
+        return generate_c(sched, typing).source
+    from .codegen.cuda import generate_cuda
+    return generate_cuda(sched, typing).source
+
+
+CompiledKernel = Any  # the concrete classes live in polyc.runtime (C) and polyc.runtime.cuda

@@ -1,0 +1,167 @@
+"""A small immutable loop AST built from isl's AST, shared by the C and CUDA emitters.
+
+Expressions stay as isl `AstExpr`s converted once into `LExpr` trees, which print to C (and to
+Python, for the CUDA emulator) without isl's macros.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple, Union
+
+import islpy as isl
+
+from ..errors import PolycError
+from ..schedule.schedule import Dim, Schedule
+
+# -- expressions -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LExpr:
+    """`op` is "int", "id", or an operator name; `args` are sub-expressions; `value` for leaves."""
+
+    op: str
+    args: Tuple["LExpr", ...] = ()
+    value: Union[int, str, None] = None
+
+
+_BINARY = {isl.ast_expr_op_type.add: "+", isl.ast_expr_op_type.sub: "-", isl.ast_expr_op_type.mul: "*",
+           isl.ast_expr_op_type.and_: "&&", isl.ast_expr_op_type.or_: "||",
+           isl.ast_expr_op_type.and_then: "&&", isl.ast_expr_op_type.or_else: "||",
+           isl.ast_expr_op_type.eq: "==", isl.ast_expr_op_type.le: "<=", isl.ast_expr_op_type.lt: "<",
+           isl.ast_expr_op_type.ge: ">=", isl.ast_expr_op_type.gt: ">"}
+_NAMED = {isl.ast_expr_op_type.min: "min", isl.ast_expr_op_type.max: "max",
+          isl.ast_expr_op_type.fdiv_q: "floord", isl.ast_expr_op_type.pdiv_q: "/",
+          isl.ast_expr_op_type.div: "/", isl.ast_expr_op_type.pdiv_r: "%", isl.ast_expr_op_type.zdiv_r: "%",
+          isl.ast_expr_op_type.minus: "neg", isl.ast_expr_op_type.select: "?",
+          isl.ast_expr_op_type.cond: "?"}
+
+
+def lexpr(e: isl.AstExpr) -> LExpr:
+    t = e.get_type()
+    if t == isl.ast_expr_type.int:
+        return LExpr("int", value=int(e.get_val().to_python()))
+    if t == isl.ast_expr_type.id:
+        return LExpr("id", value=e.get_id().get_name())
+    op = e.get_op_type()
+    args = tuple(lexpr(e.get_op_arg(k)) for k in range(e.get_op_n_arg()))
+    if op in _BINARY:
+        out = LExpr(_BINARY[op], args[:2])
+        for extra in args[2:]:
+            out = LExpr(_BINARY[op], (out, extra))
+        return out
+    if op in _NAMED:
+        name = _NAMED[op]
+        if name in ("min", "max") and len(args) > 2:
+            out = LExpr(name, args[:2])
+            for extra in args[2:]:
+                out = LExpr(name, (out, extra))
+            return out
+        return LExpr(name, args)
+    raise PolycError(f"unsupported isl AST expression: {e.to_C_str()}")
+
+
+def c_text(e: LExpr) -> str:
+    """C spelling; `floord`, `min`, `max` are helpers defined in the generated preamble."""
+    if e.op == "int":
+        return str(e.value)
+    if e.op == "id":
+        return str(e.value)
+    a = [c_text(x) for x in e.args]
+    if e.op == "neg":
+        return f"(-{a[0]})"
+    if e.op in ("min", "max", "floord"):
+        return f"polyc_{e.op}({a[0]}, {a[1]})"
+    if e.op == "?":
+        return f"({a[0]} ? {a[1]} : {a[2]})"
+    return f"({a[0]} {e.op} {a[1]})"
+
+
+def strip_parens(s: str) -> str:
+    if s.startswith("(") and s.endswith(")"):
+        depth = 0
+        for k, ch in enumerate(s):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and k < len(s) - 1:
+                return s
+        return s[1:-1]
+    return s
+
+# -- statements --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loop:
+    iterator: str
+    init: LExpr
+    cond: LExpr
+    step: int
+    body: "Node"
+    dim: Optional[Dim]
+
+
+@dataclass(frozen=True)
+class Guard:
+    cond: LExpr
+    then: "Node"
+    orelse: Optional["Node"]
+
+
+@dataclass(frozen=True)
+class Block:
+    children: Tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One statement instance: `args` are the statement's original iterators as expressions."""
+
+    statement: str
+    args: Tuple[LExpr, ...]
+
+
+Node = Union[Loop, Guard, Block, Call]
+
+
+def _convert(node: isl.AstNode, dims_by_name: Dict[str, Dim]) -> Node:
+    t = node.get_type()
+    if t == isl.ast_node_type.for_:
+        it = node.for_get_iterator().get_id().get_name()
+        inc = lexpr(node.for_get_inc())
+        if inc.op != "int":
+            raise PolycError("non-constant loop increment in generated code")
+        return Loop(it, lexpr(node.for_get_init()), lexpr(node.for_get_cond()), int(inc.value),  # type: ignore[arg-type]
+                    _convert(node.for_get_body(), dims_by_name), dims_by_name.get(it))
+    if t == isl.ast_node_type.if_:
+        orelse = _convert(node.if_get_else_node(), dims_by_name) if node.if_has_else_node() else None
+        return Guard(lexpr(node.if_get_cond()), _convert(node.if_get_then_node(), dims_by_name), orelse)
+    if t == isl.ast_node_type.block:
+        kids = node.block_get_children()
+        return Block(tuple(_convert(kids.get_at(k), dims_by_name) for k in range(kids.n_ast_node())))
+    if t == isl.ast_node_type.user:
+        call = node.user_get_expr()
+        name = call.get_op_arg(0).get_id().get_name()
+        return Call(name, tuple(lexpr(call.get_op_arg(k)) for k in range(1, call.get_op_n_arg())))
+    if t == isl.ast_node_type.mark:
+        return _convert(node.mark_get_node(), dims_by_name)
+    raise PolycError(f"unsupported isl AST node type {t}")
+
+
+def build_loop_ast(schedule: Schedule) -> Node:
+    """Generate loops for `schedule` with isl and convert them to the loop AST."""
+    from ..poly.islutil import isl_budget
+
+    model = schedule.model
+    names = schedule.iterator_names()
+    with isl_budget(f"generating loops for {model.program.name}"):
+        smap = schedule.schedule_map
+        build = isl.AstBuild.from_context(model.codegen_context)
+        ids = isl.IdList.alloc(isl.DEFAULT_CONTEXT, len(names))
+        for n in names:
+            ids = ids.add(isl.Id(n))
+        build = build.set_iterators(ids)
+        options = schedule.option("ast_options")
+        if options:
+            build = build.set_options(isl.UnionMap(options))
+        root = build.node_from_schedule_map(smap)
+    dims_by_name = {n: d for n, d in zip(names, schedule.dims) if d.name is not None}
+    return _convert(root, dims_by_name)

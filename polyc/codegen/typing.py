@@ -1,0 +1,129 @@
+"""Element types of every tensor, scalar and expression of a program, for one specialisation.
+
+The rules (documented in README "Types"): arrays must come in the declared dtype (or, when
+undeclared, the dtype they are passed with); outputs and intermediates take the type of the
+expression that defines them; arithmetic promotes as `polyc.ir.promote` says; literals and
+undeclared scalars adopt the type of the other operand; integer `/` integer is a float64 division
+(as in Python).  polyc never inserts a conversion the user did not write except these.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional
+
+from ..errors import ArgumentError, PolycError
+from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
+                  Unary, f32, f64, i64, promote)
+
+BOOL = DType("bool", "int", False, 1, "bool")
+
+
+@dataclass(frozen=True)
+class Typing:
+    tensors: Dict[str, DType]
+    scalars: Dict[str, DType]
+    default_float: DType
+
+    def key(self) -> str:
+        return ",".join(f"{k}:{v.name}" for k, v in sorted(self.tensors.items())) + ";" + \
+            ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items()))
+
+    def type_of(self, e: Expr, hint: Optional[DType] = None) -> Optional[DType]:
+        """The type of `e`; None for a literal-only expression with no hint."""
+        if isinstance(e, Const):
+            if e.dtype is not None:
+                return e.dtype
+            if hint is not None:
+                return hint
+            return None
+        if isinstance(e, ScalarRef):
+            return self.scalars.get(e.name, hint or self.default_float)
+        if isinstance(e, IndexExpr):
+            return i64
+        if isinstance(e, Access):
+            return self.tensors[e.tensor]
+        if isinstance(e, Cast):
+            return e.dtype
+        if isinstance(e, Unary):
+            return BOOL if e.op == "not" else self.type_of(e.operand, hint)
+        if isinstance(e, Binary):
+            if e.op in ("<", "<=", ">", ">=", "==", "!=", "and", "or"):
+                return BOOL
+            a, b = self.operand_types(e, hint)
+            if a is None or b is None:
+                return a or b
+            t = promote(a, b)
+            if e.op == "/" and not t.is_float:
+                return f64
+            return t
+        if isinstance(e, Select):
+            a = self.type_of(e.if_true, hint)
+            b = self.type_of(e.if_false, hint)
+            return promote(a, b) if a and b else (a or b)
+        if isinstance(e, Call):
+            types = [self.type_of(x, hint) for x in e.args]
+            known = [t for t in types if t is not None]
+            t = known[0] if known else hint
+            for u in known[1:]:
+                t = promote(t, u)
+            if e.fn in ("exp", "log", "sqrt", "tanh", "sin", "cos", "pow") and t is not None and not t.is_float:
+                return f64
+            return t
+        raise PolycError(f"cannot type expression {e!r}")
+
+    def operand_types(self, e: Binary, hint: Optional[DType]):
+        """Types of both operands; a literal or undeclared scalar adopts the other operand's type."""
+        a = self.type_of(e.lhs, None) if not _adaptive(e.lhs) else None
+        b = self.type_of(e.rhs, None) if not _adaptive(e.rhs) else None
+        if a is None and b is None:
+            a = self.type_of(e.lhs, hint)
+            b = self.type_of(e.rhs, hint)
+        elif a is None:
+            a = self.type_of(e.lhs, b if b is not None and b != BOOL else hint)
+        elif b is None:
+            b = self.type_of(e.rhs, a if a != BOOL else hint)
+        return a, b
+
+
+def _adaptive(e: Expr) -> bool:
+    return isinstance(e, Const) and e.dtype is None
+
+
+def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType = f32) -> Typing:
+    """Fix every tensor's and scalar's dtype from declarations, passed arrays and definitions."""
+    tensors: Dict[str, DType] = {}
+    for t in program.tensors:
+        if t.dtype is not None:
+            tensors[t.name] = t.dtype
+        elif t.name in passed:
+            tensors[t.name] = passed[t.name]
+    floats = [d for d in tensors.values() if d.is_float]
+    kernel_float = floats[0] if floats else default
+    for d in floats[1:]:
+        kernel_float = promote(kernel_float, d)
+    scalars = {s.name: (s.dtype if s.dtype is not None else kernel_float) for s in program.scalars}
+    typing = Typing(tensors, scalars, kernel_float)
+    for _ in range(len(program.statements) + 1):
+        changed = False
+        for st in program.statements:
+            name = st.target.tensor
+            if name in tensors:
+                continue
+            if any(a.tensor not in tensors for a in st.value.accesses()):
+                continue
+            t = typing.type_of(st.value, None)
+            if t is None:
+                continue
+            if t == BOOL:
+                raise PolycError(f"statement `{st.text}` stores a condition; write select(cond, 1.0, 0.0)")
+            tensors[name] = t
+            changed = True
+        if not changed:
+            break
+    for t in program.tensors:
+        if t.name not in tensors:
+            if t.role in ("input", "inout"):
+                raise ArgumentError(f"cannot tell the dtype of {t.name}: pass it, or declare it "
+                                    f"(e.g. {t.name}=pc.f32[...])")
+            tensors[t.name] = kernel_float
+    return Typing(tensors, scalars, kernel_float)

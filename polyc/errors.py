@@ -1,0 +1,91 @@
+"""The typed errors polyc raises.  Every failure a user can cause derives from `PolycError`.
+
+Messages are written for the person who wrote the kernel: they name the statement, the array and
+the source position, and say what to change, rather than describing compiler internals.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A position in user source: `line` and `column` are 1-based; `text` is the whole line."""
+
+    line: int
+    column: int
+    text: str = ""
+    filename: str = "<kernel>"
+
+    def caret(self) -> str:
+        """The source line with a caret under the column (empty when the text is unknown)."""
+        if not self.text:
+            return ""
+        return f"    {self.text}\n    {' ' * (self.column - 1)}^"
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.column}"
+
+
+class PolycError(Exception):
+    """Base class of every error polyc raises on bad input."""
+
+
+class ParseError(PolycError):
+    """Kernel text or a Python loop kernel that polyc cannot read; carries line, column and a caret."""
+
+    def __init__(self, message: str, location: Optional[SourceLocation] = None):
+        self.location = location
+        self.line = location.line if location else None
+        self.column = location.column if location else None
+        self.reason = message
+        text = message
+        if location is not None:
+            text = f"{location}: {message}"
+            caret = location.caret()
+            if caret:
+                text += "\n" + caret
+        super().__init__(text)
+
+
+class ShapeInferenceError(ParseError):
+    """An index range or tensor shape that cannot be inferred and must be stated (`where`)."""
+
+
+class OutOfBoundsError(PolycError):
+    """isl proved that an access can leave its tensor for some valid sizes."""
+
+
+class UninitializedReadError(PolycError):
+    """A statement reads an intermediate element that no earlier statement writes."""
+
+
+class IllegalScheduleError(PolycError):
+    """A transformation would reverse a dependence; names the dependence and a violating pair."""
+
+    def __init__(self, message: str, dependence: object = None):
+        self.dependence = dependence
+        super().__init__(message)
+
+
+class ArgumentError(PolycError, TypeError):
+    """Arrays or scalars passed at call time that do not fit the kernel (shape, dtype, layout, device)."""
+
+
+class CompileError(PolycError):
+    """The system compiler rejected generated code; keeps the source and the compiler's message."""
+
+    def __init__(self, message: str, source: str = "", compiler_output: str = "", command: str = ""):
+        self.source = source
+        self.compiler_output = compiler_output
+        self.command = command
+        super().__init__(message)
+
+
+class IslBudgetError(PolycError):
+    """An isl computation exceeded polyc's operation budget (instead of hanging)."""
+
+
+class TargetUnavailableError(PolycError):
+    """The requested target (e.g. CUDA) cannot run here: no driver, no GPU, or pycuda missing."""

@@ -1,0 +1,195 @@
+"""Front end for affine-Python kernels: a plain Python loop function -> `polyc.ir.Program`.
+
+```python
+def seidel_2d(A: pc.f64["N", "N"], T: int):
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                A[i, j] = (A[i - 1, j] + A[i, j] + A[i + 1, j]) / 3.0
+```
+
+The body is read with `ast` from `inspect.getsource(fn)` and never evaluated here; the same
+function runs unchanged as the reference (`polyc.frontend.reference`).
+
+Parameters (their annotations, evaluated, decide what they are):
+
+- `pc.f64["N", "N"]` (a `TensorType`): an array passed by the caller.  The names in its shape are
+  *sizes*, in scope in the body (`range(1, N - 1)`), bound at call time from the arrays' shapes.
+- `int`: an integer scalar such as the time-step count `T`.  It is put in `Program.sizes`, not in
+  `Program.scalars`: it then is an isl parameter like `N`, usable in loop bounds, subscripts and
+  `if` tests, and, like any size, as a value (`IndexExpr`).  The caller must pass it since no array
+  shape determines it.
+- `float` (-> f64) or a `DType` such as `pc.f32`: a scalar value (`alpha`), in `Program.scalars`,
+  usable only in values (`ScalarRef`), never in bounds or subscripts.
+
+Statements are named `S0, S1, ...` in source order.  Tensor roles: array parameters written and
+read are "inout", only written "output", otherwise "input"; kernel-local scalars become "temp"
+tensors expanded over loops (see `pyloops_locals` for how, and why that keeps dependences exact).
+Loops with a negative step are listed in `Statement.descending` so that the source order is kept.
+
+Anything outside this language (non-affine subscripts or bounds, `while`, `break`, unknown calls,
+...) is refused with a `ParseError` giving the file, line and column and saying what is allowed.
+Module layout: `pyloops_exprs` (expressions), `pyloops_lower` (statements), `pyloops_locals`
+(local scalars), this module (parameters and assembly).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Callable, Dict, List, Sequence, Set, Tuple
+
+from ..errors import ParseError, SourceLocation
+from ..ir import (Affine, Constraint, DType, Program, ScalarDecl, Statement, TensorDecl,
+                  TensorType, f64)
+from .pyloops_exprs import DNF, ExprLowering, Scope, Source
+from .pyloops_locals import LocalStorage, local_dtypes, replace_locals, temp_decls
+from .pyloops_lower import BodyLowering, RawNode, RawStmt
+
+__all__ = ["program_from_function", "function_parameters"]
+
+_ANNOTATION_HELP = ("annotate arrays with a tensor type (`pc.f64[\"N\", \"N\"]`), integer sizes and "
+                    "counts with `int`, and scalar values with `float` or a dtype such as `pc.f32`")
+
+
+def _read_source(fn: Callable) -> Tuple[Source, str, ast.FunctionDef]:
+    """The function's source, its dedented text and its `FunctionDef` node."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise ParseError(f"cannot read the source of {fn!r} ({e}); a loop kernel must be a "
+                         "function defined in a file") from e
+    nonblank = [l for l in lines if l.strip()]
+    indent = min((len(l) - len(l.lstrip())) for l in nonblank) if nonblank else 0
+    dedented = textwrap.dedent("".join(lines))
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", "<kernel>")
+    source = Source(lines, max(first, 1), indent, filename)
+    try:
+        tree = ast.parse(dedented)
+    except SyntaxError as e:
+        raise ParseError(f"cannot parse the kernel: {e.msg}",
+                         SourceLocation(source.first_line + (e.lineno or 1) - 1, (e.offset or 1) + indent,
+                                        lines[(e.lineno or 1) - 1].rstrip("\n"), filename)) from e
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef):
+        raise ParseError("a loop kernel must be a function defined with `def` (not a lambda)",
+                         source.location(node) if node is not None else None)
+    return source, dedented, node
+
+
+def function_parameters(fn: Callable, node: ast.FunctionDef, source: Source) -> Tuple[Scope, List[str]]:
+    """Arrays, scalars and sizes from the parameters' annotations (see the module docstring)."""
+    try:
+        annotations = inspect.get_annotations(fn, eval_str=True)
+    except Exception as e:                       # a string annotation that does not evaluate
+        raise ParseError(f"cannot evaluate the annotations of `{node.name}`: {e}",
+                         source.location(node)) from e
+    args = node.args
+    if args.vararg or args.kwarg:
+        bad = args.vararg or args.kwarg
+        raise source.error(bad, "*args and **kwargs are not supported in a kernel; name every parameter")
+    arrays: Dict[str, TensorType] = {}
+    scalars: Dict[str, DType] = {}
+    int_params: List[str] = []
+    shape_sizes: List[str] = []
+    params = list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)
+    for arg in params:
+        name = arg.arg
+        if name not in annotations:
+            raise source.error(arg, f"parameter `{name}` needs a type annotation: {_ANNOTATION_HELP}")
+        ann = annotations[name]
+        if isinstance(ann, TensorType):
+            arrays[name] = ann
+            for dim in ann.shape:
+                shape_sizes += [v for v in dim.variables if v not in shape_sizes]
+        elif ann is int:
+            int_params.append(name)
+        elif ann is float:
+            scalars[name] = f64
+        elif isinstance(ann, DType):
+            scalars[name] = ann
+        else:
+            raise source.error(arg, f"parameter `{name}` has an unsupported annotation {ann!r}: "
+                                    f"{_ANNOTATION_HELP}")
+    for arg in params:
+        if arg.arg in shape_sizes and arg.arg not in int_params:
+            raise source.error(arg, f"parameter `{arg.arg}` has the name of a size used in an "
+                                    "array shape; rename one of them")
+    sizes = shape_sizes + [p for p in int_params if p not in shape_sizes]
+    loop_vars: Set[str] = set()
+    assigned: Set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.For) and isinstance(sub.target, ast.Name):
+            loop_vars.add(sub.target.id)
+        targets = sub.targets if isinstance(sub, ast.Assign) else \
+            [sub.target] if isinstance(sub, (ast.AugAssign, ast.AnnAssign)) else []
+        assigned |= {t.id for t in targets if isinstance(t, ast.Name)}
+    locals_ = assigned - set(arrays) - set(scalars) - set(sizes) - loop_vars
+    return Scope(arrays, scalars, set(sizes), locals_, loop_vars, dict(fn.__globals__)), sizes
+
+
+def _simplify(domain: DNF) -> Tuple[Tuple[Constraint, ...], ...]:
+    """Drops constant constraints that always hold and conjunctions that never do."""
+    out = []
+    for conj in domain:
+        kept: List[Constraint] = []
+        feasible = True
+        for c in conj:
+            if c.expr.is_constant:
+                k = c.expr.constant
+                holds = k >= 0 if c.kind == "ge" else k == 0 if c.kind == "eq" else k % c.modulus == 0
+                feasible = feasible and holds
+            elif c not in kept:
+                kept.append(c)
+        if feasible and tuple(kept) not in out:
+            out.append(tuple(kept))
+    return tuple(out) if out else ((Constraint("ge", Affine.const(-1)),),)
+
+
+def _statements(nodes: Sequence[RawNode]):
+    for n in nodes:
+        if isinstance(n, RawStmt):
+            yield n
+        else:
+            yield from _statements(n.body)
+
+
+def program_from_function(fn: Callable) -> Program:
+    """The `polyc.ir.Program` of an affine-Python loop kernel (see the module docstring)."""
+    fn = inspect.unwrap(fn)
+    source, dedented, node = _read_source(fn)
+    scope, sizes = function_parameters(fn, node, source)
+    exprs = ExprLowering(source, scope)
+    body = BodyLowering(source, exprs, dedented).lower_function(node)
+    taken = set(scope.arrays) | set(scope.scalars) | set(sizes) | scope.all_loop_vars | scope.locals
+    storage = LocalStorage(source, scope, body, taken)
+    storage.run()
+    dtypes = local_dtypes(body, scope)
+
+    statements: List[Statement] = []
+    for k, raw in enumerate(_statements(body)):
+        if raw.target_local is not None:
+            target = storage.choice[(id(raw), raw.target_local)].access()
+        else:
+            assert raw.target_array is not None
+            target = raw.target_array
+        value = replace_locals(raw.value, raw, storage)
+        iterators = tuple(l.var for l in raw.loops)
+        indexed = {v for a in target.indices for v in a.variables}
+        reduction = tuple(v for v in iterators if v not in indexed) if raw.update else ()
+        statements.append(Statement(
+            name=f"S{k}", iterators=iterators, domain=_simplify(raw.domain), target=target,
+            value=value, update=raw.update, order=raw.order, reduction=reduction,
+            location=raw.location, text=raw.text,
+            descending=tuple(l.var for l in raw.loops if l.descending)))
+
+    written = {s.target.tensor for s in statements}
+    read = {a.tensor for s in statements for a in s.reads()}
+    tensors: List[TensorDecl] = []
+    for name, ttype in scope.arrays.items():
+        role = "inout" if name in written and name in read else "output" if name in written else "input"
+        tensors.append(TensorDecl(name, ttype.dtype, ttype.shape, role, declared=True))
+    tensors += temp_decls(storage, dtypes)
+    return Program(name=node.name, tensors=tuple(tensors), statements=tuple(statements),
+                   sizes=tuple(sizes), scalars=tuple(ScalarDecl(n, d) for n, d in scope.scalars.items()),
+                   source=dedented, frontend="python")

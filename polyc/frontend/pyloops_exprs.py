@@ -1,0 +1,454 @@
+"""Expressions of affine-Python kernels: affine index expressions, `if` conditions and values.
+
+Part of the Python-loops front end (`polyc.frontend.pyloops`).  Three readings of an `ast` node:
+
+- `affine`: subscripts and loop bounds, affine in enclosing loop variables and sizes;
+- `condition`: an affine `if` test as a disjunction of conjunctions of constraints (DNF), with
+  negation pushed inward so that the `else` of a compound test is exact;
+- `value`: a right-hand side, lowered to `polyc.ir` expressions.  Reads of kernel-local scalars
+  become `LocalRef` placeholders that `pyloops_locals` later turns into temp-tensor accesses.
+
+Everything refused raises `ParseError` pointing at the offending node in the real source file.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+
+from ..errors import ParseError, SourceLocation
+from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
+                  ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64)
+
+#: A disjunction of conjunctions of constraints; `[[]]` is true, `[]` is false.
+DNF = List[List[Constraint]]
+TRUE: DNF = [[]]
+FALSE: DNF = []
+
+ALLOWED_CALLS = ("math/numpy sqrt, exp, log, tanh, sin, cos, floor, ceil, fabs, power, maximum, "
+                 "minimum, and the builtins abs, min, max, pow, float, int")
+
+
+def dnf_and(a: DNF, b: DNF) -> DNF:
+    return [x + y for x in a for y in b]
+
+
+def dnf_or(a: DNF, b: DNF) -> DNF:
+    return a + b
+
+
+@dataclass(frozen=True)
+class LocalRef(Expr):
+    """Placeholder for a read of a kernel-local scalar; replaced by an access to its temp tensor."""
+
+    name: str
+
+
+@dataclass
+class Source:
+    """The kernel's source: maps nodes of the dedented parse back to real file positions."""
+
+    lines: List[str]          # original lines (with their indentation)
+    first_line: int           # file line number of lines[0]
+    indent: int               # columns removed by dedenting
+    filename: str
+
+    def location(self, node: ast.AST) -> SourceLocation:
+        lineno = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0) + self.indent
+        text = self.lines[lineno - 1].rstrip("\n") if 0 < lineno <= len(self.lines) else ""
+        return SourceLocation(self.first_line + lineno - 1, col + 1, text, self.filename)
+
+    def error(self, node: ast.AST, message: str) -> ParseError:
+        return ParseError(message, self.location(node))
+
+
+@dataclass
+class Scope:
+    """Names a kernel body can see, and what each one is."""
+
+    arrays: Dict[str, TensorType]
+    scalars: Dict[str, DType]               # scalar parameters used as values (`alpha: float`)
+    sizes: Set[str]                         # shape symbols and `int` parameters
+    locals: Set[str]                        # kernel-local scalars (assigned somewhere by name)
+    all_loop_vars: Set[str]                 # every name used as a loop variable anywhere
+    globals: Dict[str, object]
+    loop_vars: List[str] = field(default_factory=list)   # loops enclosing the current point
+
+    def params(self) -> Set[str]:
+        return set(self.arrays) | set(self.scalars)
+
+
+def _function_table() -> Dict[int, str]:
+    """Identity of math/numpy function objects -> polyc.ir.MATH_FUNCTIONS name."""
+    table: Dict[int, str] = {}
+    names = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",
+             "cos": "cos", "floor": "floor", "ceil": "ceil", "fabs": "abs", "abs": "abs",
+             "absolute": "abs", "pow": "pow", "power": "pow", "maximum": "max", "fmax": "max",
+             "minimum": "min", "fmin": "min"}
+    for module in (math, np):
+        for attr, ir_name in names.items():
+            obj = getattr(module, attr, None)
+            if obj is not None:
+                table[id(obj)] = ir_name
+    return table
+
+
+_FUNCTIONS = _function_table()
+_SYNTACTIC_FUNCTIONS = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",
+                        "cos": "cos", "floor": "floor", "ceil": "ceil", "fabs": "abs",
+                        "abs": "abs", "absolute": "abs", "pow": "pow", "power": "pow",
+                        "maximum": "max", "fmax": "max", "minimum": "min", "fmin": "min"}
+_CASTS = {id(float): f64, id(int): i64, id(np.float64): f64, id(np.float32): f32,
+          id(np.int64): i64, id(np.int32): i32}
+_SYNTACTIC_CASTS = {"float64": f64, "float32": f32, "int64": i64, "int32": i32}
+_BUILTINS = {"abs": "abs", "max": "max", "min": "min", "pow": "pow"}
+_MODULE_NAMES = ("math", "np", "numpy")
+
+
+class ExprLowering:
+    """Lowers expression nodes in the current `Scope`; see the module docstring."""
+
+    def __init__(self, source: Source, scope: Scope):
+        self.src = source
+        self.scope = scope
+
+    # -- affine -------------------------------------------------------------------------------
+    def affine(self, node: ast.AST, what: str) -> Affine:
+        """`node` as an Affine in loop variables and sizes; `what` names the context for errors."""
+        rule = f"{what} must be affine in the enclosing loop variables and sizes"
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return Affine.const(node.value)
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name in self.scope.loop_vars or name in self.scope.sizes:
+                return Affine.var(name)
+            if name in self.scope.all_loop_vars:
+                raise self.src.error(node, f"loop variable `{name}` is used outside its loop")
+            if name in self.scope.locals:
+                raise self.src.error(node, f"{rule}; `{name}` is a kernel-local scalar (a value "
+                                           "computed at run time), so it cannot index or bound")
+            if name in self.scope.scalars:
+                raise self.src.error(node, f"{rule}; `{name}` is a scalar parameter that is not a "
+                                           "size (annotate it `int` to use it in bounds)")
+            if name in self.scope.arrays:
+                raise self.src.error(node, f"{rule}; `{name}` is an array")
+            value = self.scope.globals.get(name)
+            if type(value) is int:
+                return Affine.const(value)
+            raise self.src.error(node, f"undefined name `{name}`")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = self.affine(node.operand, what)
+            return -inner if isinstance(node.op, ast.USub) else inner
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, (ast.Add, ast.Sub)):
+                lhs, rhs = self.affine(node.left, what), self.affine(node.right, what)
+                return lhs + rhs if isinstance(node.op, ast.Add) else lhs - rhs
+            if isinstance(node.op, ast.Mult):
+                lhs, rhs = self.affine(node.left, what), self.affine(node.right, what)
+                if lhs.is_constant:
+                    return rhs.scale(lhs.constant)
+                if rhs.is_constant:
+                    return lhs.scale(rhs.constant)
+                raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` multiplies two "
+                                           "variables (a product needs a constant factor)")
+            raise self.src.error(node, f"{rule}; the operator in `{ast.unparse(node)}` is not "
+                                       "allowed (only +, - and multiplication by a constant)")
+        if isinstance(node, ast.Subscript):
+            raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` reads an array "
+                                       "(data-dependent, indirect indexing is not supported)")
+        if isinstance(node, ast.Constant):
+            raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not an integer")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+            raise self.src.error(node, f"{rule}; `min`/`max` are only allowed as a whole loop bound")
+        raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not")
+
+    def try_affine(self, node: ast.AST) -> Optional[Affine]:
+        """`node` as an Affine if it is one over in-scope loop variables and sizes, else None."""
+        for sub in ast.walk(node):
+            if not isinstance(sub, (ast.Constant, ast.Name, ast.UnaryOp, ast.BinOp, ast.operator,
+                                    ast.unaryop, ast.Load)):
+                return None
+            if isinstance(sub, ast.Name) and not (sub.id in self.scope.loop_vars or sub.id in self.scope.sizes):
+                return None
+        try:
+            return self.affine(node, "")
+        except ParseError:
+            return None
+
+    def bound(self, node: ast.AST, make: Callable[[Affine], Constraint], conj: str) -> DNF:
+        """Constraints from a loop bound that may be `min`/`max` of affine expressions.
+
+        `conj` is the function ("min" or "max") whose arguments combine by conjunction for this
+        bound (e.g. `v >= max(a, b)` means both `v >= a` and `v >= b`); the other one gives a
+        disjunction.
+        """
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("min", "max") and len(node.args) >= 2 and not node.keywords:
+            parts = [self.bound(a, make, conj) for a in node.args]
+            out = parts[0]
+            for p in parts[1:]:
+                out = dnf_and(out, p) if node.func.id == conj else dnf_or(out, p)
+            return out
+        return [[make(self.affine(node, "a loop bound"))]]
+
+    # -- conditions ---------------------------------------------------------------------------
+    def condition(self, node: ast.AST, negate: bool = False) -> DNF:
+        """An affine `if` test as DNF; `negate=True` gives the test of the `else` branch."""
+        if isinstance(node, ast.BoolOp):
+            parts = [self.condition(v, negate) for v in node.values]
+            conjunctive = isinstance(node.op, ast.And) != negate
+            out = parts[0]
+            for p in parts[1:]:
+                out = dnf_and(out, p) if conjunctive else dnf_or(out, p)
+            return out
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.condition(node.operand, not negate)
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return TRUE if node.value != negate else FALSE
+        if isinstance(node, ast.Compare):
+            atoms = []
+            left = node.left
+            for op, right in zip(node.ops, node.comparators):
+                atoms.append(self._comparison(node, left, op, right, negate))
+                left = right
+            out = atoms[0]
+            for a in atoms[1:]:
+                out = dnf_or(out, a) if negate else dnf_and(out, a)
+            return out
+        raise self.src.error(node, "the test of an `if` must be an affine comparison of loop "
+                                   "variables and sizes (combined with and/or/not); data-dependent "
+                                   "control flow is not supported: use `a if cond else b` for "
+                                   "data-dependent values")
+
+    _NEGATED = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
+                ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+
+    def _comparison(self, node: ast.AST, left: ast.AST, op: ast.cmpop, right: ast.AST, negate: bool) -> DNF:
+        kind = type(op)
+        if kind not in self._NEGATED:
+            raise self.src.error(node, f"`{ast.unparse(node)}`: only <, <=, >, >=, ==, != are "
+                                       "allowed in an `if` test")
+        if negate:
+            kind = self._NEGATED[kind]
+        for a, b in ((left, right), (right, left)):
+            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mod) and kind in (ast.Eq, ast.NotEq):
+                return self._modulo(node, a, b, kind is ast.Eq)
+        what = "an `if` test"
+        lhs, rhs = self.affine(left, what), self.affine(right, what)
+        diff = rhs - lhs
+        if kind is ast.Lt:
+            return [[Constraint("ge", diff - 1)]]
+        if kind is ast.LtE:
+            return [[Constraint("ge", diff)]]
+        if kind is ast.Gt:
+            return [[Constraint("ge", -diff - 1)]]
+        if kind is ast.GtE:
+            return [[Constraint("ge", -diff)]]
+        if kind is ast.Eq:
+            return [[Constraint("eq", diff)]]
+        return [[Constraint("ge", diff - 1)], [Constraint("ge", -diff - 1)]]
+
+    def _modulo(self, node: ast.AST, mod: ast.BinOp, other: ast.AST, equal: bool) -> DNF:
+        """`e % m == r` (or `!=`) with constant m > 0 and r: congruence constraints."""
+        modulus = mod.right
+        if not (isinstance(modulus, ast.Constant) and type(modulus.value) is int and modulus.value > 0):
+            raise self.src.error(node, "in `e % m == r` the modulus m must be a positive integer literal")
+        m = modulus.value
+        r = self.affine(other, "the remainder in `e % m == r`")
+        if not r.is_constant:
+            raise self.src.error(node, "in `e % m == r` the remainder r must be an integer constant")
+        e = self.affine(mod.left, "an `if` test")
+        rem = r.constant
+        if equal:
+            return [[Constraint("mod", e - rem, m)]] if 0 <= rem < m else FALSE
+        residues = [k for k in range(m) if k != rem]
+        return [[Constraint("mod", e - k, m)] for k in residues]
+
+    # -- values -------------------------------------------------------------------------------
+    def value(self, node: ast.AST) -> Expr:
+        """A right-hand-side expression as a `polyc.ir` expression (locals as `LocalRef`)."""
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            aff = self.try_affine(node)
+            if aff is not None:
+                return Const(aff.constant) if aff.is_constant else IndexExpr(aff)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return Const(node.value)
+            raise self.src.error(node, f"the literal {node.value!r} is not a number")
+        if isinstance(node, ast.Name):
+            return self._name(node)
+        if isinstance(node, ast.Attribute):
+            value = self._resolve(node)
+            if isinstance(value, float):
+                return Const(value)
+            raise self.src.error(node, f"`{ast.unparse(node)}` is not allowed in a kernel "
+                                       "(only numeric constants such as math.pi)")
+        if isinstance(node, ast.Subscript):
+            return self.access(node)
+        if isinstance(node, ast.BinOp):
+            return self._binary(node)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                return Unary("-", self.value(node.operand))
+            if isinstance(node.op, ast.UAdd):
+                return self.value(node.operand)
+            if isinstance(node.op, ast.Not):
+                return Unary("not", self.value(node.operand))
+            raise self.src.error(node, "bitwise inversion `~` is not supported")
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            out = self.value(node.values[0])
+            for v in node.values[1:]:
+                out = Binary(op, out, self.value(v))
+            return out
+        if isinstance(node, ast.Compare):
+            return self._compare(node)
+        if isinstance(node, ast.IfExp):
+            return Select(self.value(node.test), self.value(node.body), self.value(node.orelse))
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        raise self.src.error(node, f"`{ast.unparse(node)}` is not supported in a kernel "
+                                   "expression (allowed: arithmetic, comparisons, and/or/not, "
+                                   "`a if c else b`, array elements, math calls)")
+
+    def _name(self, node: ast.Name) -> Expr:
+        name = node.id
+        if name in self.scope.loop_vars or name in self.scope.sizes:
+            return IndexExpr(Affine.var(name))
+        if name in self.scope.all_loop_vars:
+            raise self.src.error(node, f"loop variable `{name}` is used outside its loop")
+        if name in self.scope.locals:
+            return LocalRef(name)
+        if name in self.scope.scalars:
+            return ScalarRef(name)
+        if name in self.scope.arrays:
+            raise self.src.error(node, f"array `{name}` is used without subscripts; "
+                                       f"index it element by element, e.g. `{name}[i]`")
+        value = self.scope.globals.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return Const(value)
+        raise self.src.error(node, f"undefined name `{name}`")
+
+    def access(self, node: ast.Subscript) -> Access:
+        """`A[i, j]` or `A[i][j]` with affine subscripts, A an array parameter."""
+        subscripts: List[ast.AST] = []
+        base: ast.AST = node
+        while isinstance(base, ast.Subscript):
+            index = base.slice
+            parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+            subscripts = parts + subscripts
+            base = base.value
+        if not isinstance(base, ast.Name) or base.id not in self.scope.arrays:
+            what = ast.unparse(base)
+            raise self.src.error(node, f"`{what}` is not an array parameter; only arrays passed "
+                                       "to the kernel can be subscripted")
+        name = base.id
+        rank = self.scope.arrays[name].rank
+        for s in subscripts:
+            if isinstance(s, ast.Slice):
+                raise self.src.error(s, "slices are not supported; write a loop over the elements")
+        if len(subscripts) != rank:
+            raise self.src.error(node, f"array `{name}` has rank {rank} but is indexed with "
+                                       f"{len(subscripts)} subscript(s)")
+        return Access(name, tuple(self.affine(s, f"a subscript of `{name}`") for s in subscripts))
+
+    def _binary(self, node: ast.BinOp) -> Expr:
+        ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%"}
+        lhs, rhs = self.value(node.left), self.value(node.right)
+        if isinstance(node.op, ast.Pow):
+            return Call("pow", (lhs, rhs))
+        if type(node.op) not in ops:
+            hint = " (floor division is not supported; use math.floor(a / b))" \
+                if isinstance(node.op, ast.FloorDiv) else ""
+            raise self.src.error(node, f"the operator in `{ast.unparse(node)}` is not supported{hint}")
+        op = ops[type(node.op)]
+        if op == "/" and self._is_integer(lhs) and self._is_integer(rhs):
+            # Python's `/` on integers is true division: make that explicit for C and CUDA.
+            lhs = Cast(f64, lhs)
+        return Binary(op, lhs, rhs)
+
+    def _is_integer(self, e: Expr) -> bool:
+        if isinstance(e, IndexExpr):
+            return True
+        if isinstance(e, Const):
+            return type(e.value) is int
+        if isinstance(e, Cast):
+            return not e.dtype.is_float
+        if isinstance(e, ScalarRef):
+            return not self.scope.scalars[e.name].is_float
+        if isinstance(e, Access):
+            return not self.scope.arrays[e.tensor].dtype.is_float
+        return False
+
+    def _compare(self, node: ast.Compare) -> Expr:
+        ops = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+        out: Optional[Expr] = None
+        left = self.value(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            if type(op) not in ops:
+                raise self.src.error(node, f"the comparison in `{ast.unparse(node)}` is not supported")
+            right = self.value(right_node)
+            term = Binary(ops[type(op)], left, right)
+            out = term if out is None else Binary("and", out, term)
+            left = right
+        assert out is not None
+        return out
+
+    def _resolve(self, node: ast.AST) -> object:
+        """The object a dotted name refers to in the kernel's globals, or None."""
+        if isinstance(node, ast.Name):
+            if node.id in self.scope.params() or node.id in self.scope.locals or \
+                    node.id in self.scope.sizes or node.id in self.scope.all_loop_vars:
+                return None
+            if node.id in self.scope.globals:
+                return self.scope.globals[node.id]
+            return {"math": math, "np": np, "numpy": np}.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self._resolve(node.value)
+            return getattr(base, node.attr, None) if base is not None else None
+        return None
+
+    def _call(self, node: ast.Call) -> Expr:
+        func = node.func
+        shown = ast.unparse(func)
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.src.error(node, f"call to `{shown}`: keyword and starred arguments are not supported")
+        target = self._resolve(func)
+        name: Optional[str] = None
+        cast: Optional[DType] = None
+        if isinstance(func, ast.Name) and func.id in _BUILTINS and \
+                (target is None or target is getattr(builtins, func.id)):
+            name = _BUILTINS[func.id]
+        elif target is not None and id(target) in _CASTS:
+            cast = _CASTS[id(target)]
+        elif target is not None and id(target) in _FUNCTIONS:
+            name = _FUNCTIONS[id(target)]
+        elif isinstance(func, ast.Name) and func.id in ("float", "int") and target is None:
+            cast = f64 if func.id == "float" else i64
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id in _MODULE_NAMES and target is None:
+            name = _SYNTACTIC_FUNCTIONS.get(func.attr)
+            cast = _SYNTACTIC_CASTS.get(func.attr)
+        if cast is not None:
+            if len(node.args) != 1:
+                raise self.src.error(node, f"`{shown}(x)` takes exactly one argument")
+            return Cast(cast, self.value(node.args[0]))
+        if name is None:
+            raise self.src.error(node, f"call to `{shown}` is not supported; kernels may call {ALLOWED_CALLS}")
+        args = [self.value(a) for a in node.args]
+        if name in ("max", "min"):
+            if len(args) < 2:
+                raise self.src.error(node, f"`{shown}` needs at least two arguments in a kernel")
+            out = args[0]
+            for a in args[1:]:
+                out = Call(name, (out, a))
+            return out
+        arity = 2 if name == "pow" else 1
+        if len(args) != arity:
+            raise self.src.error(node, f"`{shown}` takes {arity} argument(s) in a kernel")
+        return Call(name, tuple(args))

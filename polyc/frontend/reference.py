@@ -1,0 +1,117 @@
+"""Run an affine-Python kernel as written: the oracle every compiled schedule is checked against.
+
+The kernel body names its sizes (`N`) without defining them; here they are bound from the arrays'
+shapes and made visible to the body as globals of a fresh function object built from the kernel's
+own code, so the kernel runs exactly as written, mutating the caller's arrays in place.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..ir import Affine, Program
+
+
+def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
+               given: Dict[str, int]) -> Dict[str, int]:
+    """Size values from the arrays' shapes (and `int` arguments); ArgumentError on disagreement."""
+    sizes: Dict[str, int] = {k: int(v) for k, v in given.items()}
+    origin: Dict[str, str] = {k: f"argument {k}={v}" for k, v in given.items()}
+    pending: List[Tuple[str, int, Affine, int]] = []
+    for t in program.tensors:
+        if t.role == "temp" or t.name not in arrays or t.shape is None:
+            continue
+        for axis, (dim, actual) in enumerate(zip(t.shape, arrays[t.name].shape)):
+            pending.append((t.name, axis, dim, int(actual)))
+    # Solve dimensions with one unknown size until nothing changes, then check every dimension.
+    changed = True
+    while changed:
+        changed = False
+        for name, axis, dim, actual in pending:
+            unknown = [v for v in dim.variables if v not in sizes]
+            if len(unknown) != 1:
+                continue
+            var = unknown[0]
+            coeff = dim.coeff(var)
+            rest = Affine.from_dict({v: c for v, c in dim.terms if v != var}, dim.constant)
+            residual = actual - rest.evaluate(sizes)
+            if residual % coeff == 0 and residual // coeff >= 0:
+                sizes[var] = residual // coeff
+                origin[var] = f"{name}.shape[{axis}]={actual}"
+                changed = True
+    for name, axis, dim, actual in pending:
+        missing = [v for v in dim.variables if v not in sizes]
+        if missing:
+            raise ArgumentError(f"cannot determine size {missing[0]} from {name}.shape[{axis}]={actual} "
+                                f"(declared {dim})")
+        expected = dim.evaluate(sizes)
+        if expected != actual:
+            var = dim.variables[0] if dim.variables else None
+            known = f" but {var} = {sizes[var]} from {origin[var]}" if var else ""
+            raise ArgumentError(f"array {name} has shape[{axis}] = {actual}, expected {dim} = "
+                                f"{expected}{known}: sizes of {program.name} disagree")
+    for s in program.sizes:
+        if s not in sizes:
+            raise ArgumentError(f"size {s} of {program.name} is not determined by any array shape; "
+                                f"pass it as {s}=<int>")
+    return sizes
+
+
+def check_arguments(program: Program, kwargs: Dict[str, object]) -> Tuple[Dict[str, np.ndarray], Dict[str, int]]:
+    """Arrays and `int` arguments of a call, checked against the program's declarations."""
+    params = [t for t in program.tensors if t.role != "temp"]
+    known = {t.name for t in params} | set(program.sizes) | {s.name for s in program.scalars}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise ArgumentError(f"{program.name} has no parameter {', '.join(unknown)}")
+    arrays: Dict[str, np.ndarray] = {}
+    for t in params:
+        if t.name not in kwargs:
+            raise ArgumentError(f"missing array argument {t.name} of {program.name}")
+        a = kwargs[t.name]
+        if not isinstance(a, np.ndarray):
+            raise ArgumentError(f"argument {t.name} must be a numpy array, got {type(a).__name__}")
+        if t.shape is not None and a.ndim != len(t.shape):
+            raise ArgumentError(f"array {t.name} must have {len(t.shape)} dimension(s), got shape {a.shape}")
+        if t.dtype is not None and a.dtype != t.dtype.numpy:
+            raise ArgumentError(f"array {t.name} must have dtype {t.dtype.numpy}, got {a.dtype}")
+        arrays[t.name] = a
+    given: Dict[str, int] = {}
+    for s in program.sizes:
+        if s in kwargs:
+            v = kwargs[s]
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ArgumentError(f"size argument {s} must be an int, got {v!r}")
+            given[s] = int(v)
+    for sc in program.scalars:
+        if sc.name not in kwargs:
+            raise ArgumentError(f"missing scalar argument {sc.name} of {program.name}")
+    return arrays, bind_sizes(program, arrays, given)
+
+
+def run_reference(fn: Callable, program: Optional[Program] = None, **kwargs: object) -> None:
+    """Execute the original kernel `fn` on numpy arrays, in place, with sizes bound from shapes.
+
+    `program` is `fn`'s Program (built if None).  Arrays, `int` parameters and scalar values are
+    passed by keyword.  Raises `ArgumentError` when shapes, dtypes or sizes disagree.
+    """
+    fn = inspect.unwrap(fn)
+    if program is None:
+        from .pyloops import program_from_function
+        program = program_from_function(fn)
+    _, sizes = check_arguments(program, kwargs)
+    env = {**fn.__globals__, **sizes}
+    runnable = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
+    runnable.__kwdefaults__ = fn.__kwdefaults__
+    positional, keywords = [], {}
+    for name, param in inspect.signature(fn).parameters.items():
+        value = kwargs[name] if name in kwargs else sizes[name]
+        if param.kind is inspect.Parameter.KEYWORD_ONLY:
+            keywords[name] = value
+        else:
+            positional.append(value)
+    runnable(*positional, **keywords)

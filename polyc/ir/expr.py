@@ -1,0 +1,123 @@
+"""Scalar expressions: the right-hand sides of statements.  Immutable trees of frozen dataclasses."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional, Tuple, Union
+
+from .affine import Affine
+from .types import DType
+
+#: Math functions a kernel may call, with their arity.  Both front ends accept exactly these.
+MATH_FUNCTIONS = {
+    "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "abs": 1, "floor": 1, "ceil": 1,
+    "sin": 1, "cos": 1, "max": 2, "min": 2, "pow": 2,
+}
+ARITHMETIC_OPS = ("+", "-", "*", "/", "%")
+COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
+LOGICAL_OPS = ("and", "or")
+
+
+class Expr:
+    """Base class of scalar expressions."""
+
+    def children(self) -> Tuple["Expr", ...]:
+        return ()
+
+    def walk(self) -> Iterator["Expr"]:
+        """This node and all nodes below it, parents first."""
+        yield self
+        for c in self.children():
+            yield from c.walk()
+
+    def accesses(self) -> Tuple["Access", ...]:
+        return tuple(e for e in self.walk() if isinstance(e, Access))
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    """A literal.  `dtype=None` means it adopts the type of the expression around it."""
+
+    value: Union[int, float, bool]
+    dtype: Optional[DType] = None
+
+
+@dataclass(frozen=True)
+class ScalarRef(Expr):
+    """A scalar parameter passed at call time (e.g. `alpha`), or a size symbol used as a value."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class IndexExpr(Expr):
+    """An affine function of loop indices and sizes used as a value (e.g. `i + 1` in `B[i] = i + 1`)."""
+
+    value: Affine
+
+
+@dataclass(frozen=True)
+class Access(Expr):
+    """A tensor element `A[i, j + 1]`; rank-0 tensors have no indices."""
+
+    tensor: str
+    indices: Tuple[Affine, ...]
+
+    def __str__(self) -> str:
+        return f"{self.tensor}[{', '.join(map(str, self.indices))}]" if self.indices else self.tensor
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    """`op` is "-" (negation) or "not"."""
+
+    op: str
+    operand: Expr
+
+    def children(self):
+        return (self.operand,)
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    """Arithmetic, comparison or logical operation; `op` is one of the *_OPS above."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+    def children(self):
+        return (self.lhs, self.rhs)
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A math function from MATH_FUNCTIONS."""
+
+    fn: str
+    args: Tuple[Expr, ...]
+
+    def children(self):
+        return self.args
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    """`select(cond, a, b)`: `a` where `cond` holds, else `b` (both evaluated; no control flow)."""
+
+    cond: Expr
+    if_true: Expr
+    if_false: Expr
+
+    def children(self):
+        return (self.cond, self.if_true, self.if_false)
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    """An explicit conversion the user wrote (`float(x)`, `pc.f32(x)`); polyc never inserts one silently."""
+
+    dtype: DType
+    operand: Expr
+
+    def children(self):
+        return (self.operand,)

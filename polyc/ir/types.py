@@ -1,0 +1,87 @@
+"""Element types and declared tensor types (`pc.f32["M", "K"]`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+import numpy as np
+
+from .affine import Affine
+
+
+@dataclass(frozen=True)
+class DType:
+    """A scalar element type: its polyc name, its C spelling and its numpy dtype."""
+
+    name: str
+    c_name: str
+    is_float: bool
+    bits: int
+    numpy_name: str
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype(self.numpy_name)
+
+    def __getitem__(self, shape) -> "TensorType":
+        """`pc.f32["M", "K"]` declares a tensor type with symbolic (or integer) sizes."""
+        if not isinstance(shape, tuple):
+            shape = (shape,)
+        return TensorType(self, tuple(Affine.parse(s) if isinstance(s, str) else Affine.const(int(s)) for s in shape))
+
+    def __call__(self, *shape) -> "TensorType":
+        return self[tuple(shape)]
+
+    def __repr__(self) -> str:
+        return f"pc.{self.name}"
+
+
+f32 = DType("f32", "float", True, 32, "float32")
+f64 = DType("f64", "double", True, 64, "float64")
+i32 = DType("i32", "int32_t", False, 32, "int32")
+i64 = DType("i64", "int64_t", False, 64, "int64")
+
+DTYPES = {d.name: d for d in (f32, f64, i32, i64)}
+
+
+def dtype_of_numpy(dt: np.dtype) -> Optional[DType]:
+    """The polyc element type for a numpy dtype, or None when polyc has no such type."""
+    for d in DTYPES.values():
+        if d.numpy == dt:
+            return d
+    return None
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Result type of a binary arithmetic operation.
+
+    The rule is written down once here: operands of the same type give that type; mixing two float
+    types or two integer types gives the wider one; integer with float gives the float type.  Literals
+    are typed separately (they adopt the other operand's type), so `0.5 * A` stays float32 for an
+    float32 `A`.  Nothing is cast silently at the kernel boundary: array dtypes must match exactly.
+    """
+    if a == b:
+        return a
+    if a.is_float and b.is_float:
+        return a if a.bits >= b.bits else b
+    if a.is_float:
+        return a
+    if b.is_float:
+        return b
+    return a if a.bits >= b.bits else b
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A declared tensor type: element type plus shape (affine in size symbols); rank 0 is a scalar."""
+
+    dtype: DType
+    shape: Tuple[Affine, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"pc.{self.dtype.name}[{', '.join(repr(str(s)) for s in self.shape)}]"
+

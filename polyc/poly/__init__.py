@@ -1,0 +1,5 @@
+"""The polyhedral view: isl domains, accesses, schedules, inference, checks and dependences."""
+from .checks import check_bounds, check_initialized
+from .dependences import Dependence, Dependences, compute_dependences
+from .inference import infer_shapes
+from .model import PolyModel

@@ -1,0 +1,90 @@
+"""Definition-time safety checks: out-of-bounds accesses and reads of uninitialised intermediates.
+
+Both are exact questions put to isl; when the answer is "it can happen", isl also gives a concrete
+witness (sizes and a statement instance), which the error message shows.
+"""
+from __future__ import annotations
+
+from typing import Dict, Sequence
+
+import islpy as isl
+
+from ..errors import OutOfBoundsError, UninitializedReadError
+from ..ir import Access, Statement
+from .islutil import affine_str, isl_budget, sample_point_values, union_map_pieces as _maps
+from .model import PolyModel, tuple_str
+
+
+def describe_instance(st: Statement, coords: Sequence[int]) -> str:
+    if not st.iterators:
+        return f"{st.name}[]"
+    return ", ".join(f"{i} = {v}" for i, v in zip(st.iterators, coords))
+
+
+def _sizes_text(params: Dict[str, int]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in params.items()) if params else "any sizes"
+
+
+def _where(st: Statement) -> str:
+    loc = f" (line {st.location.line})" if st.location else ""
+    return f"statement `{st.text or st.name}`{loc}"
+
+
+def check_bounds(model: PolyModel) -> None:
+    """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes."""
+    program = model.program
+    for info in model.accesses:
+        st, acc = info.statement, info.access
+        shape = program.tensor(acc.tensor).shape or ()
+        if not acc.indices:
+            continue
+        outside = " or ".join(f"{affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(n)}"
+                              for e, n in zip(acc.indices, shape))
+        with isl_budget(f"checking the bounds of {acc}"):
+            bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
+            bad = bad.intersect(model.domains[st.name]).intersect_params(model.context)
+            if bad.is_empty():
+                continue
+            params, coords = sample_point_values(bad)
+        env = dict(params)
+        env.update(zip(st.iterators, coords))
+        element = ", ".join(str(e.evaluate(env)) for e in acc.indices)
+        shape_text = ", ".join(str(n.evaluate(params)) for n in shape)
+        verb = "writes" if info.is_write else "reads"
+        raise OutOfBoundsError(
+            f"{_where(st)} {verb} {acc} outside tensor {acc.tensor} of shape "
+            f"({', '.join(map(str, shape))}): e.g. with {_sizes_text(params)}, at "
+            f"{describe_instance(st, coords)} it {verb} {acc.tensor}[{element}] but the shape is ({shape_text}). "
+            f"Restrict the index range (a 'where' clause or a loop bound) or declare a larger shape.")
+
+
+def check_initialized(model: PolyModel) -> None:
+    """Raise UninitializedReadError if a statement reads an intermediate element never written before."""
+    program = model.program
+    temps = [t for t in program.tensors if t.role in ("temp", "output")]
+    if not temps:
+        return
+    for t in temps:
+        space = model.tensor_space_set(t.name, len(t.shape or ()))
+        reads = model.reads.intersect_range(space)
+        if reads.is_empty():
+            continue
+        writes = model.writes.intersect_range(space)
+        with isl_budget(f"checking that {t.name} is written before it is read"):
+            flow = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+                    .set_schedule_map(model.schedule_map).compute_flow())
+            missing = flow.get_may_no_source().intersect_params(model.context)
+        if missing.is_empty():
+            continue
+        for m in _maps(missing):
+            name = m.get_tuple_name(isl.dim_type.in_)
+            st = program.statement(name)
+            params, coords = sample_point_values(m.domain())
+            env = dict(params)
+            env.update(zip(st.iterators, coords))
+            acc = next(a for a in st.reads() if a.tensor == t.name)
+            element = ", ".join(str(e.evaluate(env)) for e in acc.indices)
+            raise UninitializedReadError(
+                f"{_where(st)} reads {t.name}[{element}] (from {acc}), which no earlier statement writes: "
+                f"e.g. with {_sizes_text(params)} at {describe_instance(st, coords)}. "
+                f"Write every element of intermediate {t.name} before it is read, or pass it in.")

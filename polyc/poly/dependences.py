@@ -1,0 +1,123 @@
+"""Exact dependences between statement instances, computed by isl's dataflow analysis.
+
+- flow (read after write) is value-based: each read depends on the *last* write of its value;
+- anti (write after read) and output (write after write) are memory-based.
+Together these are exactly what a reordering must preserve (the arrays are not renamed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import List, Optional, Tuple
+
+import islpy as isl
+
+from ..ir import Program
+from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps
+from .model import PolyModel
+
+
+@dataclass(frozen=True)
+class Dependence:
+    """Instances of `sink` that must run after instances of `source`, because of `array`.
+
+    `relation` maps source instances to sink instances (isl Map, with parameters = sizes).
+    """
+
+    kind: str          # "flow", "anti" or "output"
+    source: str
+    sink: str
+    array: str
+    relation: isl.Map
+
+    @cached_property
+    def distance(self) -> Optional[Tuple[int, ...]]:
+        """The constant distance vector (sink - source) when source and sink are the same statement
+        and the distance is the same for every pair; None otherwise."""
+        if self.source != self.sink:
+            return None
+        deltas = self.relation.deltas()
+        if deltas.is_empty():
+            return None
+        vals = []
+        for k in range(deltas.dim(isl.dim_type.set)):
+            lo = deltas.dim_min(k)
+            hi = deltas.dim_max(k)
+            if not (lo.is_cst() and hi.is_cst()):
+                return None
+            if str(lo) != str(hi):
+                return None
+            pieces = lo.get_pieces()
+            vals.append(int(pieces[0][1].get_constant_val().to_python()))
+        return tuple(vals)
+
+    def example(self, context: Optional[isl.Set] = None):
+        """One concrete pair: (size values, source instance, sink instance)."""
+        rel = self.relation if context is None else self.relation.intersect_params(context)
+        wrapped = rel.wrap()
+        params, coords = sample_point_values(wrapped)
+        n_in = rel.dim(isl.dim_type.in_)
+        return params, coords[:n_in], coords[n_in:]
+
+    def __str__(self) -> str:
+        text = f"{self.relation} on {self.array} ({self.kind})"
+        d = self.distance
+        if d is not None:
+            text += f", distance ({', '.join(map(str, d))})"
+        return text
+
+
+class Dependences:
+    """All dependences of a program; iterable, printable, and filterable by kind."""
+
+    def __init__(self, model: PolyModel):
+        self.model = model
+        self.items: List[Dependence] = self._compute()
+
+    def _compute(self) -> List[Dependence]:
+        m = self.model
+        out: List[Dependence] = []
+        for t in m.program.tensors:
+            space = m.tensor_space_set(t.name, len(t.shape or ()))
+            reads = m.reads.intersect_range(space)
+            writes = m.writes.intersect_range(space)
+            if writes.is_empty():
+                continue
+            with isl_budget(f"computing the dependences on {t.name}"):
+                flow = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+                        .set_schedule_map(m.schedule_map).compute_flow()).get_must_dependence()
+                anti = (isl.UnionAccessInfo.from_sink(writes).set_may_source(reads)
+                        .set_schedule_map(m.schedule_map).compute_flow()).get_may_dependence()
+                output = (isl.UnionAccessInfo.from_sink(writes).set_may_source(writes)
+                          .set_schedule_map(m.schedule_map).compute_flow()).get_may_dependence()
+            for kind, umap in (("flow", flow), ("anti", anti), ("output", output)):
+                for rel in _maps(umap.coalesce()):
+                    if rel.is_empty():
+                        continue
+                    out.append(Dependence(kind, rel.get_tuple_name(isl.dim_type.in_),
+                                          rel.get_tuple_name(isl.dim_type.out), t.name, rel))
+        return out
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def of_kind(self, kind: str) -> List[Dependence]:
+        return [d for d in self.items if d.kind == kind]
+
+    def union_map(self) -> isl.UnionMap:
+        out = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+        for d in self.items:
+            out = out.union(isl.UnionMap.from_map(d.relation))
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(str(d) for d in self.items) or "(no dependences)"
+
+    __repr__ = __str__
+
+
+def compute_dependences(program: Program) -> Dependences:
+    return Dependences(PolyModel(program))

@@ -1,0 +1,318 @@
+"""Index-range and tensor-shape inference for Einstein-notation programs (Tensor Comprehensions' rules).
+
+For every index without a `where` clause, in this order:
+1. it is a bare subscript of the left-hand tensor whose shape is already known (declared, passed
+   in for `+=`, or defined by an earlier statement): its range is that whole dimension;
+2. otherwise its range is the largest one for which every read that uses it stays in bounds, for
+   every value of the statement's other indices (a "for all" question isl answers exactly), and
+   where it is a bare subscript of an undeclared input, that input's dimension *is* the range.
+
+Undeclared inputs get one size symbol per dimension; dimensions indexed by the same bare index are
+the same size (checked at call time).  Symbols are named after the index (`i` -> `I`).  Undeclared
+outputs and intermediates get the shape their index ranges cover.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import islpy as isl
+
+from ..errors import ShapeInferenceError
+from ..ir import Access, Affine, Constraint, Program, Statement, TensorDecl, lower_bound, upper_bound_exclusive
+from .islutil import conjunction_str, isl_budget, isl_name, params_str, affine_str, pw_aff_to_affine
+
+
+class _SizeClasses:
+    """Union-find over placeholder sizes of undeclared inputs, each class optionally bound to an extent."""
+
+    def __init__(self) -> None:
+        self.parent: Dict[str, str] = {}
+        self.binding: Dict[str, Affine] = {}
+        self.hint: Dict[str, str] = {}
+
+    def add(self, p: str) -> None:
+        self.parent.setdefault(p, p)
+
+    def find(self, p: str) -> str:
+        while self.parent[p] != p:
+            self.parent[p] = self.parent[self.parent[p]]
+            p = self.parent[p]
+        return p
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+            if rb in self.binding and ra not in self.binding:
+                self.binding[ra] = self.binding[rb]
+            if rb in self.hint and ra not in self.hint:
+                self.hint[ra] = self.hint[rb]
+
+    def bind(self, p: str, extent: Affine) -> None:
+        r = self.find(p)
+        if r not in self.binding and not (extent.as_single_var() and self.parent.get(extent.as_single_var()) is not None
+                                          and self.find(extent.as_single_var()) == r):
+            self.binding[r] = extent
+
+
+def _placeholder(tensor: str, dim: int) -> str:
+    return f"__{tensor}_{dim}"
+
+
+class _Inference:
+    def __init__(self, program: Program):
+        self.p = program
+        self.classes = _SizeClasses()
+        self.shapes: Dict[str, Optional[Tuple[Affine, ...]]] = {}
+        written = {s.target.tensor for s in program.statements}
+        ranks: Dict[str, int] = {}
+        for s in program.statements:
+            for a in (s.target,) + s.value.accesses():
+                ranks[a.tensor] = len(a.indices)
+        for t in program.tensors:
+            if t.shape is not None:
+                self.shapes[t.name] = t.shape
+            elif t.name not in written:
+                dims = []
+                for d in range(ranks.get(t.name, 0)):
+                    ph = _placeholder(t.name, d)
+                    self.classes.add(ph)
+                    dims.append(Affine.var(ph))
+                self.shapes[t.name] = tuple(dims)
+            else:
+                self.shapes[t.name] = None
+        self.context_params: List[str] = list(program.sizes) + list(self.classes.parent)
+
+    def canon(self, a: Affine) -> Affine:
+        """`a` with each placeholder replaced by its class's binding or representative."""
+        mapping = {}
+        for v in a.variables:
+            if v in self.classes.parent:
+                r = self.classes.find(v)
+                mapping[v] = self.classes.binding.get(r, Affine.var(r))
+        return a.substitute(mapping) if mapping else a
+
+    # -- isl helpers ---------------------------------------------------------------------------
+    def _context(self) -> isl.Set:
+        ps = self.context_params
+        cond = " and ".join(f"{isl_name(p)} >= 1" for p in ps) or "true"
+        return isl.Set(f"{params_str(ps)} -> {{ : {cond} }}")
+
+    def _range_from_reads(self, st: Statement, x: str, ranges: Dict[str, Tuple[Constraint, ...]],
+                          base: Optional[Affine]) -> Optional[Tuple[Affine, Affine]]:
+        """The largest [lo, hi) of `x` keeping every read using `x` in bounds, via isl; None if unknown."""
+        uses = []
+        for acc in st.value.accesses() + ((st.target,) if st.update else ()):
+            shape = self.shapes.get(acc.tensor)
+            if shape is None:
+                continue
+            for e, extent in zip(acc.indices, shape):
+                if x in e.variables and not any(v in st.iterators and v not in ranges and v != x
+                                                for v in e.variables):
+                    uses.append((e, self.canon(extent)))
+        # Quantify only over the indices these subscripts involve (and those their ranges depend
+        # on): an unrelated index with a possibly empty range would make every x vacuously good.
+        others: List[str] = []
+        frontier = [v for e, _ in uses for v in e.variables if v in ranges and v != x]
+        while frontier:
+            v = frontier.pop()
+            if v in others:
+                continue
+            others.append(v)
+            frontier.extend(w for c in ranges[v] for w in c.expr.variables if w in ranges and w != x)
+        dims = [x] + others
+        bound_cs = [c for i in others for c in ranges[i]]
+        bads = [f"({conjunction_str(bound_cs)}) and ({affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(extent)})"
+                for e, extent in uses]
+        usable = bool(uses)
+        if not usable and base is None:
+            return None
+        ps = params_str(self.context_params)
+        tup = "[" + ", ".join(isl_name(d) for d in dims) + "]"
+        with isl_budget(f"inferring the range of index {x!r}"):
+            # Inferred ranges start at 0 or above (as in Tensor Comprehensions): negative
+            # positions are never implied by shapes.
+            good = isl.Set(f"{ps} -> {{ [{isl_name(x)}] : {isl_name(x)} >= 0 }}")
+            if base is not None:
+                base = self.canon(base)
+                good = isl.Set(f"{ps} -> {{ [{isl_name(x)}] : 0 <= {isl_name(x)} < {affine_str(base)} }}")
+            for bad in bads:
+                bad_set = isl.Set(f"{ps} -> {{ {tup} : {bad} }}").project_out(isl.dim_type.set, 1, len(others))
+                good = good.subtract(bad_set)
+            ctx = self._context()
+            good = good.intersect_params(ctx).coalesce()
+            if good.is_empty():
+                return None
+            lo = pw_aff_to_affine(good.dim_min(0), ctx)
+            hi = pw_aff_to_affine(good.dim_max(0), ctx)
+        if lo is None or hi is None:
+            raise ShapeInferenceError(
+                f"cannot infer one affine range for index {x!r} from the tensor shapes (the bounds would "
+                f"depend on which size is smaller, or need a division); state it with "
+                f"'where {x} in lo:hi' or declare the tensor shapes",
+                st.location)
+        return lo, hi + 1
+
+    # -- per statement -------------------------------------------------------------------------
+    def _infer_statement(self, st: Statement, known: Dict[str, Tuple[Constraint, ...]]) -> Dict[str, Tuple[Constraint, ...]]:
+        ranges: Dict[str, Tuple[Constraint, ...]] = dict(known)
+        for i in st.iterators:
+            if i not in st.inferred and i not in ranges:
+                ranges[i] = tuple(c for conj in st.domain for c in conj if i in c.expr.variables)
+        pending = [i for i in st.iterators if i not in ranges]
+        target_shape = self.shapes.get(st.target.tensor)
+        for x in list(pending):
+            if target_shape is None:
+                break
+            for e, extent in zip(st.target.indices, target_shape):
+                if e.as_single_var() == x:
+                    ranges[x] = (lower_bound(x, Affine.const(0)), upper_bound_exclusive(x, extent))
+                    self._bind_bare_uses(st, x, extent)
+                    pending.remove(x)
+                    break
+        progress = True
+        while pending and progress:
+            progress = False
+            for x in list(pending):
+                base = self._bare_base(st, x)
+                found = self._range_from_reads(st, x, ranges, base)
+                if found is None:
+                    continue
+                lo, hi = found
+                ranges[x] = (lower_bound(x, lo), upper_bound_exclusive(x, hi))
+                pending.remove(x)
+                progress = True
+        if pending:
+            x = pending[0]
+            raise ShapeInferenceError(
+                f"cannot infer the range of index {x!r}: no tensor of known shape is indexed by it alone; "
+                f"add 'where {x} in lo:hi' or declare the tensor's shape", st.location)
+        return ranges
+
+    def _bare_uses(self, st: Statement, x: str) -> List[Tuple[str, int]]:
+        uses = []
+        for acc in st.value.accesses():
+            for d, e in enumerate(acc.indices):
+                if e.as_single_var() == x:
+                    uses.append((acc.tensor, d))
+        return uses
+
+    def _bind_bare_uses(self, st: Statement, x: str, extent: Affine) -> None:
+        for tensor, d in self._bare_uses(st, x):
+            ph = _placeholder(tensor, d)
+            if ph in self.classes.parent:
+                self.classes.bind(ph, extent)
+                self.classes.hint.setdefault(self.classes.find(ph), x)
+
+    def _bare_base(self, st: Statement, x: str) -> Optional[Affine]:
+        """Unify the undeclared dimensions `x` indexes alone; the extent they share, if any."""
+        placeholders, known = [], []
+        for tensor, d in self._bare_uses(st, x):
+            ph = _placeholder(tensor, d)
+            if ph in self.classes.parent:
+                placeholders.append(ph)
+            elif self.shapes.get(tensor) is not None:
+                known.append(self.shapes[tensor][d])  # type: ignore[index]
+        for ph in placeholders[1:]:
+            self.classes.union(placeholders[0], ph)
+        if placeholders:
+            self.classes.hint.setdefault(self.classes.find(placeholders[0]), x)
+        if known:
+            for ph in placeholders:
+                self.classes.bind(ph, known[0])
+            return known[0]
+        if placeholders:
+            return Affine.var(placeholders[0])
+        return None
+
+    def _target_shape(self, st: Statement, ranges: Dict[str, Tuple[Constraint, ...]]) -> Tuple[Affine, ...]:
+        """The shape an undeclared tensor needs to hold every element the statement writes."""
+        dims = []
+        cs = [Constraint(c.kind, self.canon(c.expr), c.modulus) for i in st.iterators for c in ranges[i]]
+        ps = params_str(self.context_params)
+        tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
+        ctx = self._context()
+        for d, e in enumerate(st.target.indices):
+            with isl_budget(f"inferring the shape of {st.target.tensor}"):
+                s = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
+                img = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(s).range()
+                hi = pw_aff_to_affine(img.intersect_params(ctx).dim_max(0), ctx)
+            if hi is None:
+                raise ShapeInferenceError(
+                    f"cannot infer dimension {d} of {st.target.tensor!r}; declare its shape "
+                    f"(e.g. {st.target.tensor}=pc.f32[...])", st.location)
+            dims.append(hi + 1)
+        return tuple(dims)
+
+    # -- whole program -------------------------------------------------------------------------
+    def run(self) -> Program:
+        groups: List[List[Statement]] = []
+        for st in self.p.statements:
+            if groups and groups[-1][-1].location == st.location and groups[-1][-1].text == st.text \
+                    and groups[-1][-1].target == st.target:
+                groups[-1].append(st)
+            else:
+                groups.append([st])
+        resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]] = {}
+        for group in groups:
+            full = group[-1]
+            ranges = self._infer_statement(full, {})
+            for st in group:
+                resolved[st.name] = {i: ranges[i] for i in st.iterators}
+            if self.shapes.get(full.target.tensor) is None:
+                self.shapes[full.target.tensor] = self._target_shape(full, ranges)
+        return self._finish(resolved)
+
+    def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:
+        taken: Set[str] = set(self.p.sizes) | {t.name for t in self.p.tensors} | {s.name for s in self.p.scalars}
+        names: Dict[str, str] = {}
+        new_sizes: List[str] = []
+        for ph in self.classes.parent:
+            r = self.classes.find(ph)
+            if r in self.classes.binding or r in names:
+                continue
+            hint = self.classes.hint.get(r)
+            candidate = hint.upper() if hint else ph.strip("_").replace("__", "_")
+            if not hint:
+                tensor, dim = ph[2:].rsplit("_", 1)
+                candidate = f"{tensor}_dim{dim}"
+            while candidate in taken:
+                candidate += "_"
+            taken.add(candidate)
+            names[r] = candidate
+            new_sizes.append(candidate)
+
+        def resolve(a: Affine, depth: int = 0) -> Affine:
+            mapping = {}
+            for v in a.variables:
+                if v in self.classes.parent:
+                    r = self.classes.find(v)
+                    mapping[v] = resolve(self.classes.binding[r], depth + 1) if r in self.classes.binding \
+                        else Affine.var(names[r])
+            return a.substitute(mapping) if mapping else a
+
+        def fix(c: Constraint) -> Constraint:
+            return Constraint(c.kind, resolve(c.expr), c.modulus)
+
+        statements = []
+        for st in self.p.statements:
+            if not st.inferred:
+                statements.append(st)
+                continue
+            extra = tuple(fix(c) for i in st.inferred for c in resolved[st.name][i])
+            domain = tuple(tuple(fix(c) for c in conj) + extra for conj in st.domain)
+            statements.append(st.with_(domain=domain, inferred=()))
+        tensors = []
+        for t in self.p.tensors:
+            shape = self.shapes[t.name]
+            tensors.append(TensorDecl(t.name, t.dtype, tuple(resolve(e) for e in shape) if shape is not None else (),
+                                      t.role, t.declared))
+        return self.p.with_(statements=tuple(statements), tensors=tuple(tensors),
+                            sizes=tuple(self.p.sizes) + tuple(new_sizes))
+
+
+def infer_shapes(program: Program) -> Program:
+    """Fill in every inferred index range and every undeclared tensor shape of an Einstein program."""
+    if not any(st.inferred for st in program.statements) and all(t.shape is not None for t in program.tensors):
+        return program
+    return _Inference(program).run()

@@ -1,0 +1,129 @@
+"""Small bridges between polyc's IR and isl: names, constraint strings, budgets, conversions.
+
+isl is the single source of truth for sets and maps; this module only spells IR values in isl's
+syntax and reads isl's answers back into IR values.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterable, Iterator, Optional, Sequence, Tuple
+
+import islpy as isl
+
+from ..errors import IslBudgetError, PolycError
+from ..ir import Affine, Constraint
+
+#: Default hard limit of isl operations for one guarded computation (0 = unlimited).
+DEFAULT_BUDGET = int(os.environ.get("POLYC_ISL_BUDGET", "20000000"))
+
+_ISL_KEYWORDS = {"and", "or", "not", "exists", "mod", "floor", "ceil", "min", "max", "infty",
+                 "true", "false", "implies", "rat", "domain", "range", "div", "cdiv_q", "fdiv_q"}
+
+
+def isl_name(name: str) -> str:
+    """A user name made safe for isl's parser (isl keywords get a trailing underscore)."""
+    return name + "_" if name in _ISL_KEYWORDS else name
+
+
+def affine_str(a: Affine) -> str:
+    parts = [f"{c}*{isl_name(v)}" for v, c in a.terms]
+    parts.append(str(a.constant))
+    return "(" + " + ".join(parts) + ")"
+
+
+def constraint_str(c: Constraint) -> str:
+    if c.kind == "ge":
+        return f"{affine_str(c.expr)} >= 0"
+    if c.kind == "eq":
+        return f"{affine_str(c.expr)} = 0"
+    if c.kind == "mod":
+        return f"{affine_str(c.expr)} mod {c.modulus} = 0"
+    raise ValueError(c.kind)
+
+
+def conjunction_str(cs: Iterable[Constraint]) -> str:
+    parts = [constraint_str(c) for c in cs]
+    return " and ".join(parts) if parts else "true"
+
+
+def disjunction_str(dnf: Sequence[Sequence[Constraint]]) -> str:
+    if not dnf:
+        return "false"
+    return " or ".join(f"({conjunction_str(conj)})" for conj in dnf)
+
+
+def params_str(params: Iterable[str]) -> str:
+    return "[" + ", ".join(isl_name(p) for p in params) + "]"
+
+
+@contextlib.contextmanager
+def isl_budget(what: str, budget: Optional[int] = None) -> Iterator[None]:
+    """Run an isl computation under a hard operation budget; exceeding it raises IslBudgetError.
+
+    Parse inputs *before* entering (parsing counts against the budget and a limit hit while parsing
+    reads as a misleading syntax error).
+    """
+    ctx = isl.DEFAULT_CONTEXT
+    limit = DEFAULT_BUDGET if budget is None else budget
+    previous = ctx.get_max_operations()
+    ctx.set_max_operations(limit)
+    ctx.reset_operations()
+    try:
+        yield
+    except isl.Error as e:
+        if "operations" in str(e) or ctx.get_max_operations() and "max" in str(e).lower():
+            raise IslBudgetError(
+                f"{what} needed more than {limit} isl operations and was stopped (set POLYC_ISL_BUDGET "
+                f"to raise the limit)") from e
+        raise PolycError(f"{what} failed inside isl: {e}") from e
+    finally:
+        ctx.set_max_operations(previous)
+        ctx.reset_operations()
+
+
+def aff_to_affine(aff: isl.Aff) -> Optional[Affine]:
+    """An isl affine function of parameters (and set dims named by `in_names`) as an IR Affine.
+
+    Returns None when the function has a non-unit denominator or integer divisions.
+    """
+    if aff.get_denominator_val().to_python() != 1 or aff.dim(isl.dim_type.div) > 0:
+        return None
+    coeffs = {}
+    for kind in (isl.dim_type.param, isl.dim_type.in_):
+        for k in range(aff.dim(kind)):
+            c = aff.get_coefficient_val(kind, k).to_python()
+            if c:
+                coeffs[aff.get_dim_name(kind, k)] = int(c)
+    return Affine.from_dict(coeffs, int(aff.get_constant_val().to_python()))
+
+
+def pw_aff_to_affine(pa: isl.PwAff, context: Optional[isl.Set] = None) -> Optional[Affine]:
+    """A single-piece piecewise affine function as an Affine, or None when it has several pieces."""
+    if context is not None:
+        pa = pa.gist_params(context)
+    pieces = pa.get_pieces()
+    if len(pieces) != 1:
+        affs = {str(aff) for _, aff in pieces}
+        if len(affs) != 1:
+            return None
+    return aff_to_affine(pieces[0][1])
+
+
+def sample_point_values(s: isl.Set) -> Tuple[dict, Tuple[int, ...]]:
+    """Parameter values and coordinates of one point of a non-empty set (isl picks it)."""
+    point = s.sample_point()
+    space = s.get_space()
+    params = {space.get_dim_name(isl.dim_type.param, k):
+              point.get_coordinate_val(isl.dim_type.param, k).to_python()
+              for k in range(space.dim(isl.dim_type.param))}
+    coords = tuple(point.get_coordinate_val(isl.dim_type.set, k).to_python()
+                   for k in range(space.dim(isl.dim_type.set)))
+    return params, coords
+
+
+def union_map_pieces(umap: isl.UnionMap) -> list:
+    """The maps of a union map, one per pair of spaces."""
+    out: list = []
+    umap.foreach_map(out.append)
+    return out

@@ -1,0 +1,122 @@
+"""`Program` -> isl: iteration domains, access relations and the source-order schedule."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Dict, List, Tuple
+
+import islpy as isl
+
+from ..ir import Access, Program, Statement
+from .islutil import affine_str, disjunction_str, isl_name, params_str
+
+
+def tuple_str(name: str, dims) -> str:
+    return f"{isl_name(name)}[{', '.join(isl_name(d) for d in dims)}]"
+
+
+def access_str(acc: Access) -> str:
+    return f"{isl_name(acc.tensor)}[{', '.join(affine_str(e) for e in acc.indices)}]"
+
+
+@dataclass(frozen=True)
+class AccessInfo:
+    """One access of one statement: kept to name it in error messages."""
+
+    statement: Statement
+    access: Access
+    is_write: bool
+
+
+class PolyModel:
+    """The polyhedral view of a (shape-inferred) program.  Immutable; isl objects are built lazily.
+
+    - `params`: size symbols (isl parameters); `context`: what holds for every valid call
+      (sizes >= 1 — the assumption under which bounds are proven);
+    - `domain`: union of statement iteration domains;
+    - `reads`/`writes`: access relations restricted to the domain;
+    - `schedule_map`: the 2d+1 source-order schedule.
+    """
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.params: Tuple[str, ...] = tuple(program.sizes)
+        self.depth = max((len(s.iterators) for s in program.statements), default=0)
+
+    @property
+    def pstr(self) -> str:
+        return params_str(self.params)
+
+    @cached_property
+    def context(self) -> isl.Set:
+        cond = " and ".join(f"{isl_name(p)} >= 1" for p in self.params) or "true"
+        return isl.Set(f"{self.pstr} -> {{ : {cond} }}")
+
+    @cached_property
+    def codegen_context(self) -> isl.Set:
+        """Sizes >= 0: generated code must be correct for empty tensors too."""
+        cond = " and ".join(f"{isl_name(p)} >= 0" for p in self.params) or "true"
+        return isl.Set(f"{self.pstr} -> {{ : {cond} }}")
+
+    def statement_domain(self, st: Statement) -> isl.Set:
+        return isl.Set(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {disjunction_str(st.domain)} }}")
+
+    @cached_property
+    def domains(self) -> Dict[str, isl.Set]:
+        return {st.name: self.statement_domain(st) for st in self.program.statements}
+
+    @cached_property
+    def domain(self) -> isl.UnionSet:
+        out = isl.UnionSet.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+        for s in self.domains.values():
+            out = out.union(isl.UnionSet.from_set(s))
+        return out
+
+    def access_map(self, st: Statement, acc: Access) -> isl.Map:
+        m = isl.Map(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} -> {access_str(acc)} }}")
+        return m.intersect_domain(self.domains[st.name])
+
+    @cached_property
+    def accesses(self) -> List[AccessInfo]:
+        out = []
+        for st in self.program.statements:
+            out.append(AccessInfo(st, st.target, True))
+            for acc in st.reads():
+                out.append(AccessInfo(st, acc, False))
+        return out
+
+    def _union(self, maps) -> isl.UnionMap:
+        out = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+        for m in maps:
+            out = out.union(isl.UnionMap.from_map(m))
+        return out
+
+    @cached_property
+    def writes(self) -> isl.UnionMap:
+        return self._union(self.access_map(a.statement, a.access) for a in self.accesses if a.is_write)
+
+    @cached_property
+    def reads(self) -> isl.UnionMap:
+        return self._union(self.access_map(a.statement, a.access) for a in self.accesses if not a.is_write)
+
+    def statement_schedule(self, st: Statement) -> isl.Map:
+        """`S[i, j] -> [c0, i, c1, j, c2, 0, ...]`, padded to the deepest statement."""
+        out = []
+        for k, c in enumerate(st.order):
+            out.append(str(c))
+            if k < len(st.iterators):
+                out.append(isl_name(st.iterators[k]))
+        out += ["0"] * (2 * self.depth + 1 - len(out))
+        return isl.Map(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} -> [{', '.join(out)}] }}")
+
+    @cached_property
+    def schedule_map(self) -> isl.UnionMap:
+        return self._union(self.statement_schedule(st).intersect_domain(self.domains[st.name])
+                           for st in self.program.statements)
+
+    def tensor_space_set(self, tensor: str, rank: int) -> isl.UnionSet:
+        dims = ", ".join(f"a{k}" for k in range(rank))
+        return isl.UnionSet(f"{self.pstr} -> {{ {isl_name(tensor)}[{dims}] }}")
+
+    def statement_by_isl_name(self, name: str) -> Statement:
+        return self.program.statement(name)

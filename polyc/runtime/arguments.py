@@ -1,0 +1,423 @@
+"""Bind the keyword arguments of a kernel call to the kernel's tensors, sizes and scalars.
+
+`bind_arguments` is the single place where user data meets compiled code, so it checks everything
+the C function silently relies on: element types (never cast), rank, shape consistency across
+arrays, C-contiguous aligned memory, writability of outputs, no aliasing with written arrays, scalar
+types.  Each violation raises `ArgumentError` naming the argument and saying what was expected and
+what was given.  Size symbols are bound from array shapes (or from integer keywords like `N=5`).
+"""
+from __future__ import annotations
+
+import difflib
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES
+from .signature import KernelSignature
+
+Number = Union[int, float]
+
+_WRITTEN_ROLES = ("output", "inout")
+_INT_RANGES = {32: (-(2 ** 31), 2 ** 31 - 1), 64: (-(2 ** 63), 2 ** 63 - 1)}
+
+
+@dataclass(frozen=True)
+class BoundCall:
+    """A checked call: concrete sizes, the arrays (outputs allocated), scalars, what to return.
+
+    - `sizes`: the value of every size symbol;
+    - `arrays`: every non-temp tensor, by name (outputs not passed are freshly zero-filled);
+    - `scalars`: every scalar parameter as a Python int or float;
+    - `outputs`: names of the tensors the call returns (roles output and inout, program order).
+    """
+
+    program: Program
+    sizes: Dict[str, int]
+    arrays: Dict[str, np.ndarray]
+    scalars: Dict[str, Number]
+    outputs: Tuple[str, ...]
+    _temps: Dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def c_args(self, signature: KernelSignature) -> Tuple[Any, ...]:
+        """The C function's arguments in signature order: numpy arrays, int sizes, scalar numbers.
+
+        A temp tensor the signature asks for is allocated here (uninitialised scratch memory).
+        """
+        args: List[Any] = []
+        for p in signature.params:
+            if p.kind == "array":
+                array = self.arrays.get(p.name)
+                if array is None:
+                    array = self._temp(p.name, p.dtype)
+                if array.dtype != p.dtype.numpy:
+                    raise ArgumentError(f"{p.name} has dtype {array.dtype} but the kernel expects "
+                                        f"{p.dtype.numpy}; convert it explicitly, e.g. "
+                                        f"{p.name}.astype(np.{p.dtype.numpy_name})")
+                args.append(array)
+            elif p.kind == "size":
+                args.append(self._lookup(self.sizes, p.name, "size"))
+            else:
+                args.append(self._lookup(self.scalars, p.name, "scalar"))
+        return tuple(args)
+
+    def results(self) -> Union[np.ndarray, Tuple[np.ndarray, ...], None]:
+        """What a call returns: the single output array, a tuple of several, or None."""
+        arrays = tuple(self.arrays[name] for name in self.outputs)
+        if not arrays:
+            return None
+        return arrays[0] if len(arrays) == 1 else arrays
+
+    def _temp(self, name: str, dtype: DType) -> np.ndarray:
+        if name not in self._temps:
+            try:
+                decl = self.program.tensor(name)
+            except KeyError:
+                raise ValueError(f"kernel signature names array {name!r}, which the program does not "
+                                 f"declare (code generator and program disagree)") from None
+            if decl.shape is None:
+                raise ValueError(f"intermediate {name!r} has no inferred shape; cannot allocate it")
+            self._temps[name] = np.empty(_extents(decl, self.sizes, {}), dtype=dtype.numpy)
+        return self._temps[name]
+
+    @staticmethod
+    def _lookup(table: Mapping[str, Any], name: str, what: str) -> Any:
+        try:
+            return table[name]
+        except KeyError:
+            raise ValueError(f"kernel signature names {what} {name!r}, which the program does not "
+                             f"declare (code generator and program disagree)") from None
+
+
+def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
+                   dtypes: Optional[Mapping[str, DType]] = None) -> BoundCall:
+    """Check a call's keyword arguments against `program` and bind them.
+
+    `dtypes` supplies element types for tensors whose declared dtype is None (needed for outputs
+    that are not passed; for passed arrays it is also checked).  Raises `ArgumentError`.
+    """
+    dtypes = dict(dtypes or {})
+    size_names = size_symbols(program)
+    _check_keywords(program, kwargs, size_names)
+
+    passed: Dict[str, np.ndarray] = {}
+    for t in program.tensors:
+        if t.role == "temp":
+            continue
+        value = kwargs.get(t.name)
+        if value is None:
+            if t.role in ("input", "inout"):
+                raise ArgumentError(_missing_array_message(t, dtypes.get(t.name)))
+            continue
+        passed[t.name] = _check_array(t, value, t.dtype or dtypes.get(t.name))
+
+    sizes, origins = _solve_sizes(program, passed, kwargs, size_names)
+    _check_shapes(program, passed, sizes, origins)
+    _check_assumptions(program, sizes, origins)
+    _check_aliasing(program, passed)
+    scalars = {s.name: _check_scalar(s, kwargs) for s in program.scalars}
+
+    arrays: Dict[str, np.ndarray] = {}
+    for t in program.tensors:
+        if t.role == "temp":
+            continue
+        arrays[t.name] = passed[t.name] if t.name in passed else _allocate(t, dtypes, sizes, origins)
+    outputs = tuple(t.name for t in program.tensors if t.role in _WRITTEN_ROLES)
+    return BoundCall(program, sizes, arrays, scalars, outputs)
+
+
+def passed_dtypes(program: Program, kwargs: Mapping[str, Any]) -> Dict[str, DType]:
+    """Element types of the tensor arrays present in `kwargs` (for resolving undeclared dtypes).
+
+    Applies the same "is it a usable numpy array" checks as `bind_arguments`.
+    """
+    found: Dict[str, DType] = {}
+    for t in program.tensors:
+        value = kwargs.get(t.name)
+        if t.role == "temp" or value is None:
+            continue
+        _require_ndarray(t.name, value)
+        found[t.name] = _supported_dtype(t.name, value)
+    return found
+
+
+def size_symbols(program: Program) -> Tuple[str, ...]:
+    """`program.sizes` plus any other symbol a tensor shape mentions, in first-seen order."""
+    names = list(program.sizes)
+    for t in program.tensors:
+        for entry in t.shape or ():
+            for v in entry.variables:
+                if v not in names:
+                    names.append(v)
+    return tuple(names)
+
+
+# -- keywords ---------------------------------------------------------------------------------
+
+def _check_keywords(program: Program, kwargs: Mapping[str, Any], size_names: Tuple[str, ...]) -> None:
+    arrays = [t.name for t in program.tensors if t.role != "temp"]
+    temps = {t.name for t in program.tensors if t.role == "temp"}
+    scalars = [s.name for s in program.scalars]
+    known = set(arrays) | set(scalars) | set(size_names)
+    for key in kwargs:
+        if key in known:
+            continue
+        if key in temps:
+            raise ArgumentError(f"{key} is an intermediate computed inside kernel {program.name!r}; "
+                                f"it cannot be passed as an argument")
+        accepted = []
+        if arrays:
+            accepted.append(f"arrays {', '.join(arrays)}")
+        if scalars:
+            accepted.append(f"scalars {', '.join(scalars)}")
+        if size_names:
+            accepted.append(f"sizes {', '.join(size_names)}")
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ArgumentError(f"unknown argument {key!r} for kernel {program.name!r}{hint}; it takes "
+                            f"{'; '.join(accepted) or 'no arguments'}")
+
+
+# -- arrays -----------------------------------------------------------------------------------
+
+def _describe(t: TensorDecl, dtype: Optional[DType]) -> str:
+    shape = "" if t.shape is None else "[" + ", ".join(str(s) for s in t.shape) + "]"
+    return f"{dtype.numpy_name if dtype else 'array'}{shape}"
+
+
+def _missing_array_message(t: TensorDecl, resolved: Optional[DType]) -> str:
+    what = _describe(t, t.dtype or resolved)
+    if t.role == "inout":
+        return (f"missing array {t.name} ({what}): the kernel reads and updates it in place, "
+                f"so it must be passed")
+    return f"missing input array {t.name} ({what})"
+
+
+def _require_ndarray(name: str, value: Any) -> None:
+    if isinstance(value, np.ndarray):
+        if isinstance(value, np.ma.MaskedArray):
+            raise ArgumentError(f"{name} is a masked array; polyc kernels ignore masks, so pass "
+                                f"{name}.filled(...) or np.asarray({name}) explicitly")
+        return
+    if hasattr(value, "__cuda_array_interface__"):
+        raise ArgumentError(f"{name}: device array passed to a CPU kernel ({type(value).__name__}); "
+                            f"copy it to host memory first (e.g. {name}.get() or cupy.asnumpy({name})) "
+                            f"or compile the kernel with target='cuda'")
+    raise ArgumentError(f"{name} must be a numpy array but got {type(value).__name__}; "
+                        f"pass a numpy array, e.g. np.asarray({name}, dtype=np.float32)")
+
+
+def _supported_dtype(name: str, array: np.ndarray) -> DType:
+    dtype = dtype_of_numpy(array.dtype)
+    if dtype is None:
+        supported = ", ".join(d.numpy_name for d in DTYPES.values())
+        raise ArgumentError(f"{name} has dtype {array.dtype}, which polyc kernels do not support "
+                            f"(supported: {supported}); convert it explicitly with {name}.astype(...)")
+    return dtype
+
+
+def _check_array(t: TensorDecl, value: Any, expected: Optional[DType]) -> np.ndarray:
+    name = t.name
+    _require_ndarray(name, value)
+    array: np.ndarray = value
+    if expected is None:
+        _supported_dtype(name, array)
+    elif array.dtype != expected.numpy:
+        raise ArgumentError(f"{name} has dtype {array.dtype} but the kernel expects {expected.numpy}; "
+                            f"convert it explicitly, e.g. {name}.astype(np.{expected.numpy_name}) "
+                            f"(polyc never casts arrays silently)")
+    if t.shape is not None and array.ndim != len(t.shape):
+        raise ArgumentError(f"{name} must have {len(t.shape)} dimension(s) "
+                            f"({_describe(t, expected)}) but has {array.ndim}: shape {array.shape}")
+    if not array.flags.c_contiguous:
+        raise ArgumentError(f"{name} is not C-contiguous (a transposed, strided or Fortran-order "
+                            f"array); use np.ascontiguousarray({name})")
+    if not array.flags.aligned:
+        raise ArgumentError(f"{name} is not aligned to its element size; copy it into fresh memory "
+                            f"with {name}.copy() (np.ascontiguousarray keeps misaligned data as is)")
+    if t.role in _WRITTEN_ROLES and not array.flags.writeable:
+        raise ArgumentError(f"{name} is read-only but the kernel writes it (role {t.role}); "
+                            f"pass a writable array, e.g. {name}.copy()")
+    return array
+
+
+def _allocate(t: TensorDecl, dtypes: Mapping[str, DType], sizes: Mapping[str, int],
+              origins: Mapping[str, str]) -> np.ndarray:
+    dtype = t.dtype or dtypes.get(t.name)
+    if dtype is None:
+        raise ArgumentError(f"cannot allocate output {t.name}: its element type is not known from the "
+                            f"arguments given; pass {t.name} explicitly")
+    if t.shape is None:
+        raise ArgumentError(f"cannot allocate output {t.name}: its shape is not known; pass "
+                            f"{t.name} explicitly")
+    # Zero-filled rather than empty: an output need not be written everywhere (e.g. stencil borders).
+    return np.zeros(_extents(t, sizes, origins), dtype=dtype.numpy)
+
+
+def _extents(t: TensorDecl, sizes: Mapping[str, int], origins: Mapping[str, str]) -> Tuple[int, ...]:
+    extents = []
+    for d, entry in enumerate(t.shape or ()):
+        value = entry.evaluate(sizes)
+        if value < 0:
+            raise ArgumentError(f"cannot allocate {t.name}: {t.name}.shape[{d}] = {entry} = {value} "
+                                f"is negative ({_explain(entry, sizes, origins)})")
+        extents.append(value)
+    return tuple(extents)
+
+
+# -- sizes and shapes ---------------------------------------------------------------------------
+
+def _check_size_keyword(name: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ArgumentError(f"size {name} must be an integer but got {type(value).__name__} {value!r}")
+    if int(value) < 0:
+        raise ArgumentError(f"size {name} must be a non-negative integer but got {int(value)}")
+    return int(value)
+
+
+def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Mapping[str, Any],
+                 size_names: Tuple[str, ...]) -> Tuple[Dict[str, int], Dict[str, str]]:
+    """Bind sizes from keywords, then bare-symbol dims (first array wins), then one-unknown dims."""
+    sizes: Dict[str, int] = {}
+    origins: Dict[str, str] = {}
+    for name in size_names:
+        if name in kwargs:
+            sizes[name] = _check_size_keyword(name, kwargs[name])
+            origins[name] = f"the keyword {name}={sizes[name]}"
+    shaped = [(t, passed[t.name]) for t in program.tensors if t.name in passed and t.shape is not None]
+    for t, array in shaped:
+        for d, entry in enumerate(t.shape):
+            v = entry.as_single_var()
+            if v is not None and v not in sizes:
+                sizes[v], origins[v] = int(array.shape[d]), f"{t.name}.shape[{d}]"
+    # A dim like `N - 2` or `H - KH + 1` with a single unbound symbol also determines that symbol.
+    progress = True
+    while progress:
+        progress = False
+        for t, array in shaped:
+            for d, entry in enumerate(t.shape):
+                unknown = [v for v in entry.variables if v not in sizes]
+                if len(unknown) != 1:
+                    continue
+                u, coeff = unknown[0], entry.coeff(unknown[0])
+                rest = entry.substitute({u: Affine.const(0)}).evaluate(sizes)
+                actual = int(array.shape[d])
+                value, remainder = divmod(actual - rest, coeff)
+                if remainder or value < 0:
+                    raise ArgumentError(f"{t.name}.shape[{d}] is {actual} but the kernel expects {entry}, "
+                                        f"and no size {u} >= 0 gives that"
+                                        + _context(entry, u, sizes, origins))
+                sizes[u], origins[u] = value, f"{t.name}.shape[{d}] = {entry}"
+                progress = True
+    missing = [n for n in size_names if n not in sizes]
+    if missing:
+        raise ArgumentError(_undetermined_message(program, missing))
+    return sizes, origins
+
+
+def _context(entry: Affine, skip: str, sizes: Mapping[str, int], origins: Mapping[str, str]) -> str:
+    known = [v for v in entry.variables if v != skip]
+    return f" ({_explain_vars(known, sizes, origins)})" if known else ""
+
+
+def _undetermined_message(program: Program, missing: List[str]) -> str:
+    parts = []
+    for name in missing:
+        unpassed = [t.name for t in program.tensors
+                    if t.role != "temp" and any(name in e.variables for e in t.shape or ())]
+        where = (f"it appears only in the shape of {', '.join(unpassed)}, which was not passed"
+                 if unpassed else "no array shape determines it")
+        parts.append(f"size {name} cannot be determined from the arrays passed ({where})")
+    example = ", ".join(f"{n}=..." for n in missing)
+    return "; ".join(parts) + f"; pass it as an integer keyword, e.g. {example}"
+
+
+def _explain_vars(names: List[str], sizes: Mapping[str, int], origins: Mapping[str, str]) -> str:
+    return ", ".join(f"{v} is {sizes[v]} from {origins.get(v, '?')}" for v in names)
+
+
+def _explain(entry: Affine, sizes: Mapping[str, int], origins: Mapping[str, str]) -> str:
+    return _explain_vars(list(entry.variables), sizes, origins)
+
+
+def _check_shapes(program: Program, passed: Mapping[str, np.ndarray], sizes: Mapping[str, int],
+                  origins: Mapping[str, str]) -> None:
+    for t in program.tensors:
+        if t.name not in passed or t.shape is None:
+            continue
+        array = passed[t.name]
+        for d, entry in enumerate(t.shape):
+            expected, actual = entry.evaluate(sizes), int(array.shape[d])
+            if expected == actual:
+                continue
+            v = entry.as_single_var()
+            if v is not None:
+                raise ArgumentError(f"size {v} is {sizes[v]} from {origins[v]} but {t.name}.shape[{d}] "
+                                    f"is {actual} ({t.name} has shape {array.shape})")
+            raise ArgumentError(f"{t.name}.shape[{d}] is {actual} but the kernel expects {entry} = "
+                                f"{expected} ({_explain(entry, sizes, origins)}; {t.name} has shape "
+                                f"{array.shape})")
+
+
+def _check_assumptions(program: Program, sizes: Mapping[str, int], origins: Mapping[str, str]) -> None:
+    for c in program.assumptions:
+        if any(v not in sizes for v in c.expr.variables):
+            continue
+        value = c.expr.evaluate(sizes)
+        holds = value >= 0 if c.kind == "ge" else value == 0 if c.kind == "eq" else value % c.modulus == 0
+        if not holds:
+            raise ArgumentError(f"the sizes violate kernel {program.name!r}'s assumption {c} "
+                                f"({_explain(c.expr, sizes, origins)})")
+
+
+# -- aliasing ---------------------------------------------------------------------------------
+
+def _check_aliasing(program: Program, passed: Mapping[str, np.ndarray]) -> None:
+    """Written arrays are `restrict` in C: they must not share memory with any other argument."""
+    roles = {t.name: t.role for t in program.tensors}
+    names = [t.name for t in program.tensors if t.name in passed]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            written = [n for n in (a, b) if roles[n] in _WRITTEN_ROLES]
+            if not written:
+                continue
+            x, y = passed[a], passed[b]
+            if x is y:
+                how = "are the same array"
+            elif np.shares_memory(x, y):
+                how = "overlap in memory (one is a view of the other)"
+            else:
+                continue
+            raise ArgumentError(f"{a} and {b} alias: they {how}, but the kernel writes "
+                                f"{' and '.join(written)}; pass separate arrays, e.g. {b}={b}.copy()")
+
+
+# -- scalars ----------------------------------------------------------------------------------
+
+def _check_scalar(decl: ScalarDecl, kwargs: Mapping[str, Any]) -> Number:
+    name, dtype = decl.name, decl.dtype
+    if name not in kwargs:
+        raise ArgumentError(f"missing scalar argument {name} ({dtype.numpy_name})")
+    value = kwargs[name]
+    kind = "a real number" if dtype.is_float else "an integer"
+    if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
+        raise ArgumentError(f"{name} is a scalar parameter ({dtype.numpy_name}) but got an array; "
+                            f"pass a Python number, e.g. {name}={'1.0' if dtype.is_float else '1'}")
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentError(f"{name} must be {kind} ({dtype.numpy_name}) but got bool {value!r}")
+    if dtype.is_float:
+        if not isinstance(value, numbers.Real):
+            raise ArgumentError(f"{name} must be {kind} ({dtype.numpy_name}) but got "
+                                f"{type(value).__name__} {value!r}")
+        return float(value)
+    if not isinstance(value, numbers.Integral):
+        raise ArgumentError(f"{name} must be {kind} ({dtype.numpy_name}) but got "
+                            f"{type(value).__name__} {value!r}; polyc does not convert silently")
+    lo, hi = _INT_RANGES[dtype.bits]
+    if not lo <= int(value) <= hi:
+        raise ArgumentError(f"{name} = {int(value)} does not fit in {dtype.numpy_name} "
+                            f"(range {lo} to {hi})")
+    return int(value)

@@ -1,0 +1,151 @@
+"""Compile generated C into a shared library, reusing the on-disk cache.
+
+`compile_c(source)` returns the path of a `.so` built from `source`.  The command line is
+`<compiler> <optimisation flags> -fPIC -shared -std=c11 [-fopenmp] -o <lib> <src> -lm`:
+
+- compiler: the `compiler` argument, else `$POLYC_CC`, else `cc` (or `gcc` where there is no `cc`);
+- optimisation flags: the `flags` argument, else `$POLYC_CFLAGS` (split like a shell would), else
+  `-O3 -march=native`.  The flags that make a loadable library are always added, so overriding the
+  optimisation level can never produce something ctypes cannot load.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
+
+from ..errors import CompileError
+from . import cache
+
+DEFAULT_OPT_FLAGS: Tuple[str, ...] = ("-O3", "-march=native")
+LIBRARY_FLAGS: Tuple[str, ...] = ("-fPIC", "-shared", "-std=c11")
+OPENMP_FLAGS: Tuple[str, ...] = ("-fopenmp",)
+LINK_LIBS: Tuple[str, ...] = ("-lm",)
+
+#: Generous: a generated kernel compiles in well under a second; this only guards against hangs.
+COMPILE_TIMEOUT_S = 600
+#: How much compiler output goes into an exception message (the full text is on `.compiler_output`).
+MAX_MESSAGE_LINES = 40
+
+_memo: Dict[Tuple[str, Tuple[str, ...], str, Path], Path] = {}
+_memo_lock = threading.Lock()
+
+
+def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: Optional[str] = None,
+              openmp: bool = True) -> Path:
+    """Return the path of a shared library built from C `source`, compiling only on a cache miss.
+
+    Raises `CompileError` when the compiler is missing or rejects the source; the error keeps the
+    source (`.source`), the compiler's stderr (`.compiler_output`) and the command (`.command`),
+    and its message names the kept `.c` file.
+    """
+    compiler_path = resolve_compiler(compiler)
+    all_flags = command_flags(flags, openmp)
+    directory = cache.cache_dir()
+    memo_key = (source, all_flags, compiler_path, directory)
+    with _memo_lock:
+        hit = _memo.get(memo_key)
+    if hit is not None and hit.exists():
+        return hit
+
+    version = compiler_version(compiler_path)
+    key = cache.cache_key(source, all_flags, compiler_path, version)
+    src_path, lib_path = cache.entry_paths(directory, key)
+    if not lib_path.exists():
+        _build(source, all_flags, compiler_path, src_path, lib_path)
+    with _memo_lock:
+        _memo[memo_key] = lib_path
+    return lib_path
+
+
+def resolve_compiler(compiler: Optional[str] = None) -> str:
+    """Absolute path of the C compiler to use (see the module docstring for the order of choice)."""
+    requested = compiler or os.environ.get("POLYC_CC")
+    if requested:
+        found = shutil.which(requested)
+        if found is None:
+            origin = "compiler argument" if compiler else "$POLYC_CC"
+            raise CompileError(f"C compiler {requested!r} (from {origin}) was not found; "
+                               f"install it or point POLYC_CC at a C compiler such as gcc")
+        return os.path.abspath(found)
+    for name in ("cc", "gcc"):
+        found = shutil.which(name)
+        if found:
+            return os.path.abspath(found)
+    raise CompileError("no C compiler found (looked for 'cc' and 'gcc' on PATH); "
+                       "install gcc or set POLYC_CC to a C compiler")
+
+
+def command_flags(flags: Optional[Sequence[str]], openmp: bool) -> Tuple[str, ...]:
+    """All compiler flags, in command-line order, for the given optimisation flags and OpenMP choice."""
+    if flags is None:
+        env = os.environ.get("POLYC_CFLAGS")
+        opt = tuple(shlex.split(env)) if env is not None else DEFAULT_OPT_FLAGS
+    else:
+        opt = tuple(flags)
+    return opt + LIBRARY_FLAGS + (OPENMP_FLAGS if openmp else ())
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(compiler_path: str) -> str:
+    """First line of `<compiler> --version` (memoised per process); part of the cache key."""
+    try:
+        proc = subprocess.run([compiler_path, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise CompileError(f"could not run the C compiler {compiler_path!r}: {e}") from e
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Path, lib_path: Path) -> None:
+    """Compile into a temporary file next to the cache entry, then move it into place atomically."""
+    cache.write_atomic(src_path, source)
+    tmp_lib = cache.temp_path(lib_path.parent, ".so")
+    command = [compiler_path, *flags, "-o", str(tmp_lib), str(src_path), *LINK_LIBS]
+    command_text = shlex.join(command)
+    try:
+        try:
+            # The C locale keeps diagnostics in plain English with ASCII quotes, whatever the user's LANG.
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                                  env=dict(os.environ, LC_ALL="C"))
+        except subprocess.TimeoutExpired as e:
+            raise CompileError(f"the C compiler did not finish within {COMPILE_TIMEOUT_S} s\n"
+                               f"  source kept at: {src_path}\n  command: {command_text}",
+                               source=source, compiler_output=_text(e.stderr), command=command_text) from e
+        except OSError as e:
+            raise CompileError(f"could not run the C compiler {compiler_path!r}: {e}",
+                               source=source, command=command_text) from e
+        if proc.returncode != 0:
+            output = (proc.stderr or "") + (proc.stdout or "")
+            raise CompileError(
+                f"the C compiler rejected the generated code (exit status {proc.returncode}):\n"
+                f"{trim_output(output)}\n"
+                f"  source kept at: {src_path}\n  command: {command_text}",
+                source=source, compiler_output=output, command=command_text)
+        os.replace(tmp_lib, lib_path)
+    finally:
+        cache._unlink_quietly(tmp_lib)
+
+
+def trim_output(output: str, max_lines: int = MAX_MESSAGE_LINES) -> str:
+    """Compiler output shortened for a message: errors first, at most `max_lines` lines."""
+    lines = output.rstrip().splitlines()
+    if len(lines) <= max_lines:
+        return "\n".join(lines)
+    # Lead with the diagnostics that explain the failure; warnings and notes come after.
+    errors = [i for i, line in enumerate(lines) if "error" in line]
+    start = max(0, errors[0] - 2) if errors else 0
+    kept = lines[start:start + max_lines]
+    omitted = len(lines) - len(kept)
+    return "\n".join(kept) + f"\n  ... ({omitted} more lines of compiler output in .compiler_output)"
+
+
+def _text(data: object) -> str:
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return data or ""

@@ -1,0 +1,107 @@
+"""Load a compiled kernel with ctypes and expose it as a Python callable.
+
+Libraries are memoised per process by path: a cache entry's path is determined by its content
+hash, so a path seen before always names the same code and need not be dlopen'ed again.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict, Tuple, Union
+
+import numpy as np
+
+from ..errors import CompileError
+from ..ir import DType
+from .signature import KernelParam, KernelSignature
+
+_SCALAR_CTYPES: Dict[str, Any] = {
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+    "i32": ctypes.c_int32,
+    "i64": ctypes.c_int64,
+}
+
+_libraries: Dict[str, ctypes.CDLL] = {}
+_libraries_lock = threading.Lock()
+
+
+def scalar_ctype(dtype: DType) -> Any:
+    """The ctypes type of a scalar parameter of element type `dtype`."""
+    try:
+        return _SCALAR_CTYPES[dtype.name]
+    except KeyError:
+        raise ValueError(f"no ctypes type for element type {dtype!r}") from None
+
+
+def param_ctype(param: KernelParam) -> Any:
+    """ctypes argtype for a parameter: a data pointer for arrays, int64 for sizes, else by dtype."""
+    if param.kind == "array":
+        return ctypes.c_void_p
+    if param.kind == "size":
+        return ctypes.c_int64
+    return scalar_ctype(param.dtype)
+
+
+def load_library(lib_path: Union[str, Path]) -> ctypes.CDLL:
+    """dlopen `lib_path` once per process (later calls return the same handle)."""
+    key = str(Path(lib_path).resolve())
+    with _libraries_lock:
+        lib = _libraries.get(key)
+        if lib is None:
+            try:
+                lib = ctypes.CDLL(key)
+            except OSError as e:
+                raise CompileError(f"could not load the compiled kernel library {key}: {e}") from e
+            _libraries[key] = lib
+        return lib
+
+
+class KernelFunction:
+    """A loaded C kernel: call it with the C arguments in signature order.
+
+    Arrays are passed as numpy arrays (their data pointer is handed to C; the caller has already
+    checked dtype and layout, see `bind_arguments`), sizes as ints, scalars as Python numbers.
+    ctypes releases the GIL for the duration of the call.
+    """
+
+    def __init__(self, function: Any, signature: KernelSignature, lib_path: Path):
+        self._function = function
+        self.signature = signature
+        self.lib_path = lib_path
+        self._kinds: Tuple[str, ...] = tuple(p.kind for p in signature.params)
+
+    def __call__(self, *args: Any) -> None:
+        params = self.signature.params
+        if len(args) != len(params):
+            raise TypeError(f"{self.signature.symbol}() takes {len(params)} arguments "
+                            f"({', '.join(p.name for p in params)}) but {len(args)} were given")
+        c_args = []
+        for param, kind, value in zip(params, self._kinds, args):
+            if kind == "array":
+                if not isinstance(value, np.ndarray):
+                    raise TypeError(f"{self.signature.symbol}(): argument {param.name} must be a numpy "
+                                    f"array, got {type(value).__name__}")
+                c_args.append(value.ctypes.data)
+            else:
+                c_args.append(value)
+        self._function(*c_args)
+
+    def __repr__(self) -> str:
+        return f"<KernelFunction {self.signature.c_prototype()} from {self.lib_path}>"
+
+
+def load_function(lib_path: Union[str, Path], signature: KernelSignature) -> Callable[..., None]:
+    """The function `signature.symbol` of the library at `lib_path`, with its argtypes declared."""
+    lib = load_library(lib_path)
+    try:
+        function = lib[signature.symbol]
+    except AttributeError:
+        raise CompileError(f"the compiled library {lib_path} has no function {signature.symbol!r}; "
+                           f"the generated source and the kernel signature disagree") from None
+    # `lib[name]` (unlike `lib.name`) returns a fresh ctypes function object, so setting argtypes
+    # here cannot disturb another KernelFunction bound to the same symbol.
+    function.argtypes = [param_ctype(p) for p in signature.params]
+    function.restype = None
+    return KernelFunction(function, signature, Path(lib_path))

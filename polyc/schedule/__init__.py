@@ -1,0 +1,2 @@
+"""Schedules: representation, primitives, legality, automatic scheduling."""
+from .schedule import Dim, Schedule
