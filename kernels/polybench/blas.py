@@ -31,7 +31,7 @@ def _init_gemm(NI, NJ, NK):
     )
 
 
-# --- gemver: A += u1 v1^T + u2 v2^T; x += beta A^T y + z; w += alpha A x ---------------------------
+# --- gemver: A += u1 v1^T + u2 v2^T; x += beta A^T y + z; w += alpha A x --------------------------
 def gemver(
     A: pc.f64["N", "N"],
     u1: pc.f64["N"], v1: pc.f64["N"], u2: pc.f64["N"], v2: pc.f64["N"],
@@ -61,7 +61,7 @@ def _init_gemver(N):
     )
 
 
-# --- gesummv: y = alpha A x + beta B x --------------------------------------------------------------
+# --- gesummv: y = alpha A x + beta B x ------------------------------------------------------------
 def gesummv(
     A: pc.f64["N", "N"], B: pc.f64["N", "N"], tmp: pc.f64["N"], x: pc.f64["N"], y: pc.f64["N"],
     alpha: float, beta: float,
@@ -86,7 +86,7 @@ def _init_gesummv(N):
     )
 
 
-# --- symm: C = alpha A B + beta C, A symmetric with only its lower triangle stored --------------------
+# --- symm: C = alpha A B + beta C, A symmetric with only its lower triangle stored ----------------
 def symm(C: pc.f64["M", "N"], A: pc.f64["M", "M"], B: pc.f64["M", "N"], alpha: float, beta: float):
     for i in range(M):
         for j in range(N):
@@ -108,7 +108,7 @@ def _init_symm(M, N):
     )
 
 
-# --- syr2k: lower(C) = alpha A B^T + alpha B A^T + beta C -------------------------------------------
+# --- syr2k: lower(C) = alpha A B^T + alpha B A^T + beta C -----------------------------------------
 def syr2k(C: pc.f64["N", "N"], A: pc.f64["N", "M"], B: pc.f64["N", "M"], alpha: float, beta: float):
     for i in range(N):
         for j in range(i + 1):
@@ -127,7 +127,7 @@ def _init_syr2k(M, N):
     )
 
 
-# --- syrk: lower(C) = alpha A A^T + beta C ----------------------------------------------------------
+# --- syrk: lower(C) = alpha A A^T + beta C --------------------------------------------------------
 def syrk(C: pc.f64["N", "N"], A: pc.f64["N", "M"], alpha: float, beta: float):
     for i in range(N):
         for j in range(i + 1):
@@ -145,7 +145,7 @@ def _init_syrk(M, N):
     )
 
 
-# --- trmm: B = alpha A^T B, A unit lower triangular (diagonal and upper triangle not read) -------------
+# --- trmm: B = alpha A^T B, A unit lower triangular (diagonal and upper triangle not read) --------
 def trmm(A: pc.f64["M", "M"], B: pc.f64["M", "N"], alpha: float):
     for i in range(M):
         for j in range(N):

@@ -12,7 +12,7 @@ import numpy as np
 from ._common import fill, pc, polybench_kernel, presets
 
 
-# --- correlation: Pearson correlation matrix of the columns ------------------------------------------------
+# --- correlation: Pearson correlation matrix of the columns ---------------------------------------
 def correlation(
     data: pc.f64["N", "M"], corr: pc.f64["M", "M"], mean: pc.f64["M"], stddev: pc.f64["M"]
 ):
@@ -45,7 +45,7 @@ def correlation(
     corr[M - 1, M - 1] = 1.0
 
 
-# --- covariance: sample covariance matrix of the columns ---------------------------------------------------
+# --- covariance: sample covariance matrix of the columns ------------------------------------------
 def covariance(data: pc.f64["N", "M"], cov: pc.f64["M", "M"], mean: pc.f64["M"]):
     float_n = float(N)
     for j in range(M):

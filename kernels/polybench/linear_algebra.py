@@ -5,7 +5,7 @@ import numpy as np
 from ._common import fill, pc, polybench_kernel, presets
 
 
-# --- 2mm: tmp = alpha A B; D = tmp C + beta D ---------------------------------------------------------
+# --- 2mm: tmp = alpha A B; D = tmp C + beta D -----------------------------------------------------
 def two_mm(
     tmp: pc.f64["NI", "NJ"], A: pc.f64["NI", "NK"], B: pc.f64["NK", "NJ"], C: pc.f64["NJ", "NL"],
     D: pc.f64["NI", "NL"], alpha: float, beta: float,
@@ -34,7 +34,7 @@ def _init_2mm(NI, NJ, NK, NL):
     )
 
 
-# --- 3mm: E = A B; F = C D; G = E F ---------------------------------------------------------------------
+# --- 3mm: E = A B; F = C D; G = E F ---------------------------------------------------------------
 def three_mm(
     E: pc.f64["NI", "NJ"], A: pc.f64["NI", "NK"], B: pc.f64["NK", "NJ"],
     F: pc.f64["NJ", "NL"], C: pc.f64["NJ", "NM"], D: pc.f64["NM", "NL"],
@@ -69,7 +69,7 @@ def _init_3mm(NI, NJ, NK, NL, NM):
     )
 
 
-# --- atax: y = A^T (A x) --------------------------------------------------------------------------------
+# --- atax: y = A^T (A x) --------------------------------------------------------------------------
 def atax(A: pc.f64["M", "N"], x: pc.f64["N"], y: pc.f64["N"], tmp: pc.f64["M"]):
     for i in range(N):
         y[i] = 0.0
@@ -90,7 +90,7 @@ def _init_atax(M, N):
     )
 
 
-# --- bicg: s = A^T r; q = A p (the two halves of BiCG's matrix products) -----------------------------------
+# --- bicg: s = A^T r; q = A p (the two halves of BiCG's matrix products) --------------------------
 def bicg(A: pc.f64["N", "M"], s: pc.f64["M"], q: pc.f64["N"], p: pc.f64["M"], r: pc.f64["N"]):
     for i in range(M):
         s[i] = 0.0
@@ -131,7 +131,7 @@ def _init_doitgen(NQ, NR, NP):
     )
 
 
-# --- mvt: x1 += A y1; x2 += A^T y2 -----------------------------------------------------------------------
+# --- mvt: x1 += A y1; x2 += A^T y2 ----------------------------------------------------------------
 def mvt(A: pc.f64["N", "N"], x1: pc.f64["N"], x2: pc.f64["N"], y_1: pc.f64["N"], y_2: pc.f64["N"]):
     for i in range(N):
         for j in range(N):

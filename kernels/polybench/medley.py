@@ -12,7 +12,7 @@ import numpy as np
 from ._common import fill, pc, polybench_kernel, presets
 
 
-# --- deriche: recursive (IIR) Deriche edge-detection filter, causal + anti-causal, rows then columns -------
+# --- deriche: recursive (IIR) Deriche edge-detection filter, causal + anti-causal, rows then columns ---
 def deriche(
     imgIn: pc.f64["W", "H"], imgOut: pc.f64["W", "H"], y1: pc.f64["W", "H"], y2: pc.f64["W", "H"],
     alpha: float,
@@ -26,42 +26,57 @@ def deriche(
     a4 = -k * math.exp(-2.0 * alpha)
     b1 = math.pow(2.0, -alpha)
     b2 = -math.exp(-2.0 * alpha)
-    c1 = 1.0
+    gain = 1.0  # PolyBench's c1 = c2 (named apart from generated loop counters c0, c1, ...)
     # PolyBench carries the recurrences in scalars (xm1, ym1, ym2, ...); here each is read back
-    # from the arrays at an affine offset, with the first two (last two) points of every line
-    # peeled, where the missing neighbours are zero.  No scalar carries a value across iterations.
+    # from the arrays at an affine offset, and the first two points of every line, whose missing
+    # neighbours are zero, are separate guarded statements.  No scalar carries a value across
+    # iterations, and the kernel is defined for every W, H >= 1.
     # Horizontal pass, causal (left to right) into y1 ...
     for i in range(W):
-        y1[i, 0] = a1 * imgIn[i, 0]
-        y1[i, 1] = a1 * imgIn[i, 1] + a2 * imgIn[i, 0] + b1 * y1[i, 0]
-        for j in range(2, H):
-            y1[i, j] = a1 * imgIn[i, j] + a2 * imgIn[i, j - 1] + b1 * y1[i, j - 1] + b2 * y1[i, j - 2]
-    # ... and anti-causal (right to left, j = H - 1 - jj) into y2.
+        for j in range(H):
+            if j == 0:
+                y1[i, j] = a1 * imgIn[i, j]
+            if j == 1:
+                y1[i, j] = a1 * imgIn[i, j] + a2 * imgIn[i, j - 1] + b1 * y1[i, j - 1]
+            if j >= 2:
+                y1[i, j] = (a1 * imgIn[i, j] + a2 * imgIn[i, j - 1]
+                            + b1 * y1[i, j - 1] + b2 * y1[i, j - 2])
+    # ... and anti-causal (right to left: j = H - 1 - jj) into y2.
     for i in range(W):
-        y2[i, H - 1] = 0.0
-        y2[i, H - 2] = a3 * imgIn[i, H - 1]
-        for jj in range(2, H):
-            y2[i, H - 1 - jj] = (a3 * imgIn[i, H - jj] + a4 * imgIn[i, H + 1 - jj]
-                                 + b1 * y2[i, H - jj] + b2 * y2[i, H + 1 - jj])
+        for jj in range(H):
+            if jj == 0:
+                y2[i, H - 1] = 0.0
+            if jj == 1:
+                y2[i, H - 2] = a3 * imgIn[i, H - 1]
+            if jj >= 2:
+                y2[i, H - 1 - jj] = (a3 * imgIn[i, H - jj] + a4 * imgIn[i, H + 1 - jj]
+                                     + b1 * y2[i, H - jj] + b2 * y2[i, H + 1 - jj])
     for i in range(W):
         for j in range(H):
-            imgOut[i, j] = c1 * (y1[i, j] + y2[i, j])
+            imgOut[i, j] = gain * (y1[i, j] + y2[i, j])
     # Vertical pass over the horizontal result, causal (top to bottom) ...
     for j in range(H):
-        y1[0, j] = a1 * imgOut[0, j]
-        y1[1, j] = a1 * imgOut[1, j] + a2 * imgOut[0, j] + b1 * y1[0, j]
-        for i in range(2, W):
-            y1[i, j] = a1 * imgOut[i, j] + a2 * imgOut[i - 1, j] + b1 * y1[i - 1, j] + b2 * y1[i - 2, j]
-    # ... and anti-causal (bottom to top, i = W - 1 - ii).
+        for i in range(W):
+            if i == 0:
+                y1[i, j] = a1 * imgOut[i, j]
+            if i == 1:
+                y1[i, j] = a1 * imgOut[i, j] + a2 * imgOut[i - 1, j] + b1 * y1[i - 1, j]
+            if i >= 2:
+                y1[i, j] = (a1 * imgOut[i, j] + a2 * imgOut[i - 1, j]
+                            + b1 * y1[i - 1, j] + b2 * y1[i - 2, j])
+    # ... and anti-causal (bottom to top: i = W - 1 - ii).
     for j in range(H):
-        y2[W - 1, j] = 0.0
-        y2[W - 2, j] = a3 * imgOut[W - 1, j]
-        for ii in range(2, W):
-            y2[W - 1 - ii, j] = (a3 * imgOut[W - ii, j] + a4 * imgOut[W + 1 - ii, j]
-                                 + b1 * y2[W - ii, j] + b2 * y2[W + 1 - ii, j])
+        for ii in range(W):
+            if ii == 0:
+                y2[W - 1, j] = 0.0
+            if ii == 1:
+                y2[W - 2, j] = a3 * imgOut[W - 1, j]
+            if ii >= 2:
+                y2[W - 1 - ii, j] = (a3 * imgOut[W - ii, j] + a4 * imgOut[W + 1 - ii, j]
+                                     + b1 * y2[W - ii, j] + b2 * y2[W + 1 - ii, j])
     for i in range(W):
         for j in range(H):
-            imgOut[i, j] = c1 * (y1[i, j] + y2[i, j])
+            imgOut[i, j] = gain * (y1[i, j] + y2[i, j])
 
 
 def _init_deriche(W, H):
@@ -72,7 +87,7 @@ def _init_deriche(W, H):
     )
 
 
-# --- floyd-warshall: all-pairs shortest paths, relaxing through every intermediate vertex k -----------------
+# --- floyd-warshall: all-pairs shortest paths, relaxing through every intermediate vertex k -------
 def floyd_warshall(paths: pc.f64["N", "N"]):
     for k in range(N):
         for i in range(N):
@@ -83,10 +98,11 @@ def floyd_warshall(paths: pc.f64["N", "N"]):
 def _init_floyd_warshall(N):
     # edge weights 1..13; about half of the pairs have no edge (weight 999)
     no_edge = lambda i, j: ((i + j) % 3 == 0) | ((i * j) % 11 == 5) | ((i + 2 * j) % 5 == 1)  # noqa: E731
-    return dict(paths=fill((N, N), lambda i, j: np.where(no_edge(i, j), 999.0, (i * j + i + 3 * j) % 13 + 1.0)))
+    weight = lambda i, j: (i * j + i + 3 * j) % 13 + 1.0  # noqa: E731
+    return dict(paths=fill((N, N), lambda i, j: np.where(no_edge(i, j), 999.0, weight(i, j))))
 
 
-# --- nussinov: RNA secondary structure, maximum number of nested base pairs (dynamic programming) -------------
+# --- nussinov: RNA secondary structure, maximum number of nested base pairs (dynamic programming) ---
 def nussinov(seq: pc.f64["N"], table: pc.f64["N", "N"]):
     # i = N - 1 - ii runs downwards, j upwards from i + 1; table[i, j] is the best score of seq[i..j].
     for ii in range(N):

@@ -21,7 +21,7 @@ def _dominant(N, off_diagonal):
     return fill((N, N), lambda i, j: np.where(i == j, float(N), off_diagonal(i, j)))
 
 
-# --- cholesky: A = L L^T, L overwrites the lower triangle of A (upper triangle untouched) ---------------
+# --- cholesky: A = L L^T, L overwrites the lower triangle of A (upper triangle untouched) ---------
 def cholesky(A: pc.f64["N", "N"]):
     for i in range(N):
         for j in range(i):
@@ -38,7 +38,7 @@ def _init_cholesky(N):
     return dict(A=_dominant(N, lambda i, j: ((i + j) % N) / N))
 
 
-# --- durbin: Levinson-Durbin recursion for the Yule-Walker system T y = -r ----------------------------------
+# --- durbin: Levinson-Durbin recursion for the Yule-Walker system T y = -r ------------------------
 def durbin(r: pc.f64["N"], y: pc.f64["N"], z: pc.f64["N"]):
     y[0] = -r[0]
     beta = 1.0
@@ -63,7 +63,7 @@ def _init_durbin(N):
     return dict(r=fill((N,), lambda k: 1.0 / (k + 2)), y=np.zeros(N), z=np.zeros(N))
 
 
-# --- gramschmidt: A = Q R, modified Gram-Schmidt; A is left holding the residuals ----------------------------
+# --- gramschmidt: A = Q R, modified Gram-Schmidt; A is left holding the residuals -----------------
 def gramschmidt(A: pc.f64["M", "N"], R: pc.f64["N", "N"], Q: pc.f64["M", "N"]):
     for k in range(N):
         nrm = 0.0
@@ -90,7 +90,7 @@ def _init_gramschmidt(M, N):
     )
 
 
-# --- lu: A = L U in place (Doolittle, L unit lower), no pivoting -------------------------------------------
+# --- lu: A = L U in place (Doolittle, L unit lower), no pivoting ----------------------------------
 def lu(A: pc.f64["N", "N"]):
     for i in range(N):
         for j in range(i):
@@ -106,7 +106,7 @@ def _init_lu(N):
     return dict(A=_dominant(N, lambda i, j: ((i * j + 1) % N) / N))
 
 
-# --- ludcmp: solve A x = b by LU (in place), forward and backward substitution --------------------------------
+# --- ludcmp: solve A x = b by LU (in place), forward and backward substitution --------------------
 def ludcmp(A: pc.f64["N", "N"], b: pc.f64["N"], x: pc.f64["N"], y: pc.f64["N"]):
     for i in range(N):
         for j in range(i):
@@ -141,7 +141,7 @@ def _init_ludcmp(N):
     )
 
 
-# --- trisolv: forward substitution L x = b -----------------------------------------------------------------
+# --- trisolv: forward substitution L x = b --------------------------------------------------------
 def trisolv(L: pc.f64["N", "N"], x: pc.f64["N"], b: pc.f64["N"]):
     for i in range(N):
         x[i] = b[i]
@@ -153,7 +153,8 @@ def trisolv(L: pc.f64["N", "N"], x: pc.f64["N"], b: pc.f64["N"]):
 def _init_trisolv(N):
     # lower triangular, diagonal N dominating the off-diagonal entries in [0, 1): well conditioned
     return dict(
-        L=fill((N, N), lambda i, j: np.where(j < i, ((i + N - j + 1) % N) / N, np.where(i == j, float(N), 0.0))),
+        L=fill((N, N), lambda i, j: np.where(j < i, ((i + N - j + 1) % N) / N,
+                                             np.where(i == j, float(N), 0.0))),
         x=np.zeros(N),
         b=fill((N,), lambda i: float(N) * (1.0 + i % 7)),
     )

@@ -9,7 +9,7 @@ import numpy as np
 from ._common import fill, pc, polybench_kernel, presets
 
 
-# --- adi: alternating-direction implicit heat solver; each half step solves tridiagonal systems ----------------
+# --- adi: alternating-direction implicit heat solver; each half step solves tridiagonal systems ---
 def adi(u: pc.f64["N", "N"], v: pc.f64["N", "N"], p: pc.f64["N", "N"], q: pc.f64["N", "N"], TSTEPS: int):
     DX = 1.0 / N
     DY = 1.0 / N
@@ -59,7 +59,7 @@ def _init_adi(TSTEPS, N):
     )
 
 
-# --- fdtd-2d: 2-D finite-difference time-domain (Yee) update of E_x, E_y, H_z --------------------------------
+# --- fdtd-2d: 2-D finite-difference time-domain (Yee) update of E_x, E_y, H_z ---------------------
 def fdtd_2d(ex: pc.f64["NX", "NY"], ey: pc.f64["NX", "NY"], hz: pc.f64["NX", "NY"], fict: pc.f64["TMAX"]):
     for t in range(TMAX):
         for j in range(NY):
@@ -84,7 +84,7 @@ def _init_fdtd_2d(TMAX, NX, NY):
     )
 
 
-# --- heat-3d: explicit 7-point heat equation, ping-pong between A and B ------------------------------------------
+# --- heat-3d: explicit 7-point heat equation, ping-pong between A and B ---------------------------
 def heat_3d(A: pc.f64["N", "N", "N"], B: pc.f64["N", "N", "N"], TSTEPS: int):
     for t in range(TSTEPS):
         for i in range(1, N - 1):
@@ -108,7 +108,7 @@ def _init_heat_3d(TSTEPS, N):
     return dict(A=grid, B=grid.copy(), TSTEPS=TSTEPS)
 
 
-# --- jacobi-1d: 3-point averaging, ping-pong ---------------------------------------------------------------------
+# --- jacobi-1d: 3-point averaging, ping-pong ------------------------------------------------------
 def jacobi_1d(A: pc.f64["N"], B: pc.f64["N"], TSTEPS: int):
     for t in range(TSTEPS):
         for i in range(1, N - 1):
@@ -121,7 +121,7 @@ def _init_jacobi_1d(TSTEPS, N):
     return dict(A=fill((N,), lambda i: (i + 2.0) / N), B=fill((N,), lambda i: (i + 3.0) / N), TSTEPS=TSTEPS)
 
 
-# --- jacobi-2d: 5-point averaging, ping-pong ---------------------------------------------------------------------
+# --- jacobi-2d: 5-point averaging, ping-pong ------------------------------------------------------
 def jacobi_2d(A: pc.f64["N", "N"], B: pc.f64["N", "N"], TSTEPS: int):
     for t in range(TSTEPS):
         for i in range(1, N - 1):
@@ -140,7 +140,7 @@ def _init_jacobi_2d(TSTEPS, N):
     )
 
 
-# --- seidel-2d: 9-point Gauss-Seidel sweep, in place -------------------------------------------------------------
+# --- seidel-2d: 9-point Gauss-Seidel sweep, in place ----------------------------------------------
 def seidel_2d(A: pc.f64["N", "N"], TSTEPS: int):
     for t in range(TSTEPS):
         for i in range(1, N - 1):

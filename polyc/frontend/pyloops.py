@@ -77,10 +77,18 @@ def _read_source(fn: Callable) -> Tuple[Source, str, ast.FunctionDef]:
     return source, dedented, node
 
 
+def _annotations(fn: Callable) -> Dict[str, object]:
+    """Evaluated annotations (also under `from __future__ import annotations`)."""
+    if hasattr(inspect, "get_annotations"):            # Python >= 3.10
+        return dict(inspect.get_annotations(fn, eval_str=True))
+    raw = dict(getattr(fn, "__annotations__", {}))
+    return {k: eval(v, fn.__globals__) if isinstance(v, str) else v for k, v in raw.items()}
+
+
 def function_parameters(fn: Callable, node: ast.FunctionDef, source: Source) -> Tuple[Scope, List[str]]:
     """Arrays, scalars and sizes from the parameters' annotations (see the module docstring)."""
     try:
-        annotations = inspect.get_annotations(fn, eval_str=True)
+        annotations = _annotations(fn)
     except Exception as e:                       # a string annotation that does not evaluate
         raise ParseError(f"cannot evaluate the annotations of `{node.name}`: {e}",
                          source.location(node)) from e

@@ -16,7 +16,7 @@ import ast
 import builtins
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set
 
 import numpy as np
 
@@ -239,7 +239,11 @@ class ExprLowering:
             if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mod) and kind in (ast.Eq, ast.NotEq):
                 return self._modulo(node, a, b, kind is ast.Eq)
         what = "an `if` test"
-        lhs, rhs = self.affine(left, what), self.affine(right, what)
+        try:
+            lhs, rhs = self.affine(left, what), self.affine(right, what)
+        except ParseError as e:
+            raise ParseError(f"{e.reason}; data-dependent control flow is not supported: use "
+                             "`a if cond else b` for data-dependent values", e.location) from None
         diff = rhs - lhs
         if kind is ast.Lt:
             return [[Constraint("ge", diff - 1)]]

@@ -93,7 +93,7 @@ class Affine:
         return Affine.from_dict({mapping.get(v, v): c for v, c in self.terms}, self.constant)
 
     def evaluate(self, values: Mapping[str, int]) -> int:
-        return self.constant + sum(c * int(values[v]) for v, c in self.terms)
+        return self.constant + sum(c * values[v] for v, c in self.terms)
 
     # -- printing ----------------------------------------------------------------------------
     def __str__(self) -> str:

@@ -105,7 +105,9 @@ class PolyModel:
         for k, c in enumerate(st.order):
             out.append(str(c))
             if k < len(st.iterators):
-                out.append(isl_name(st.iterators[k]))
+                it = st.iterators[k]
+                # A loop written to count down runs its iterator in decreasing order.
+                out.append(f"-{isl_name(it)}" if it in getattr(st, "descending", ()) else isl_name(it))
         out += ["0"] * (2 * self.depth + 1 - len(out))
         return isl.Map(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} -> [{', '.join(out)}] }}")
 

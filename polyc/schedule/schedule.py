@@ -39,6 +39,16 @@ class Dim:
         return self.name is not None
 
 
+def _fresh(base: str, taken: set) -> str:
+    """`base`, or `base_1`, `base_2`, ... : a loop name no tensor, scalar, size or index uses."""
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
 @dataclass(frozen=True)
 class Schedule:
     """An immutable schedule of a kernel's statements.  Every primitive returns a new Schedule."""
@@ -54,13 +64,16 @@ class Schedule:
     def source_order(model: PolyModel) -> "Schedule":
         """The schedule that runs statements as written: the 2d+1 source order."""
         depth = model.depth
+        program = model.program
+        taken = {t.name for t in program.tensors} | {x.name for x in program.scalars} | set(program.sizes) \
+            | {i for st in program.statements for i in st.iterators}
         dims = []
         for k in range(2 * depth + 1):
             if k % 2 == 0:
                 dims.append(Dim(None))
             else:
                 names = {st.iterators[k // 2] for st in model.program.statements if len(st.iterators) > k // 2}
-                name = names.pop() if len(names) == 1 else f"c{k // 2}"
+                name = names.pop() if len(names) == 1 else _fresh(f"c{k // 2}", taken)
                 dims.append(Dim(name, origin=name))
         maps = tuple((st.name, str(model.statement_schedule(st))) for st in model.program.statements)
         return Schedule(model, maps, tuple(dims))

@@ -1,0 +1,13 @@
+"""Testing aids for kernels (also for users' own kernel unit tests).
+
+- `interpret` runs a kernel as written (the oracle behind `kernel.reference`);
+- `check_kernel` compares a compiled kernel (any schedule, any target) against it on random inputs;
+- `fuzz_schedules` applies random primitive sequences: each is refused as illegal or must match.
+"""
+from .interpreter import interpret
+
+try:  # written alongside the schedule primitives
+    from .check import check_kernel, random_inputs  # noqa: F401
+    from .fuzz import fuzz_schedules  # noqa: F401
+except ImportError:  # pragma: no cover - only while those modules are absent
+    pass
