@@ -4,12 +4,18 @@ Write a kernel in Einstein notation or as affine Python loops, inspect its exact
 transform it with schedules that are proven legal, and run generated C (OpenMP + SIMD) or CUDA
 on numpy arrays.  This module only re-exports the public API.
 """
+from . import codegen as _codegen_package  # noqa: F401  (load it first: see below)
 from .api import Kernel, codegen, compile, kernel
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, OutOfBoundsError,
                      ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
 from .ir import DType, TensorType, f32, f64, i32, i64
 from .schedule import Schedule
+
+# The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
+# subpackage binds it on this module, so it is loaded above and then the public function is bound
+# last; later imports of its submodules do not rebind the name.
+codegen = codegen  # noqa: PLW0127
 
 __version__ = "0.1.0"
 

@@ -97,6 +97,12 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
             tensors[t.name] = t.dtype
         elif t.name in passed:
             tensors[t.name] = passed[t.name]
+    undeclared_floats = {t.name: passed[t.name] for t in program.tensors
+                         if t.dtype is None and t.name in passed and passed[t.name].is_float}
+    if len(set(undeclared_floats.values())) > 1:
+        listing = ", ".join(f"{k} is {v.numpy}" for k, v in undeclared_floats.items())
+        raise ArgumentError(f"the arrays of one kernel must share a float type unless declared ({listing}); "
+                            f"convert one explicitly (e.g. .astype(np.float32)) or declare the types")
     floats = [d for d in tensors.values() if d.is_float]
     kernel_float = floats[0] if floats else default
     for d in floats[1:]:
@@ -123,7 +129,7 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
     for t in program.tensors:
         if t.name not in tensors:
             if t.role in ("input", "inout"):
-                raise ArgumentError(f"cannot tell the dtype of {t.name}: pass it, or declare it "
-                                    f"(e.g. {t.name}=pc.f32[...])")
+                raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
+                                    f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
     return Typing(tensors, scalars, kernel_float)

@@ -263,7 +263,8 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
                              f"type (pc.f32)")
     statements = parse_einsum(source, filename)
     program = _Lowering(statements, declared, name, source).lower()
-    used = {t.name for t in program.tensors} | {s.name for s in program.scalars}
+    used = {a.tensor for st in program.statements for a in (st.target,) + st.value.accesses()}
+    used |= {e.name for st in program.statements for e in st.value.walk() if isinstance(e, ScalarRef)}
     for k in declared:
         if k not in used:
             raise ParseError(f"{k!r} is declared but the kernel never uses it")

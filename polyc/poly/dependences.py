@@ -6,7 +6,7 @@ Together these are exactly what a reordering must preserve (the arrays are not r
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import List, Optional, Tuple
 
@@ -29,27 +29,37 @@ class Dependence:
     sink: str
     array: str
     relation: isl.Map
+    _model: Optional[PolyModel] = field(default=None, repr=False, compare=False)
 
     @cached_property
+    def distances(self) -> Tuple[Tuple[int, ...], ...]:
+        """Constant distance vectors (sink - source), one per pair of references that is uniform.
+
+        Only for dependences of a statement on itself.  Computed per pair of references (the
+        source's access and the sink's access to the same element), where stencil dependences are
+        uniform even when the whole relation, a union over references, is not.
+        """
+        if self.source != self.sink or self._model is None:
+            return ()
+        st = self._model.program.statement(self.source)
+        accesses = [a for a in (st.target,) + st.reads() if a.tensor == self.array]
+        found = []
+        for a in accesses:
+            for b in accesses:
+                same = self._model.access_map(st, a).apply_range(self._model.access_map(st, b).reverse())
+                pairs = self.relation.intersect(same)
+                if pairs.is_empty():
+                    continue
+                d = _uniform_delta(pairs.deltas())
+                if d is not None and d not in found:
+                    found.append(d)
+        return tuple(sorted(found))
+
+    @property
     def distance(self) -> Optional[Tuple[int, ...]]:
-        """The constant distance vector (sink - source) when source and sink are the same statement
-        and the distance is the same for every pair; None otherwise."""
-        if self.source != self.sink:
-            return None
-        deltas = self.relation.deltas()
-        if deltas.is_empty():
-            return None
-        vals = []
-        for k in range(deltas.dim(isl.dim_type.set)):
-            lo = deltas.dim_min(k)
-            hi = deltas.dim_max(k)
-            if not (lo.is_cst() and hi.is_cst()):
-                return None
-            if str(lo) != str(hi):
-                return None
-            pieces = lo.get_pieces()
-            vals.append(int(pieces[0][1].get_constant_val().to_python()))
-        return tuple(vals)
+        """The distance vector when there is exactly one (see `distances`), else None."""
+        ds = self.distances
+        return ds[0] if len(ds) == 1 else None
 
     def example(self, context: Optional[isl.Set] = None):
         """One concrete pair: (size values, source instance, sink instance)."""
@@ -61,10 +71,22 @@ class Dependence:
 
     def __str__(self) -> str:
         text = f"{self.relation} on {self.array} ({self.kind})"
-        d = self.distance
-        if d is not None:
-            text += f", distance ({', '.join(map(str, d))})"
+        ds = self.distances
+        if ds:
+            word = "distance" if len(ds) == 1 else "distances"
+            text += f", {word} " + ", ".join(f"({', '.join(map(str, d))})" for d in ds)
         return text
+
+
+def _uniform_delta(deltas: isl.Set) -> Optional[Tuple[int, ...]]:
+    """The single point of `deltas` if it holds the same point for all sizes, else None."""
+    if deltas.is_empty():
+        return None
+    _, point = sample_point_values(deltas)
+    name = deltas.get_tuple_name() or ""
+    cond = " and ".join(f"d{k} = {v}" for k, v in enumerate(point)) or "true"
+    only = isl.Set(f"{{ {name}[{', '.join(f'd{k}' for k in range(len(point)))}] : {cond} }}")
+    return tuple(point) if deltas.is_subset(only.align_params(deltas.get_space())) else None
 
 
 class Dependences:
@@ -95,7 +117,7 @@ class Dependences:
                     if rel.is_empty():
                         continue
                     out.append(Dependence(kind, rel.get_tuple_name(isl.dim_type.in_),
-                                          rel.get_tuple_name(isl.dim_type.out), t.name, rel))
+                                          rel.get_tuple_name(isl.dim_type.out), t.name, rel, m))
         return out
 
     def __iter__(self):

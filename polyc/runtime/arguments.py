@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from ..errors import ArgumentError
-from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES
+from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES, f64
 from .signature import KernelSignature
 
 Number = Union[int, float]
@@ -399,6 +399,8 @@ def _check_aliasing(program: Program, passed: Mapping[str, np.ndarray]) -> None:
 
 def _check_scalar(decl: ScalarDecl, kwargs: Mapping[str, Any]) -> Number:
     name, dtype = decl.name, decl.dtype
+    if dtype is None:  # an undeclared Einstein scalar takes the kernel's float type
+        dtype = f64
     if name not in kwargs:
         raise ArgumentError(f"missing scalar argument {name} ({dtype.numpy_name})")
     value = kwargs[name]

@@ -1,0 +1,143 @@
+"""A schedule as a nested outline of loops: the structure the HTML view (and `str`) shows.
+
+A `Schedule` keeps one isl map per statement into a shared time space whose dimensions are loops
+(named) or scalar ordering dimensions.  The outline reads it back as a tree: at each dimension,
+statements whose value there is a constant form ordered groups (textual order, fusion,
+distribution); the others share the loop.  A loop dimension on which a statement is constant
+(padding of a shallower statement) is not a loop of that statement.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import islpy as isl
+
+#: Marks in the order they are shown.
+MARK_ORDER = ("parallel", "reduction_parallel", "vector", "unroll", "block", "thread")
+
+
+@dataclass
+class OutlineNode:
+    """One node of the outline: a loop (with marks), or a statement leaf.
+
+    `exprs` gives, for a loop, each statement's time expression at this dimension (e.g.
+    `floor(i/32)`), so tiled and skewed loops say what they iterate.
+    """
+
+    kind: str                     # "loop" | "statement" | "sequence"
+    name: str = ""
+    marks: Tuple[str, ...] = ()
+    unroll: int = 0
+    exprs: Dict[str, str] = field(default_factory=dict)
+    children: List["OutlineNode"] = field(default_factory=list)
+    text: str = ""                # statement text for leaves
+
+
+_AFF_BODY = re.compile(r"->\s*\[\((.*)\)\]\s*\}\s*$", re.S)
+
+
+def _expr_text(pa: isl.PwAff) -> str:
+    """The affine expression of a single-piece PwAff (`floor((i)/32)`), else isl's full text."""
+    pieces = pa.get_pieces()
+    if len(pieces) == 1:
+        m = _AFF_BODY.search(str(pieces[0][1]))
+        if m:
+            return m.group(1)
+    return str(pa)
+
+
+def statement_dims(schedule, name: str) -> List[Tuple[Optional[int], str]]:
+    """Per time dimension of statement `name`: (constant value or None, expression text)."""
+    smap = schedule.statement_map(name)
+    try:
+        pma = isl.PwMultiAff.from_map(smap)
+    except isl.Error:
+        return [(None, "?")] * smap.dim(isl.dim_type.out)
+    out: List[Tuple[Optional[int], str]] = []
+    for k in range(smap.dim(isl.dim_type.out)):
+        pa = pma.get_pw_aff(k)
+        pieces = pa.get_pieces()
+        const: Optional[int] = None
+        if len(pieces) == 1 and pieces[0][1].is_cst():
+            val = pieces[0][1].get_constant_val()
+            if val.is_int():
+                const = int(val.to_python())
+        out.append((const, _expr_text(pa)))
+    return out
+
+
+def _statement_text(st) -> str:
+    from .exprtext import statement_text
+    return statement_text(st)
+
+
+def schedule_outline(schedule) -> OutlineNode:
+    """The outline tree of `schedule` (root is a "sequence" node)."""
+    program = schedule.model.program
+    per_statement = {name: statement_dims(schedule, name) for name, _ in schedule.maps}
+    order = [name for name, _ in schedule.maps]
+    dims = schedule.dims
+
+    def build(names: Sequence[str], level: int) -> List[OutlineNode]:
+        if level >= len(dims):
+            return [OutlineNode("statement", name=n, text=_statement_text(program.statement(n))) for n in names]
+        dim = dims[level]
+        groups: List[Tuple[Tuple, List[str]]] = []
+        for n in names:
+            const, _ = per_statement[n][level]
+            key = ("loop",) if (dim.name is not None and const is None) else ("const", const if const is not None else 0)
+            for k, members in groups:
+                if k == key:
+                    members.append(n)
+                    break
+            else:
+                groups.append((key, [n]))
+        # Constant groups run in the order of their constants; a loop group stays where its first
+        # statement is in program order (a dimension mixing both is rare: shifted or peeled code).
+        groups.sort(key=lambda g: (g[0][1] if g[0][0] == "const" else 0, order.index(g[1][0])))
+        out: List[OutlineNode] = []
+        for key, members in groups:
+            if key[0] == "loop":
+                marks = tuple(m for m in MARK_ORDER if m in dim.marks) + \
+                    tuple(sorted(m for m in dim.marks if m not in MARK_ORDER))
+                node = OutlineNode("loop", name=dim.name or f"c{level}", marks=marks,
+                                   unroll=getattr(dim, "unroll", 0),
+                                   exprs={n: per_statement[n][level][1] for n in members})
+                node.children = build(members, level + 1)
+                out.append(node)
+            else:
+                out.extend(build(members, level + 1))
+        return out
+
+    return OutlineNode("sequence", children=build(order, 0))
+
+
+def mark_label(mark: str, unroll: int = 0) -> str:
+    """How a mark reads in the outline (`unroll 4`, `unroll (full)`, `vector`...)."""
+    if mark == "unroll":
+        return "unroll (full)" if unroll == -1 else (f"unroll {unroll}" if unroll > 1 else "unroll")
+    return mark.replace("_", " ")
+
+
+def outline_text(schedule) -> str:
+    """The outline as indented plain text (what `schedule_html` draws)."""
+    lines: List[str] = []
+
+    def walk(node: OutlineNode, depth: int) -> None:
+        pad = "  " * depth
+        if node.kind == "loop":
+            marks = "".join(f" [{mark_label(m, node.unroll)}]" for m in node.marks)
+            extra = sorted({e for e in node.exprs.values() if e != node.name})
+            lines.append(f"{pad}for {node.name}{marks}" + (f"  ({'; '.join(extra)})" if extra else ""))
+            for c in node.children:
+                walk(c, depth + 1)
+        elif node.kind == "statement":
+            lines.append(f"{pad}{node.name}: {node.text}")
+        else:
+            for c in node.children:
+                walk(c, depth)
+
+    walk(schedule_outline(schedule), 0)
+    return "\n".join(lines)

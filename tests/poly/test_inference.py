@@ -1,0 +1,38 @@
+"""Tensor Comprehensions-style range and shape inference."""
+import pytest
+
+import polyc as pc
+
+
+def shapes(k):
+    return {t.name: tuple(str(e) for e in t.shape) for t in k.program.tensors}
+
+
+def test_matmul_sizes_are_named_after_indices():
+    k = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]")
+    assert shapes(k) == {"C": ("I", "J"), "A": ("I", "K"), "B": ("K", "J")}
+
+
+def test_conv_output_shape_shrinks_by_the_filter():
+    k = pc.kernel("O[n, o, h, w] +=! I[n, c, h + kh, w + kw] * W[o, c, kh, kw]")
+    h_out = shapes(k)["O"][2]
+    assert h_out.endswith("- KH + 1")
+
+
+def test_stencil_range_is_the_largest_in_bounds():
+    k = pc.kernel("B[i] = A[i] + A[i + 1]")
+    assert shapes(k)["B"] == ("I - 1",)
+
+
+def test_trace_ties_both_dimensions():
+    assert shapes(pc.kernel("t +=! A[i, i]")) == {"t": (), "A": ("I", "I")}
+
+
+def test_declared_output_fixes_the_range():
+    k = pc.kernel("B[i] = A[i]", B=pc.f64["N"])
+    assert shapes(k) == {"B": ("N",), "A": ("N",)}
+
+
+def test_uninferable_range_asks_for_where():
+    with pytest.raises(pc.ShapeInferenceError, match="where j in lo:hi"):
+        pc.kernel("P[i, j] +=! X[i, 2 * j + q] where q in 0:2")
