@@ -161,7 +161,7 @@ def format_table(rows: List[Row]) -> str:
     header = ("kernel", "suite", "sizes", "dtype", "max err", "check", "compile s", "polyc ms", "ref ms", "speedup")
     body = [(r.kernel, r.suite, r.sizes, r.dtype, _fmt(r.max_err, ".2e"), r.status, _fmt(r.compile_s, ".2f"),
              _fmt(r.polyc_ms, ".3f"), _fmt(r.ref_ms, ".3f"),
-             "-" if r.speedup is None else f"{r.speedup:.2f}x") for r in rows]
+             "-" if r.speedup is None else f"{r.speedup:.3g}x") for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
     right = {4, 6, 7, 8, 9}
 
@@ -207,7 +207,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--kernel", action="append", default=[], help="only this kernel; repeatable")
     ap.add_argument("--dtypes", default="first",
                     help="'first' (each kernel's first dtype: f32 for core, f64 for PolyBench), 'all', "
-                         "or one dtype name")
+                         "or one dtype name (kernels without it run in their first)")
     ap.add_argument("--polybench-preset", default="SMALL",
                     help="PolyBench dataset (MINI ... EXTRALARGE); the reference is the Python loop "
                          "nest, so MEDIUM and above take minutes")

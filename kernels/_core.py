@@ -7,7 +7,6 @@ from typing import Any, Callable, Dict, Mapping, Sequence
 import numpy as np
 
 import polyc as pc
-from polyc.ir import Affine
 
 NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64}
 
@@ -20,7 +19,7 @@ def shape(*extents: str) -> pc.TensorType:
     declare the shape with an undeclared dtype, which polyc treats exactly like an undeclared tensor
     whose shape is known.
     """
-    return pc.TensorType(None, tuple(Affine.parse(e) for e in extents))  # type: ignore[arg-type]
+    return pc.tensor[extents]
 
 
 def uniform(rng: np.random.Generator, dims: Sequence[int], dtype: str, lo: float = -1.0,

@@ -26,13 +26,14 @@ bias_relu = LibraryKernel(
 
 # NCHW, stride 1, no padding (the caller pads).  Inference alone would name the input height and
 # width X_dim2 / X_dim3 (no index appears alone there), so the shapes are declared.  The filters
-# are `K`, not `W`, because `W` is the input width.
+# are `K`, not `W`, because `W` is the input width.  Inputs in [0, 1): a reduction of positive
+# terms, accurate relative to its size in float32 (see kernels/linalg.py).
 conv2d = LibraryKernel(
     name="conv2d",
     kernel=pc.kernel("Y[n, f, h, w] +=! X[n, c, h + kh, w + kw] * K[f, c, kh, kw]", name="conv2d",
                      X=shape("N", "C", "H", "W"), K=shape("F", "C", "KH", "KW")),
     make_inputs=input_maker({"X": lambda s: (s["N"], s["C"], s["H"], s["W"]),
-                             "K": lambda s: (s["F"], s["C"], s["KH"], s["KW"])}),
+                             "K": lambda s: (s["F"], s["C"], s["KH"], s["KW"])}, lo=0.0, hi=1.0),
     reference=lambda X, K: np.einsum(
         "nchwpq,fcpq->nfhw",
         np.lib.stride_tricks.sliding_window_view(X, K.shape[2:], axis=(2, 3)), K, optimize=True),
@@ -53,7 +54,7 @@ avgpool2d = LibraryKernel(
     reference=lambda X: X.reshape(X.shape[0], X.shape[1], X.shape[2] // 2, 2, X.shape[3] // 2, 2)
     .mean(axis=(3, 5), dtype=X.dtype),
     sizes={"small": dict(N=2, C=3, H=5, W=4), "primes": dict(N=7, C=13, H=5, W=7),
-           "typical": dict(N=16, C=32, H=64, W=64), "bench": dict(N=32, C=64, H=128, W=128)},
+           "typical": dict(N=8, C=32, H=64, W=64), "bench": dict(N=32, C=64, H=128, W=128)},
 )
 
 
@@ -81,14 +82,12 @@ softmax = LibraryKernel(
 def _layernorm(X, gamma, beta, eps):
     mean = X.mean(axis=1, keepdims=True)
     var = ((X - mean) ** 2).mean(axis=1, keepdims=True)
-    return ((X - mean) / np.sqrt(var + np.float32(eps)) * gamma + beta).astype(X.dtype)
+    return ((X - mean) / np.sqrt(var + X.dtype.type(eps)) * gamma + beta).astype(X.dtype)
 
 
 # Layer normalisation over the last axis, with the two-pass variance.  X is declared [M, N] so the
 # row length N is a size the kernel can divide by; `eps` is a scalar parameter of the call.
-# `eps` is declared f32: an undeclared scalar should adopt the kernel's float type, but polyc's
-# argument binding does not handle an undeclared scalar yet (AttributeError on its dtype).  As f32
-# it promotes to f64 in the f64 variant, so both variants stay correct (eps is rounded to f32).
+# `eps` is left undeclared, so it takes the kernel's float type (f32 or f64).
 layernorm = LibraryKernel(
     name="layernorm",
     kernel=pc.kernel("""
@@ -96,7 +95,7 @@ layernorm = LibraryKernel(
         xc[i, j] = X[i, j] - mean[i]
         var[i] +=! xc[i, j] * xc[i, j] / N
         Y[i, j] = xc[i, j] / sqrt(var[i] + eps) * gamma[j] + beta[j]
-    """, name="layernorm", X=shape("M", "N"), gamma=shape("N"), beta=shape("N"), eps=pc.f32),
+    """, name="layernorm", X=shape("M", "N"), gamma=shape("N"), beta=shape("N")),
     make_inputs=input_maker({"X": lambda s: (s["M"], s["N"]), "gamma": lambda s: (s["N"],),
                              "beta": lambda s: (s["N"],)}, scalars={"eps": 1e-5}),
     reference=_layernorm,

@@ -201,6 +201,13 @@ class _Lowering:
             for w in st.wheres:
                 lo = _affine(w.lower, "a 'where' bound")
                 hi = _affine(w.upper, "a 'where' bound")
+                # A name in a bound that is no index is a size symbol (bound at call time).
+                for v in lo.variables + hi.variables:
+                    if v not in indices and v not in self.sizes:
+                        if v in self.tensor_names or v in self.scalar_decls:
+                            raise ParseError(f"{v!r} in a 'where' bound must be an index or a size, "
+                                             f"not a tensor or scalar", w.loc)
+                        self.sizes.append(v)
                 ranges[w.index] = (lower_bound(w.index, lo), upper_bound_exclusive(w.index, hi))
             target = Access(st.target, target_subs)
             for acc in value.accesses():

@@ -73,9 +73,13 @@ def promote(a: DType, b: DType) -> DType:
 
 @dataclass(frozen=True)
 class TensorType:
-    """A declared tensor type: element type plus shape (affine in size symbols); rank 0 is a scalar."""
+    """A declared tensor type: element type plus shape (affine in size symbols); rank 0 is a scalar.
 
-    dtype: DType
+    `dtype=None` declares the shape only (`pc.tensor["N", "C"]`): the element type then comes from
+    the arrays of each call, so one kernel serves float32 and float64.
+    """
+
+    dtype: Optional[DType]
     shape: Tuple[Affine, ...]
 
     @property
@@ -83,5 +87,22 @@ class TensorType:
         return len(self.shape)
 
     def __repr__(self) -> str:
-        return f"pc.{self.dtype.name}[{', '.join(repr(str(s)) for s in self.shape)}]"
+        head = f"pc.{self.dtype.name}" if self.dtype is not None else "pc.tensor"
+        return f"{head}[{', '.join(repr(str(s)) for s in self.shape)}]"
+
+
+class _ShapeOnly:
+    """`pc.tensor["N", "C"]`: a tensor declaration fixing the shape and leaving the dtype open."""
+
+    def __getitem__(self, shape) -> TensorType:
+        if not isinstance(shape, tuple):
+            shape = (shape,)
+        return TensorType(None, tuple(Affine.parse(s) if isinstance(s, str) else Affine.const(int(s))
+                                      for s in shape))
+
+    def __repr__(self) -> str:
+        return "pc.tensor"
+
+
+tensor = _ShapeOnly()
 
