@@ -144,11 +144,14 @@ def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: s
 
 def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
             dtypes: Optional[Mapping[str, DType]] = None) -> str:
-    """The generated source text for `target` ("c" or "cuda"); nothing is compiled."""
+    """The generated source text for `target` ("c" or "cuda"); nothing is compiled.
+
+    Undeclared dtypes come from `dtypes` (tensor name -> pc.f32/...), else float32.
+    """
     _check_target(target)
     sched = _resolve_schedule(k, schedule, target)
     from .codegen.typing import resolve_typing
-    typing = resolve_typing(k.program, dict(dtypes or {}))
+    typing = resolve_typing(k.program, dict(dtypes or {}), require_inputs=False)
     if target == "c":
         from .codegen.c import generate_c
         return generate_c(sched, typing).source

@@ -89,8 +89,13 @@ def _adaptive(e: Expr) -> bool:
     return isinstance(e, Const) and e.dtype is None
 
 
-def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType = f32) -> Typing:
-    """Fix every tensor's and scalar's dtype from declarations, passed arrays and definitions."""
+def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType = f32,
+                   require_inputs: bool = True) -> Typing:
+    """Fix every tensor's and scalar's dtype from declarations, passed arrays and definitions.
+
+    With `require_inputs=False` (source inspection before any call), undeclared inputs take
+    `default` instead of being reported missing.
+    """
     tensors: Dict[str, DType] = {}
     for t in program.tensors:
         if t.dtype is not None:
@@ -128,7 +133,7 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
             break
     for t in program.tensors:
         if t.name not in tensors:
-            if t.role in ("input", "inout"):
+            if t.role in ("input", "inout") and require_inputs:
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float

@@ -138,6 +138,10 @@ class Dependences:
     def __str__(self) -> str:
         return "\n".join(str(d) for d in self.items) or "(no dependences)"
 
+    def _repr_html_(self) -> str:
+        from ..viz.html import dependences_html
+        return dependences_html(self)
+
     __repr__ = __str__
 
 

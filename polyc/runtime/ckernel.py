@@ -62,7 +62,7 @@ class CCompiledKernel:
     def source(self) -> str:
         """The generated C of the last variant used (float32 for undeclared dtypes before any call)."""
         if self._last is None:
-            self.variant(resolve_typing(self.kernel.program, {}, default=f32))
+            self.variant(resolve_typing(self.kernel.program, {}, default=f32, require_inputs=False))
         return self._last.source  # type: ignore[union-attr]
 
     @property
