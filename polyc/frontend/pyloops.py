@@ -37,14 +37,14 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from typing import Callable, Dict, List, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Set, Tuple
 
 from ..errors import ParseError, SourceLocation
 from ..ir import (Affine, Constraint, DType, Program, ScalarDecl, Statement, TensorDecl,
                   TensorType, f64)
 from .pyloops_exprs import DNF, ExprLowering, Scope, Source
-from .pyloops_locals import LocalStorage, local_dtypes, replace_locals, temp_decls
-from .pyloops_lower import BodyLowering, RawNode, RawStmt
+from .pyloops_locals import LocalStorage, local_dtypes, raw_statements, replace_locals, temp_decls
+from .pyloops_lower import BodyLowering
 
 __all__ = ["program_from_function", "function_parameters"]
 
@@ -154,14 +154,6 @@ def _simplify(domain: DNF) -> Tuple[Tuple[Constraint, ...], ...]:
     return tuple(out) if out else ((Constraint("ge", Affine.const(-1)),),)
 
 
-def _statements(nodes: Sequence[RawNode]):
-    for n in nodes:
-        if isinstance(n, RawStmt):
-            yield n
-        else:
-            yield from _statements(n.body)
-
-
 def program_from_function(fn: Callable) -> Program:
     """The `polyc.ir.Program` of an affine-Python loop kernel (see the module docstring)."""
     fn = inspect.unwrap(fn)
@@ -175,7 +167,7 @@ def program_from_function(fn: Callable) -> Program:
     dtypes = local_dtypes(body, scope)
 
     statements: List[Statement] = []
-    for k, raw in enumerate(_statements(body)):
+    for k, raw in enumerate(raw_statements(body)):
         if raw.target_local is not None:
             target = storage.choice[(id(raw), raw.target_local)].access()
         else:

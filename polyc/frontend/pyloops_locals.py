@@ -103,7 +103,7 @@ class LocalStorage:
             self._assign(self.body, (), None, False, x, base)
 
     def _check_defined(self, x: str) -> None:
-        first = next((s for s in _statements(self.body) if s.target_local == x or x in s.reads_locals), None)
+        first = next((s for s in raw_statements(self.body) if s.target_local == x or x in s.reads_locals), None)
         if first is not None and x in first.reads_locals and not first.conditional:
             raise ParseError(f"local variable `{x}` is read before it is assigned; initialise it "
                              f"first (e.g. `{x} = 0.0`)", first.location)
@@ -147,12 +147,13 @@ class LocalStorage:
                 self._assign(n.body, loops + (n,), cur, end, x, base)
 
 
-def _statements(nodes: Sequence[RawNode]):
+def raw_statements(nodes: Sequence[RawNode]):
+    """Every statement of a raw loop tree, in source order."""
     for n in nodes:
         if isinstance(n, RawStmt):
             yield n
         else:
-            yield from _statements(n.body)
+            yield from raw_statements(n.body)
 
 
 # -- element types ----------------------------------------------------------------------------
@@ -223,7 +224,7 @@ def expr_type(e: Expr, scope: Scope, local_types: Dict[str, DType]) -> _Type:
 
 def local_dtypes(body: List[RawNode], scope: Scope) -> Dict[str, DType]:
     """Element type of every local: the combined type of all values assigned to it."""
-    stmts = list(_statements(body))
+    stmts = list(raw_statements(body))
     types: Dict[str, DType] = {}
     for _ in range(len(scope.locals) + 2):
         new: Dict[str, DType] = {}
