@@ -73,14 +73,24 @@ class _Emitter:
         if isinstance(n, Loop):
             marks = n.dim.marks if n.dim is not None else frozenset()
             pragmas = []
-            parallel_here = "parallel" in marks and not in_parallel
+            # "reduction_parallel": iterations race only on reduction updates, made atomic below.
+            reduction_here = "reduction_parallel" in marks and not in_parallel
+            parallel_here = ("parallel" in marks or reduction_here) and not in_parallel
+            # At most one pragma may precede a for (gcc rejects `omp simd` after `omp parallel for`
+            # and `GCC unroll` next to any OpenMP loop pragma); SIMD is dropped where updates are
+            # atomic (a reduction-parallel region), the unroll hint where OpenMP takes the loop.
+            simd = "vector" in marks and not (getattr(self, "_atomic_depth", 0) or reduction_here)
             if parallel_here:
-                pragmas.append(c.Pragma("omp parallel for schedule(static)"))
-            if "vector" in marks:
+                pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"))
+            elif simd:
                 pragmas.append(c.Pragma("omp simd"))
-            if n.dim is not None and n.dim.unroll:
+            elif n.dim is not None and n.dim.unroll:
                 pragmas.append(c.Pragma(f"GCC unroll {n.dim.unroll if n.dim.unroll > 0 else 64}"))
-            body = c.Block(self.node(n.body, in_parallel or parallel_here))
+            self._atomic_depth = getattr(self, "_atomic_depth", 0) + reduction_here
+            try:
+                body = c.Block(self.node(n.body, in_parallel or parallel_here))
+            finally:
+                self._atomic_depth -= reduction_here
             loop = c.For(f"int64_t {n.iterator} = {strip_parens(c_text(n.init))}", strip_parens(c_text(n.cond)),
                          f"{n.iterator} += {n.step}" if n.step != 1 else f"{n.iterator}++", body)
             return pragmas + [loop]
@@ -88,7 +98,10 @@ class _Emitter:
             st = self.statements[n.statement]
             index_text = {it: strip_parens(c_text(a)) for it, a in zip(st.iterators, n.args)}
             printer = CExprPrinter(self.typing, index_text, _array_access)
-            return [c.Line(printer.statement(st))]
+            line = c.Line(printer.statement(st))
+            if st.update and getattr(self, "_atomic_depth", 0):
+                return [c.Pragma("omp atomic" if st.update in ("+", "*") else "omp critical"), line]
+            return [line]
         raise TypeError(n)
 
     def function(self, loops: Node, signature: KernelSignature) -> str:

@@ -26,6 +26,10 @@ DEFAULT_OPT_FLAGS: Tuple[str, ...] = ("-O3", "-march=native")
 LIBRARY_FLAGS: Tuple[str, ...] = ("-fPIC", "-shared", "-std=c11")
 OPENMP_FLAGS: Tuple[str, ...] = ("-fopenmp",)
 LINK_LIBS: Tuple[str, ...] = ("-lm",)
+#: Correctness workarounds added for GCC whatever the optimisation flags: GCC 12's unroll-and-jam
+#: pass miscompiles an outer recurrence over an inner `#pragma omp simd` loop at -O3 (a legal
+#: schedule found by polyc's schedule fuzzer; reproduced in tests/runtime/test_gcc_workaround.py).
+GCC_WORKAROUND_FLAGS: Tuple[str, ...] = ("-fno-loop-unroll-and-jam",)
 
 #: Generous: a generated kernel compiles in well under a second; this only guards against hangs.
 COMPILE_TIMEOUT_S = 600
@@ -45,7 +49,7 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     and its message names the kept `.c` file.
     """
     compiler_path = resolve_compiler(compiler)
-    all_flags = command_flags(flags, openmp)
+    all_flags = command_flags(flags, openmp, compiler_path)
     directory = cache.cache_dir()
     memo_key = (source, all_flags, compiler_path, directory)
     with _memo_lock:
@@ -81,14 +85,28 @@ def resolve_compiler(compiler: Optional[str] = None) -> str:
                        "install gcc or set POLYC_CC to a C compiler")
 
 
-def command_flags(flags: Optional[Sequence[str]], openmp: bool) -> Tuple[str, ...]:
+def command_flags(flags: Optional[Sequence[str]], openmp: bool,
+                  compiler_path: Optional[str] = None) -> Tuple[str, ...]:
     """All compiler flags, in command-line order, for the given optimisation flags and OpenMP choice."""
     if flags is None:
         env = os.environ.get("POLYC_CFLAGS")
         opt = tuple(shlex.split(env)) if env is not None else DEFAULT_OPT_FLAGS
     else:
         opt = tuple(flags)
-    return opt + LIBRARY_FLAGS + (OPENMP_FLAGS if openmp else ())
+    path = compiler_path or resolve_compiler()
+    workaround = GCC_WORKAROUND_FLAGS if _is_gcc(path) else ()
+    return opt + workaround + LIBRARY_FLAGS + (OPENMP_FLAGS if openmp else ())
+
+
+@functools.lru_cache(maxsize=None)
+def _is_gcc(compiler_path: str) -> bool:
+    """True for GCC itself (its predefined macros have __GNUC__ but not __clang__)."""
+    try:
+        proc = subprocess.run([compiler_path, "-dM", "-E", "-x", "c", os.devnull], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "__GNUC__" in proc.stdout and "__clang__" not in proc.stdout
 
 
 @functools.lru_cache(maxsize=None)

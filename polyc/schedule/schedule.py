@@ -10,6 +10,14 @@ a mark on a name lands on exactly the loop the user named.  `tree` gives the nes
 
 Dimensions are either *loops* (named, they become `for` loops) or *scalar* dimensions
 (name `None`, constant per statement: they encode textual order, fusion and distribution).
+
+Primitives (methods below; implemented in `primitives.py` and `nesting.py`, sharing `rewrite.py`)
+return new Schedules and are proven before they return: every dependence must stay
+lexicographically positive, and every loop marked parallel/vector/GPU must carry none (marks are
+re-proved after each later primitive too).  Refusals raise `IllegalScheduleError` naming the
+dependence and one concrete violating pair.  Loop naming: `tile(i=32)`/`split("i", 32)` turn `i`
+into `i_outer` (tile loop) and `i_inner` (point loop); every other primitive keeps names.
+`steps` records the calls, so `to_json`/`from_json` replay (and re-prove) them.
 """
 from __future__ import annotations
 
@@ -58,6 +66,9 @@ class Schedule:
     dims: Tuple[Dim, ...]
     history: Tuple[str, ...] = ()
     options: Tuple[Tuple[str, object], ...] = ()
+    #: The primitive calls (`rewrite.Step`) that built this schedule from source order; replayed
+    #: by `from_json`.  Shorter than `history` only when something bypassed the primitives.
+    steps: Tuple[object, ...] = ()
 
     # -- construction --------------------------------------------------------------------------
     @staticmethod
@@ -119,6 +130,127 @@ class Schedule:
 
     def option(self, key: str, default=None):
         return dict(self.options).get(key, default)
+
+    # -- primitives (each returns a new Schedule, proven legal; see primitives.py) ---------------
+    def tile(self, sizes: Optional[Mapping[str, int]] = None, /, **kw_sizes: int) -> "Schedule":
+        """Rectangular tiling, `tile(i=32, j=32)`: loop `i` becomes `i_outer` (tiles) and
+        `i_inner` (points); tile loops go just outside the outermost named loop."""
+        from . import primitives
+        return primitives.tile(self, sizes, **kw_sizes)
+
+    def split(self, loop: str, factor: int, outer: Optional[str] = None,
+              inner: Optional[str] = None) -> "Schedule":
+        """Strip-mine `loop` by `factor` into `{loop}_outer` and `{loop}_inner` (or the names given)."""
+        from . import primitives
+        return primitives.split(self, loop, factor, outer, inner)
+
+    def interchange(self, a: str, b: str) -> "Schedule":
+        """Swap loops `a` and `b`."""
+        from . import primitives
+        return primitives.interchange(self, a, b)
+
+    def reorder(self, *loops: str) -> "Schedule":
+        """Put the named loops, in this order, into the positions they occupy together."""
+        from . import primitives
+        return primitives.reorder(self, *loops)
+
+    def skew(self, loop: str, by_loop: str, factor: int = 1) -> "Schedule":
+        """`loop += factor * by_loop`."""
+        from . import primitives
+        return primitives.skew(self, loop, by_loop, factor)
+
+    def reverse(self, loop: str) -> "Schedule":
+        """Run `loop` backwards."""
+        from . import primitives
+        return primitives.reverse(self, loop)
+
+    def shift(self, statement, loop: str, amount: int) -> "Schedule":
+        """Shift statement (name or position) by `amount` iterations of `loop`."""
+        from . import primitives
+        return primitives.shift(self, statement, loop, amount)
+
+    def fuse(self, *statements, loop: Optional[str] = None) -> "Schedule":
+        """Put the loop nests of the statements into the same loops (the deepest legal level, or
+        up to `loop`)."""
+        from . import nesting
+        return nesting.fuse(self, *statements, loop=loop)
+
+    def distribute(self, target, loop: Optional[str] = None) -> "Schedule":
+        """Loop distribution: `distribute("i")` gives every statement under `i` its own `i` loop;
+        `distribute("S1")` takes S1 out of the loops it shares (from the outermost, or `loop`)."""
+        from . import nesting
+        return nesting.distribute(self, target, loop=loop)
+
+    def peel(self, loop: str, front: int = 1, back: int = 0) -> "Schedule":
+        """Run the first `front` and last `back` iterations of `loop` as separate copies."""
+        from . import nesting
+        return nesting.peel(self, loop, front, back)
+
+    def unroll(self, loop: str, factor: Optional[int] = None) -> "Schedule":
+        """Unroll `loop` fully (constant trip count) or by `factor` (compiler hint)."""
+        from . import primitives
+        return primitives.unroll(self, loop, factor)
+
+    def unroll_and_jam(self, loop: str, factor: int) -> "Schedule":
+        """Unroll `loop` by `factor` and jam the copies into the innermost loop."""
+        from . import primitives
+        return primitives.unroll_and_jam(self, loop, factor)
+
+    def parallel(self, loop: str, reduction: bool = False) -> "Schedule":
+        """Run `loop`'s iterations in parallel; `reduction=True` allows reduction-only dependences."""
+        from . import primitives
+        return primitives.parallel(self, loop, reduction)
+
+    def parallel_reduction(self, loop: str) -> "Schedule":
+        """`parallel(loop, reduction=True)`."""
+        from . import primitives
+        return primitives.parallel(self, loop, True)
+
+    def vectorize(self, loop: str) -> "Schedule":
+        """Run the innermost loop `loop` as SIMD lanes."""
+        from . import primitives
+        return primitives.vectorize(self, loop)
+
+    def map_to_blocks(self, *loops: str) -> "Schedule":
+        """Map loops to CUDA blocks (see polyc.schedule.gpu)."""
+        from . import primitives
+        return primitives.map_to_blocks(self, *loops)
+
+    def map_to_threads(self, *loops: str) -> "Schedule":
+        """Map loops to CUDA threads (see polyc.schedule.gpu)."""
+        from . import primitives
+        return primitives.map_to_threads(self, *loops)
+
+    # -- views ---------------------------------------------------------------------------------
+    @property
+    def tree(self) -> str:
+        """The schedule-tree view as nested outline text (sequence / loop / mark / statement)."""
+        from .outline import tree_text
+        return tree_text(self)
+
+    def to_json(self) -> str:
+        """JSON holding the primitive calls (replayed, and re-proved, by `Schedule.from_json`)."""
+        from .serialize import to_json
+        return to_json(self)
+
+    @staticmethod
+    def from_json(kernel_or_model, text: str) -> "Schedule":
+        """Rebuild a schedule of this kernel from `to_json` text by replaying its primitives."""
+        from .serialize import from_json
+        return from_json(kernel_or_model, text)
+
+    def to_text(self) -> str:
+        """Human-readable: the primitive chain as Python, then the loop outline."""
+        from .serialize import to_text
+        return to_text(self)
+
+    def __str__(self) -> str:
+        from .outline import describe
+        return describe(self)
+
+    def _repr_html_(self) -> str:
+        from ..viz.html import schedule_html
+        return schedule_html(self)
 
     def __repr__(self) -> str:
         steps = ".".join(self.history) if self.history else "source order"

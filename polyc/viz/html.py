@@ -30,6 +30,10 @@ _CODE = "font-family:SFMono-Regular,Consolas,'Liberation Mono',Menlo,monospace;f
 _PRE = (_CODE + ";background:#f6f8fa;border-radius:4px;padding:6px 8px;margin:4px 0;white-space:pre;"
         "overflow-x:auto")
 _MUTED = "color:#57606a"
+# Table cells and inline code are the bulk of a view: they are styled once per view by class
+# (a view stays readable, just plainer, where a sanitizer drops the <style> block).
+_SHEET = ("<style>.polyc-view td.pc-td{" + _TD + "}.polyc-view th.pc-th{" + _TH + "}"
+          ".polyc-view code.pc-code-inline{" + _CODE + "}</style>")
 
 KIND_COLORS = {"flow": "#1f6feb", "anti": "#bf8700", "output": "#8250df"}
 MARK_COLORS = {"parallel": "#1a7f37", "reduction_parallel": "#1a7f37", "vector": "#0969da",
@@ -42,7 +46,7 @@ def esc(value: Any) -> str:
 
 
 def _code(value: Any) -> str:
-    return f'<code style="{_CODE}">{esc(value)}</code>'
+    return f'<code class="pc-code-inline">{esc(value)}</code>'
 
 
 def _badge(text: str, color: str, cls: str = "") -> str:
@@ -52,8 +56,8 @@ def _badge(text: str, color: str, cls: str = "") -> str:
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: str) -> str:
     """A table; `rows` cells are already-escaped HTML."""
-    head = "".join(f'<th style="{_TH}">{esc(h)}</th>' for h in headers)
-    body = "".join("<tr>" + "".join(f'<td style="{_TD}">{c}</td>' for c in row) + "</tr>" for row in rows)
+    head = "".join(f'<th class="pc-th">{esc(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f'<td class="pc-td">{c}</td>' for c in row) + "</tr>" for row in rows)
     return f'<table class="{esc(cls)}" style="{_TABLE}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -63,7 +67,8 @@ def _details(summary: str, body: str, open_: bool = False) -> str:
 
 
 def _box(cls: str, title: str, body: str) -> str:
-    return f'<div class="polyc-view {esc(cls)}" style="{_BOX}"><div style="font-weight:600">{title}</div>{body}</div>'
+    return (f'<div class="polyc-view {esc(cls)}" style="{_BOX}">{_SHEET}<div style="font-weight:600">{title}</div>'
+            f'{body}</div>')
 
 
 def _error(e: BaseException) -> str:
@@ -145,9 +150,12 @@ def _carried_by(schedule, dep) -> str:
 
 
 def distance_text(dep) -> str:
-    """`(0, 0, 1)` for a constant distance, `-` otherwise."""
-    d = dep.distance
-    return "(" + ", ".join(map(str, d)) + ")" if d is not None else "-"
+    """`(0, 0, 1)` for a constant distance, all of them when several references give several
+    (`(0, 1), (1, -1)`), `-` when none is constant."""
+    ds = getattr(dep, "distances", None)
+    if ds is None:
+        ds = (dep.distance,) if dep.distance is not None else ()
+    return ", ".join("(" + ", ".join(map(str, d)) + ")" for d in ds) or "-"
 
 
 def dependences_html(deps, schedule=None, examples: bool = True) -> str:
@@ -231,13 +239,14 @@ def cache_path(compiled) -> Optional[str]:
         if value:
             return str(value)
     last = getattr(compiled, "_last", None)
-    source = getattr(last, "source", None)
-    if source is None:
+    # The C that went to the compiler: the source itself, or the CPU emulation of CUDA code.
+    sources = {getattr(last, "source", None), getattr(last, "emulation_source", None)} - {None}
+    if not sources:
         return None
     try:
         from ..runtime import compiler
         with compiler._memo_lock:
-            hits = [str(path) for key, path in compiler._memo.items() if key[0] == source]
+            hits = [str(path) for key, path in compiler._memo.items() if key[0] in sources]
         return hits[-1] if hits else None
     except Exception:
         return None
@@ -254,9 +263,14 @@ def compiled_html(compiled) -> str:
         src_html = f'<pre class="pc-code" style="{_PRE}">{highlight_c(source)}</pre>'
     except Exception as e:
         source, src_html = None, _error(e)
-    flags = getattr(compiled, "compile_flags", None)
+    flags = getattr(compiled, "compile_flags", None) or getattr(getattr(compiled, "backend", None), "flags", None)
     if flags:
         parts.append(f'<div>flags: {_code(" ".join(map(str, flags)))}</div>')
+    generated = getattr(compiled, "_last", None)
+    gpu = getattr(generated, "launch", None)
+    symbols = [getattr(k, "symbol", "?") for k in getattr(gpu, "kernels", ())]
+    if symbols:
+        parts.append(f'<div>GPU kernels: {", ".join(_code(s) for s in symbols)}</div>')
     path = cache_path(compiled)
     if path:
         parts.append(f'<div>cache: {_code(path)}</div>')
@@ -268,5 +282,45 @@ def compiled_html(compiled) -> str:
             parts.append(_details("schedule (failed)", _error(e)))
     lines = source.count("\n") + 1 if source else 0
     parts.append(_details(f"generated source ({lines} lines)", src_html, open_=True))
+    emulation = getattr(generated, "emulation_source", None)
+    if emulation:
+        parts.append(_details("the C that emulates it on the CPU",
+                              f'<pre class="pc-code" style="{_PRE}">{highlight_c(emulation)}</pre>'))
     title = f'compiled {_code(name)} <span style="font-weight:normal;{_MUTED}">target {esc(target)}</span>'
     return _box("polyc-compiled", title, "".join(parts))
+
+
+# -- any stage ----------------------------------------------------------------------------------
+class HTMLView:
+    """Rendered HTML that Jupyter displays (`_repr_html_`); `str()` gives the plain-text summary."""
+
+    def __init__(self, html_text: str, text: str = ""):
+        self.html = html_text
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text or "<polyc view>"
+
+
+def view(obj, **options: Any) -> HTMLView:
+    """The HTML view of any stage: a kernel, its dependences, a schedule or a compiled kernel.
+
+    `options` go to the view function (e.g. `view(deps, schedule=s)` adds the carried-by column).
+    """
+    from ..api import Kernel
+    from ..poly.dependences import Dependences
+    from ..schedule.schedule import Schedule
+    if isinstance(obj, Kernel):
+        return HTMLView(kernel_html(obj, **options), repr(obj))
+    if isinstance(obj, Dependences):
+        return HTMLView(dependences_html(obj, **options), str(obj))
+    if isinstance(obj, Schedule):
+        from .outline import outline_text
+        return HTMLView(schedule_html(obj, **options), outline_text(obj))
+    # Asked of the class: evaluating `source` may generate (or fail to generate) code.
+    if hasattr(type(obj), "source") and hasattr(obj, "kernel"):
+        return HTMLView(compiled_html(obj, **options), repr(obj))
+    raise TypeError(f"no polyc view for {type(obj).__name__}")

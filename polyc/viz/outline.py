@@ -48,24 +48,30 @@ def _expr_text(pa: isl.PwAff) -> str:
     return str(pa)
 
 
-def statement_dims(schedule, name: str) -> List[Tuple[Optional[int], str]]:
-    """Per time dimension of statement `name`: (constant value or None, expression text)."""
-    smap = schedule.statement_map(name)
+def _piece_dims(piece: isl.Map) -> List[Tuple[Optional[int], str]]:
+    """Per time dimension of one piece of a statement's map: (constant value or None, expression)."""
+    n = piece.dim(isl.dim_type.out)
     try:
-        pma = isl.PwMultiAff.from_map(smap)
+        pma = isl.PwMultiAff.from_map(piece)
     except isl.Error:
-        return [(None, "?")] * smap.dim(isl.dim_type.out)
+        return [(None, "?")] * n
     out: List[Tuple[Optional[int], str]] = []
-    for k in range(smap.dim(isl.dim_type.out)):
+    for k in range(n):
         pa = pma.get_pw_aff(k)
-        pieces = pa.get_pieces()
+        parts = pa.get_pieces()
         const: Optional[int] = None
-        if len(pieces) == 1 and pieces[0][1].is_cst():
-            val = pieces[0][1].get_constant_val()
+        if len(parts) == 1 and parts[0][1].is_cst():
+            val = parts[0][1].get_constant_val()
             if val.is_int():
                 const = int(val.to_python())
         out.append((const, _expr_text(pa)))
     return out
+
+
+def statement_pieces(schedule, name: str) -> List[List[Tuple[Optional[int], str]]]:
+    """Per piece of statement `name`'s schedule map (several after `peel`): `_piece_dims`."""
+    smap = schedule.statement_map(name)
+    return [_piece_dims(isl.Map.from_basic_map(bm)) for bm in smap.get_basic_maps()] or [_piece_dims(smap)]
 
 
 def _statement_text(st) -> str:
@@ -74,44 +80,59 @@ def _statement_text(st) -> str:
 
 
 def schedule_outline(schedule) -> OutlineNode:
-    """The outline tree of `schedule` (root is a "sequence" node)."""
+    """The outline tree of `schedule` (root is a "sequence" node).
+
+    A statement whose map has several pieces (after `peel`) appears once per piece, as
+    `S0 (piece 1/2)`.
+    """
     program = schedule.model.program
-    per_statement = {name: statement_dims(schedule, name) for name, _ in schedule.maps}
-    order = [name for name, _ in schedule.maps]
+    items: List[Tuple[str, int, int, List[Tuple[Optional[int], str]]]] = []
+    for name, _ in schedule.maps:
+        ps = statement_pieces(schedule, name)
+        for k, dims_of_piece in enumerate(ps):
+            items.append((name, k, len(ps), dims_of_piece))
+    order = {id(it): n for n, it in enumerate(items)}
     dims = schedule.dims
 
-    def build(names: Sequence[str], level: int) -> List[OutlineNode]:
+    def leaf(it) -> OutlineNode:
+        name, k, n, _ = it
+        label = name if n == 1 else f"{name} (piece {k + 1}/{n})"
+        return OutlineNode("statement", name=label, text=_statement_text(program.statement(name)))
+
+    def build(group: Sequence, level: int) -> List[OutlineNode]:
         if level >= len(dims):
-            return [OutlineNode("statement", name=n, text=_statement_text(program.statement(n))) for n in names]
+            return [leaf(it) for it in group]
         dim = dims[level]
-        groups: List[Tuple[Tuple, List[str]]] = []
-        for n in names:
-            const, _ = per_statement[n][level]
+        groups: List[Tuple[Tuple, List]] = []
+        for it in group:
+            const, _ = it[3][level]
             key = ("loop",) if (dim.name is not None and const is None) else ("const", const if const is not None else 0)
             for k, members in groups:
                 if k == key:
-                    members.append(n)
+                    members.append(it)
                     break
             else:
-                groups.append((key, [n]))
+                groups.append((key, [it]))
         # Constant groups run in the order of their constants; a loop group stays where its first
         # statement is in program order (a dimension mixing both is rare: shifted or peeled code).
-        groups.sort(key=lambda g: (g[0][1] if g[0][0] == "const" else 0, order.index(g[1][0])))
+        groups.sort(key=lambda g: (g[0][1] if g[0][0] == "const" else 0, order[id(g[1][0])]))
         out: List[OutlineNode] = []
         for key, members in groups:
             if key[0] == "loop":
                 marks = tuple(m for m in MARK_ORDER if m in dim.marks) + \
                     tuple(sorted(m for m in dim.marks if m not in MARK_ORDER))
+                exprs: Dict[str, str] = {}
+                for it in members:
+                    exprs.setdefault(it[0], it[3][level][1])
                 node = OutlineNode("loop", name=dim.name or f"c{level}", marks=marks,
-                                   unroll=getattr(dim, "unroll", 0),
-                                   exprs={n: per_statement[n][level][1] for n in members})
+                                   unroll=getattr(dim, "unroll", 0), exprs=exprs)
                 node.children = build(members, level + 1)
                 out.append(node)
             else:
                 out.extend(build(members, level + 1))
         return out
 
-    return OutlineNode("sequence", children=build(order, 0))
+    return OutlineNode("sequence", children=build(items, 0))
 
 
 def mark_label(mark: str, unroll: int = 0) -> str:

@@ -1,0 +1,287 @@
+"""The machinery every schedule primitive shares: naming, rewriting the time space, re-proving.
+
+A primitive is three steps:
+
+1. resolve the user's names (loops by the index names of the schedule, statements by name or
+   position) into dimension positions, with errors that list what exists;
+2. build the new per-statement maps by composing each statement's map with a quasi-affine map
+   of the time space (`{ [t0, ..., tn] -> [e0, ..., em] }`, spelled as isl text), and the new
+   `Dim` list;
+3. re-prove the result (`finish`): every dependence stays lexicographically positive, and every
+   loop marked parallel / vector / GPU still carries no dependence (a later interchange can
+   invalidate an earlier `parallel`), before the new Schedule is returned.
+
+Dependences are computed once per `PolyModel` and cached (weakly, so models can be collected).
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, replace
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
+
+import islpy as isl
+
+from ..errors import PolycError
+from ..poly.dependences import Dependence, Dependences
+from ..poly.islutil import isl_budget
+from ..poly.model import PolyModel
+from .schedule import Dim, Schedule
+
+#: Largest trip count a fully unrolled loop may have.
+MAX_FULL_UNROLL = 1024
+
+#: Marks that promise "no dependence carried by this loop".
+PARALLEL_MARKS = ("parallel", "vector", "block", "thread")
+
+_DEPENDENCES: "weakref.WeakKeyDictionary[PolyModel, Dependences]" = weakref.WeakKeyDictionary()
+
+
+def dependences_of(model: PolyModel) -> Dependences:
+    """The exact dependences of `model`, computed once per model."""
+    deps = _DEPENDENCES.get(model)
+    if deps is None:
+        deps = Dependences(model)
+        _DEPENDENCES[model] = deps
+    return deps
+
+
+# -- recorded calls ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Step:
+    """One primitive call as the user wrote it: replayable (serialisation) and printable."""
+
+    name: str
+    args: Tuple[object, ...] = ()
+    kwargs: Tuple[Tuple[str, object], ...] = ()
+
+    def call_text(self) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{self.name}({', '.join(parts)})"
+
+    def to_dict(self) -> dict:
+        return {"primitive": self.name, "args": list(self.args), "kwargs": dict(self.kwargs)}
+
+
+def step(name: str, *args: object, **kwargs: object) -> Step:
+    """A Step, dropping keyword arguments left at None (so replays use the same defaults)."""
+    return Step(name, tuple(args), tuple((k, v) for k, v in kwargs.items() if v is not None))
+
+
+# -- names -------------------------------------------------------------------------------------
+
+def loop_index(s: Schedule, loop: str) -> int:
+    """Position of loop `loop`; PolycError listing the loops when there is none by that name."""
+    if not isinstance(loop, str):
+        raise PolycError(f"loops are named by strings (one of {', '.join(s.loop_names)}), not {loop!r}")
+    return s.dim_index(loop)
+
+
+def statement_name(s: Schedule, statement: Union[str, int]) -> str:
+    """A statement given by name ("S0") or position (0) as its name."""
+    names = [name for name, _ in s.maps]
+    if isinstance(statement, bool) or not isinstance(statement, (str, int)):
+        raise PolycError(f"statements are named by name or position, not {statement!r}")
+    if isinstance(statement, int):
+        if -len(names) <= statement < len(names):
+            return names[statement]
+        raise PolycError(f"no statement at position {statement}; this kernel has {len(names)} "
+                         f"statements: {', '.join(names)}")
+    if statement in names:
+        return statement
+    raise PolycError(f"no statement named {statement!r}; the statements are: {', '.join(names)}")
+
+
+def check_new_names(s: Schedule, names: Sequence[str]) -> None:
+    """Refuse loop names that already exist or repeat (names must identify loops uniquely)."""
+    taken = set(s.loop_names)
+    seen = set()
+    for n in names:
+        if n in taken or n in seen:
+            raise PolycError(f"a loop named {n!r} already exists; loop names must be unique "
+                             f"(the loops are {', '.join(s.loop_names)})")
+        if not n.isidentifier():
+            raise PolycError(f"loop name {n!r} is not an identifier")
+        seen.add(n)
+
+
+# -- reading the per-statement maps -------------------------------------------------------------
+
+def pieces(s: Schedule, name: str) -> List[isl.BasicMap]:
+    """The disjuncts of statement `name`'s map (more than one after `peel`)."""
+    return s.statement_map(name).get_basic_maps()
+
+
+def fixed_value(piece: Union[isl.BasicMap, isl.Map], k: int) -> Optional[int]:
+    """The constant value of time dimension `k` in `piece`, or None when it varies."""
+    v = piece.plain_get_val_if_fixed(isl.dim_type.out, k)
+    return None if v.is_nan() else int(v.to_python())
+
+
+def scalar_value(s: Schedule, name: str, k: int) -> int:
+    """The value of scalar dimension `k` for statement `name` (the same in all its pieces)."""
+    values = {fixed_value(p, k) for p in pieces(s, name)}
+    if len(values) != 1 or None in values:
+        raise PolycError(f"statement {name} takes several positions at schedule dimension {k} (it was "
+                         f"peeled); fuse or distribute it before peeling")
+    return values.pop()
+
+
+def statement_varies(s: Schedule, name: str, k: int) -> bool:
+    """Whether statement `name` really iterates along loop dimension `k` (not a padded constant)."""
+    return any(fixed_value(p, k) is None for p in pieces(s, name))
+
+
+# -- rewriting the time space -------------------------------------------------------------------
+
+def time_vars(n: int) -> List[str]:
+    return [f"t{k}" for k in range(n)]
+
+
+def time_map(s: Schedule, exprs: Sequence[str], n_in: Optional[int] = None, cond: str = "") -> isl.Map:
+    """`{ [t0..] -> [exprs] : cond }` over the kernel's size parameters."""
+    n = len(s.dims) if n_in is None else n_in
+    where = f" : {cond}" if cond else ""
+    return isl.Map(f"{s.model.pstr} -> {{ [{', '.join(time_vars(n))}] -> [{', '.join(exprs)}]{where} }}")
+
+
+def remap(s: Schedule, exprs: Optional[Sequence[str]] = None,
+          per_statement: Optional[Mapping[str, Sequence[str]]] = None) -> Tuple[Tuple[str, str], ...]:
+    """New statement maps: each map composed with `per_statement[name]` if given, else `exprs`."""
+    out = []
+    shared = time_map(s, exprs) if exprs is not None else None
+    for name, text in s.maps:
+        own = (per_statement or {}).get(name)
+        t = time_map(s, own) if own is not None else shared
+        m = isl.Map(text)
+        if t is not None:
+            m = m.apply_range(t).coalesce()
+        out.append((name, str(m)))
+    return tuple(out)
+
+
+def time_set(s: Schedule) -> isl.Set:
+    """Every time point some statement instance runs at (one set in the shared time space)."""
+    out = None
+    for name, text in s.maps:
+        r = isl.Map(text).intersect_domain(s.model.domains[name]).range()
+        out = r if out is None else out.union(r)
+    return out
+
+
+def identity_exprs(n: int) -> List[str]:
+    return time_vars(n)
+
+
+# -- options and re-proving ---------------------------------------------------------------------
+
+def fully_unrolled(d: Dim) -> bool:
+    """Whether isl writes out every iteration of loop `d` (set by `unroll(loop)` without factor)."""
+    return d.is_loop and d.unroll == -1 and "unroll" in d.marks
+
+
+def ast_options(dims: Sequence[Dim]) -> Optional[str]:
+    """isl AST build options for the dims: full unrolling (`unroll[k]`) of the loops `unroll()` marked
+    (mark "unroll" and unroll == -1; a bare unroll == -1 set elsewhere stays a compiler hint)."""
+    ts = ", ".join(time_vars(len(dims)))
+    parts = [f"[{ts}] -> unroll[{k}]" for k, d in enumerate(dims) if fully_unrolled(d)]
+    return "{ " + "; ".join(parts) + " }" if parts else None
+
+
+Options = Tuple[Tuple[str, object], ...]
+
+
+def with_options(options: Options, dims: Sequence[Dim]) -> Options:
+    kept = tuple((k, v) for k, v in options if k != "ast_options")
+    ast = ast_options(dims)
+    return kept + ((("ast_options", ast),) if ast else ())
+
+
+def is_reduction_dependence(model: PolyModel, dep: Dependence) -> bool:
+    """A dependence between two updates `X[..] op= f(..)` of the same element, `op` associative and
+    commutative, with `f` not reading X: reordering such updates only reassociates the reduction."""
+    if dep.source != dep.sink:
+        return False
+    st = model.program.statement(dep.source)
+    if st.update is None or dep.array != st.target.tensor:
+        return False
+    return all(a.tensor != st.target.tensor for a in st.value.accesses())
+
+
+def _innermost_problem(s: Schedule, k: int) -> Optional[str]:
+    """Why loop dimension `k` is not the innermost loop of every statement it iterates, or None."""
+    for name, _ in s.maps:
+        for p in pieces(s, name):
+            if fixed_value(p, k) is not None:
+                continue
+            for j in range(k + 1, len(s.dims)):
+                if s.dims[j].is_loop and fixed_value(p, j) is None:
+                    return (f"loop {s.dims[k].name!r} is not innermost: statement {name} still iterates "
+                            f"loop {s.dims[j].name!r} inside it")
+    return None
+
+
+def trip_count_bound(s: Schedule, k: int) -> Optional[int]:
+    """The largest number of iterations loop dimension `k` makes for fixed outer dimensions, when
+    that is a constant for all sizes; None when it grows with the sizes."""
+    n = len(s.dims)
+    t, u = time_vars(n), [f"u{j}" for j in range(n)]
+    cond = " and ".join([f"{t[j]} = {u[j]}" for j in range(k)] + ["true"])
+    with isl_budget(f"bounding the trip count of loop {s.dims[k].name!r}"):
+        times = time_set(s)
+        pairs = isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}")
+        pairs = pairs.intersect_domain(times).intersect_range(times).intersect_params(s.model.context)
+        if pairs.is_empty():
+            return 0
+        deltas = pairs.deltas()
+        deltas = deltas.project_out(isl.dim_type.param, 0, deltas.dim(isl.dim_type.param))
+        v = deltas.max_val(isl.Aff(f"{{ [{', '.join(t)}] -> [({t[k]})] }}"))
+        if not v.is_int():
+            return None
+    return int(v.to_python()) + 1
+
+
+def validate(s: Schedule, what: str, marking: Optional[str] = None) -> None:
+    """Re-prove `s`: dependences kept, marked loops still free of carried dependences.
+
+    `marking` names the loop the primitive itself just marked (its errors need no extra note).
+    """
+    from .legality import check_legal, check_parallel
+    deps = dependences_of(s.model)
+    check_legal(s, deps, what)
+    for k, d in enumerate(s.dims):
+        if fully_unrolled(d) and marking != d.name:
+            bound = trip_count_bound(s, k)
+            if bound is None or bound > MAX_FULL_UNROLL:
+                count = "grow with the sizes" if bound is None else f"reach {bound}"
+                raise PolycError(f"{what} is refused: loop {d.name!r} is to be unrolled fully, but its trip "
+                                 f"count would then {count}")
+    for d in s.dims:
+        if not d.is_loop:
+            continue
+        for kinds, ignore in ((sorted(d.marks & set(PARALLEL_MARKS)), None),
+                              (sorted(d.marks & {"reduction_parallel"}),
+                               lambda dep: is_reduction_dependence(s.model, dep))):
+            if kinds:
+                note = "" if d.name == marking else f" (with loop {d.name!r} marked {', '.join(kinds)})"
+                check_parallel(s, deps, d.name, what + note, ignore=ignore)
+        if "vector" in d.marks:
+            problem = _innermost_problem(s, s.dim_index(d.name))
+            if problem:
+                from ..errors import IllegalScheduleError
+                raise IllegalScheduleError(f"{what} is refused: {problem}; only the innermost loop "
+                                           f"can run as SIMD lanes")
+
+
+def finish(old: Schedule, st: Step, *, maps: Optional[Tuple[Tuple[str, str], ...]] = None,
+           dims: Optional[Sequence[Dim]] = None, check: bool = True,
+           marking: Optional[str] = None) -> Schedule:
+    """The new Schedule after primitive `st`: recorded in the history, options rebuilt, re-proved."""
+    new_dims = tuple(dims) if dims is not None else old.dims
+    new = replace(old, maps=maps if maps is not None else old.maps, dims=new_dims,
+                  history=old.history + (st.call_text(),), steps=old.steps + (st,),
+                  options=with_options(old.options, new_dims))
+    if check:
+        with isl_budget(f"checking {st.call_text()}"):
+            validate(new, st.call_text(), marking)
+    return new

@@ -1,0 +1,1 @@
+"""Tests of polyc.viz: HTML views and matplotlib pictures."""
