@@ -9,42 +9,13 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Unary
+from ..ir.text import statement_text as ir_statement_text
 from ..ir.program import Statement
 from .rewrite import fixed_value, pieces
 from .schedule import Dim, Schedule
 
-_UPDATE = {"+": "+=", "*": "*=", "max": "max=", "min": "min="}
-
-
-def expr_text(e: Expr, top: bool = True) -> str:
-    """A compact infix spelling of a scalar expression."""
-    if isinstance(e, Const):
-        return repr(e.value) if isinstance(e.value, float) else str(e.value)
-    if isinstance(e, Access):
-        return str(e)
-    if isinstance(e, ScalarRef):
-        return e.name
-    if isinstance(e, IndexExpr):
-        return str(e.value)
-    if isinstance(e, Unary):
-        inner = expr_text(e.operand, False)
-        return f"-{inner}" if e.op == "-" else f"not {inner}"
-    if isinstance(e, Binary):
-        text = f"{expr_text(e.lhs, False)} {e.op} {expr_text(e.rhs, False)}"
-        return text if top else f"({text})"
-    if isinstance(e, Call):
-        return f"{e.fn}({', '.join(expr_text(a) for a in e.args)})"
-    if isinstance(e, Select):
-        return f"select({expr_text(e.cond)}, {expr_text(e.if_true)}, {expr_text(e.if_false)})"
-    if isinstance(e, Cast):
-        return f"{e.dtype}({expr_text(e.operand)})"
-    return type(e).__name__
-
-
 def statement_text(st: Statement) -> str:
-    op = _UPDATE.get(st.update, "=") if st.update else "="
-    return f"{st.name}: {st.target} {op} {expr_text(st.value)}"
+    return f"{st.name}: {ir_statement_text(st)}"
 
 
 def _loop_label(d: Dim) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, List, Optional, Sequence
 
-from .exprtext import statement_text
+from ..ir.text import statement_text
 from .highlight import highlight_c
 from .outline import OutlineNode, mark_label, schedule_outline
 

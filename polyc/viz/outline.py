@@ -75,7 +75,7 @@ def statement_pieces(schedule, name: str) -> List[List[Tuple[Optional[int], str]
 
 
 def _statement_text(st) -> str:
-    from .exprtext import statement_text
+    from ..ir.text import statement_text
     return statement_text(st)
 
 

@@ -306,7 +306,7 @@ def plot_dependence_graph(kernel, ax=None, kinds: Sequence[str] = ("flow", "anti
             labels.append(label)
     fig, ax = _axes(ax, figsize=(6.5, max(2.5, 1.1 * len(names) + 1)))
     y = {n: -float(k) for k, n in enumerate(names)}
-    from .exprtext import statement_text
+    from ..ir.text import statement_text
     for n in names:
         ax.scatter([0], [y[n]], s=900, color="#ddf4ff", edgecolors="#0969da", zorder=3)
         ax.text(0, y[n], n, ha="center", va="center", fontsize=10, fontweight="bold", zorder=4)

@@ -1,7 +1,7 @@
-"""Statements and expressions as short readable text (for views; not for code generation)."""
+"""Statements and expressions as short readable infix text (for outlines and views, not for codegen)."""
 from __future__ import annotations
 
-from ..ir.expr import Access, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Unary
+from .expr import Access, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Unary
 
 _PREC = {"or": 1, "and": 2, "<": 3, "<=": 3, ">": 3, ">=": 3, "==": 3, "!=": 3,
          "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
