@@ -5,7 +5,7 @@ matplotlib pictures of iteration domains, schedules and dependence graphs.
 matplotlib only when a picture is drawn.
 """
 from .html import HTMLView, compiled_html, dependences_html, kernel_html, schedule_html, view
-from .outline import outline_text, schedule_outline
+from ..schedule.outline import outline_text, schedule_outline
 
 __all__ = ["view", "HTMLView", "kernel_html", "dependences_html", "schedule_html", "compiled_html", "outline_text",
            "schedule_outline", "plot_domain", "plot_schedule", "plot_dependence_graph"]

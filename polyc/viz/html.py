@@ -18,7 +18,7 @@ from typing import Any, Iterable, List, Optional, Sequence
 
 from ..ir.text import statement_text
 from .highlight import highlight_c
-from .outline import OutlineNode, mark_label, schedule_outline
+from ..schedule.outline import OutlineNode, mark_label, schedule_outline
 
 _BOX = ("font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif;"
         "font-size:13px;line-height:1.4;border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;"
@@ -318,7 +318,7 @@ def view(obj, **options: Any) -> HTMLView:
     if isinstance(obj, Dependences):
         return HTMLView(dependences_html(obj, **options), str(obj))
     if isinstance(obj, Schedule):
-        from .outline import outline_text
+        from ..schedule.outline import outline_text
         return HTMLView(schedule_html(obj, **options), outline_text(obj))
     # Asked of the class: evaluating `source` may generate (or fail to generate) code.
     if hasattr(type(obj), "source") and hasattr(obj, "kernel"):

@@ -308,9 +308,8 @@ def test_str_and_tree():
     text = str(s)
     assert "tile(i=4, j=4)" in text and "parallel('i_outer')" in text
     tree = s.tree
-    assert "for i_outer  [of i, parallel]" in tree or "for i_outer  [parallel, of i]" in tree
+    assert "for i_outer [parallel]  (floor((i)/4))" in tree
     assert "S1: C[i, j] += A[i, k] * B[k, j]" in tree
-    assert tree.splitlines()[0] == "sequence"
     assert "tile(i=4, j=4).parallel('i_outer')" in repr(s)
 
 
@@ -330,4 +329,4 @@ def test_gpu_mapping_delegates_and_is_recorded():
 
 def test_peeled_tree_shows_parts():
     tree = prodcons.schedule().peel("i", front=1).tree
-    assert "one part of a peeled loop" in tree
+    assert "(piece 1/2)" in tree and "(piece 2/2)" in tree

@@ -7,7 +7,7 @@ import pytest
 import polyc as pc
 from polyc.viz.highlight import highlight_c
 from polyc.viz.html import compiled_html, dependences_html, kernel_html, schedule_html
-from polyc.viz.outline import outline_text
+from polyc.schedule.outline import outline_text
 
 from ._kernels import jacobi_1d, matmul, skewed_wave, tiled, scale
 
