@@ -35,3 +35,17 @@ bench-polybench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
+
+## Download pycuda's sdist and its pure-Python dependencies (wheels for CPython 3.12) into .whl/,
+## for building pycuda on a GPU machine without network (see benchmarks/gpu/README.md).
+gpu-wheels: $(STAMP)
+	mkdir -p .git/info .whl
+	grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
+	$(PY) -m pip install -q setuptools wheel pytools
+	# the sdist's metadata step needs CUDA unless it reuses this venv's build tools
+	$(PY) -m pip download -q --no-deps --no-build-isolation --no-binary pycuda -d .whl pycuda==2026.1
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  --platform any -d .whl pytools platformdirs mako markupsafe siphash24 typing_extensions setuptools wheel islpy
+	# cgen publishes no wheel: build its pure-Python wheel here
+	$(PY) -m pip wheel -q --no-deps -w .whl cgen

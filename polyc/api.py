@@ -113,6 +113,10 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: s
         return k.schedule()
     if isinstance(schedule, str):
         if schedule == "auto":
+            if target in ("cuda", "cuda-emu"):
+                # The CUDA generator maps an unmapped schedule automatically (blocks/threads,
+                # tiled shared-memory contractions, tree reductions): that is "auto" on a GPU.
+                return k.schedule()
             from .schedule.auto import auto_schedule
             return auto_schedule(k, target=target)
         raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto' or None")

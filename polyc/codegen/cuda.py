@@ -1,0 +1,311 @@
+"""GPU program -> CUDA C++ source, and the same program -> C that emulates it on the CPU.
+
+`generate_cuda(schedule, typing)` maps an unmapped schedule automatically
+(`polyc.schedule.gpu.default_gpu_mapping`), builds the `GPUProgram` (host control + kernels,
+see `cuda_ir`) and prints it twice from the one intermediate form:
+
+- CUDA: one `extern "C" __global__` function per kernel; block/thread loops become grid- and
+  block-stride loops over `blockIdx`/`threadIdx`; tensors are flat pointers indexed row-major
+  (`A[i * K + k]`, no VLAs in CUDA C++); barriers are `__syncthreads()`.
+- Emulation C: the same kernel bodies inside loops over blocks and, for each per-thread region,
+  loops over threads (both run backwards, so a mapping that silently relies on source order shows
+  up as a wrong result); a barrier is the end of a region's thread loop.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import List, Optional
+
+import cgen as c
+
+from ..ir import Access, Program
+from ..runtime.signature import KernelSignature
+from ..schedule.gpu import default_gpu_mapping, is_mapped
+from ..schedule.schedule import Schedule
+from .c import c_symbol, kernel_signature
+from .cexpr import CExprPrinter, literal
+from .cuda_ir import (REDUCE_THREADS, Barrier, GPUKernel, GPUProgram, IdxGuard, IdxGuardU, KNode, Mapped, Raw, Reduce,
+                      Region, UGuard, ULoop, USeq, build_gpu_program)
+from .loop_ast import Block, Call, Guard, Loop, c_text, strip_parens
+from .typing import Typing
+
+CUDA_PREAMBLE = """\
+#include <stdint.h>
+#include <math.h>
+#pragma nv_diag_suppress 177
+
+static __device__ __forceinline__ int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static __device__ __forceinline__ int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static __device__ __forceinline__ int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+"""
+
+EMU_PREAMBLE = """\
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static inline int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+"""
+
+_AXES = "xyz"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How the two printers differ: index variables, qualifiers, barriers."""
+
+    name: str
+    restrict: str
+    block_idx: str      # format with axis letter
+    grid_dim: str
+    thread_idx: str
+    block_dim: str
+    barrier: Optional[str]
+    shared: str
+
+
+CUDA = Dialect("cuda", "__restrict__", "(int64_t)blockIdx.{a}", "(int64_t)gridDim.{a}", "(int64_t)threadIdx.{a}",
+               "(int64_t)blockDim.{a}", "__syncthreads();", "__shared__ ")
+EMU = Dialect("emu", "restrict", "_b{a}", "_g{a}", "_t{a}", "_n{a}", None, "")
+
+
+@dataclass(frozen=True)
+class GeneratedCUDA:
+    """CUDA source, the program-level signature, the launch plan, and the emulation C source.
+
+    `launch` is the `GPUProgram`: host loops/guards and, per kernel, grid/block extents as
+    expressions of sizes (evaluated at call time by `cuda_ir.launch_dims`).  Each kernel takes the
+    signature's parameters followed by its host iterators (`int64_t`).
+    """
+
+    source: str
+    signature: KernelSignature
+    launch: GPUProgram
+    emulation_source: str
+    schedule: Schedule
+
+
+def flat_index(program: Program, acc: Access, printer: CExprPrinter) -> str:
+    """Row-major offset of an access: `((i0) * S1 + (i1)) * S2 + (i2)`."""
+    shape = program.tensor(acc.tensor).shape or ()
+    text = ""
+    for d, e in enumerate(acc.indices):
+        idx = printer.affine(e)
+        if d == 0:
+            text = f"({idx})" if len(acc.indices) > 1 else idx
+        else:
+            text = f"({text} * ({printer.affine(shape[d])}) + ({idx}))"
+    return strip_parens(text) if text else "0"
+
+
+class _Printer:
+    def __init__(self, program: Program, typing: Typing, dialect: Dialect):
+        self.program = program
+        self.typing = typing
+        self.d = dialect
+        self.statements = {s.name: s for s in program.statements}
+        self.private: tuple = ()
+
+    def _access(self, acc: Access, printer: CExprPrinter) -> str:
+        return f"{acc.tensor}[{flat_index(self.program, acc, printer)}]"
+
+    def call(self, n: Call) -> List:
+        st = self.statements[n.statement]
+        index_text = {it: strip_parens(c_text(a)) for it, a in zip(st.iterators, n.args)}
+        printer = CExprPrinter(self.typing, index_text, self._access)
+        return [c.Line(printer.statement(st))]
+
+    def loop(self, it: str, init: str, cond: str, step: str, body: List) -> c.For:
+        return c.For(f"int64_t {it} = {init}", cond, f"{it} += {step}" if step != "1" else f"{it}++", c.Block(body))
+
+    def node(self, n: KNode) -> List:
+        d = self.d
+        if isinstance(n, USeq):
+            return [x for ch in n.children for x in self.node(ch)]
+        if isinstance(n, Block):
+            return [x for ch in n.children for x in self.node(ch)]
+        if isinstance(n, Mapped):
+            lp = n.loop
+            a = _AXES[n.axis]
+            idx, dim = (d.block_idx, d.grid_dim) if n.kind == "block" else (d.thread_idx, d.block_dim)
+            idx, dim = idx.format(a=a), dim.format(a=a)
+            scale = f" * {lp.step}" if lp.step != 1 else ""
+            start = strip_parens(c_text(lp.init))
+            init = f"{idx}{scale}" if start == "0" else f"{start} + {idx}{scale}"
+            return [self.loop(lp.iterator, init, strip_parens(c_text(lp.cond)), f"{dim}{scale}", self.node(n.body))]
+        if isinstance(n, ULoop):
+            lp = n.loop
+            body = self.node(n.body)
+            if n.sync and d.barrier:
+                body.append(c.Line(d.barrier))
+            return [self.loop(lp.iterator, strip_parens(c_text(lp.init)), strip_parens(c_text(lp.cond)),
+                              str(lp.step), body)]
+        if isinstance(n, Loop):
+            return [self.loop(n.iterator, strip_parens(c_text(n.init)), strip_parens(c_text(n.cond)),
+                              str(n.step), self.node(n.body))]
+        if isinstance(n, (UGuard, Guard)):
+            orelse = c.Block(self.node(n.orelse)) if n.orelse is not None else None
+            return [c.If(strip_parens(c_text(n.cond)), c.Block(self.node(n.then)), orelse)]
+        if isinstance(n, Reduce):
+            return [x for m in self.reduce_nodes(n) for x in self.node(m)]
+        if isinstance(n, (IdxGuard, IdxGuardU)):
+            fmt = d.block_idx if n.kind == "block" else d.thread_idx
+            cond = " && ".join(f"{fmt.format(a=_AXES[a])} == 0" for a in n.axes)
+            return [c.If(cond, c.Block(self.node(n.body)))]
+        if isinstance(n, Region):
+            body = self.node(n.body)
+            if d.name == "cuda":
+                return [c.Block(body)]    # own scope: regions may declare the same names
+            inner: List = body
+            for a in "xyz":   # threads run backwards: order-dependent mappings fail visibly
+                inner = [c.For(f"int64_t _t{a} = _n{a} - 1", f"_t{a} >= 0", f"_t{a}--", c.Block(inner))]
+            return inner
+        if isinstance(n, Barrier):
+            return [c.Line(d.barrier)] if d.barrier else []
+        if isinstance(n, Raw):
+            return [c.Line(self.raw(line)) for line in n.lines]
+        if isinstance(n, Call):
+            return self.call(n)
+        raise TypeError(n)
+
+    def reduce_nodes(self, n: Reduce) -> List[KNode]:
+        """A tree reduction in regions and barriers (see `cuda_ir.Reduce`)."""
+        st = self.statements[n.call.statement]
+        dt = self.typing.tensors[st.target.tensor]
+        index_text = {it: strip_parens(c_text(a)) for it, a in zip(st.iterators, n.call.args)}
+        printer = CExprPrinter(self.typing, index_text, self._access)
+        value, target = printer.expr(st.value, dt), printer.access(st.target)
+        op = st.update or "+"
+
+        def comb(a: str, b: str) -> str:
+            if op in ("+", "*"):
+                return f"{a} {op} ({b})"
+            if dt.is_float:
+                return f"{'fmax' if op == 'max' else 'fmin'}{'f' if dt.bits == 32 else ''}({a}, {b})"
+            return f"(({b}) {'>' if op == 'max' else '<'} ({a}) ? ({b}) : ({a}))"
+
+        identity = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}[op]
+        lp, red, nt = n.loop, n.scratch, REDUCE_THREADS
+        scale = f" * {lp.step}" if lp.step != 1 else ""
+        start = strip_parens(c_text(lp.init))
+        start = f"$tid{scale}" if start == "0" else f"{start} + $tid{scale}"
+        nodes: List[KNode] = [Region(Raw((
+            f"{dt.c_name} polyc_part = {literal(identity, dt)};",
+            f"for (int64_t {lp.iterator} = {start}; "
+            f"{strip_parens(c_text(lp.cond))}; {lp.iterator} += {nt}{scale})",
+            f"  polyc_part = {comb('polyc_part', value)};",
+            f"{red}[$tid] = polyc_part;")), False), Barrier()]
+        half = nt // 2
+        while half >= 1:
+            nodes += [Region(Raw((f"if ($tid < {half}) {red}[$tid] = {comb(f'{red}[$tid]', f'{red}[$tid + {half}]')};",)),
+                             False), Barrier()]
+            half //= 2
+        nodes.append(Region(Raw((f"if ($tid == 0) {target} = {comb(target, f'{red}[0]')};",)), False))
+        return nodes
+
+    def shared_decls(self, kernel: GPUKernel) -> List[str]:
+        """Shared arrays; a reduction's scratch takes its statement's element type."""
+        types = {}
+        for r in _reductions(kernel.body):
+            st = self.statements[r.call.statement]
+            types[r.scratch] = self.typing.tensors[st.target.tensor].c_name
+        return [_decl((name, ctype or types[name], dims)) for name, ctype, dims in kernel.shared]
+
+    def raw(self, line: str) -> str:
+        d = self.d
+        for a in "xyz":
+            line = line.replace(f"$b{a}", d.block_idx.format(a=a)).replace(f"$g{a}", d.grid_dim.format(a=a))
+        line = line.replace("$tid", d.thread_idx.format(a="x"))
+        if d.name == "emu":
+            for name, _, _ in self.private:
+                line = re.sub(rf"\b{name}\[", f"{name}[_tx][", line)
+        return line
+
+    def params(self, signature: KernelSignature, kernel: GPUKernel) -> List:
+        out = []
+        for p in signature.params:
+            if p.kind == "array":
+                out.append(c.Value(f"{p.dtype.c_name} *{self.d.restrict}", p.name))
+            else:
+                out.append(c.Value(p.dtype.c_name, p.name))
+        out += [c.Value("int64_t", h) for h in kernel.host_iterators]
+        return out
+
+    def cuda_kernel(self, signature: KernelSignature, kernel: GPUKernel) -> str:
+        self.private = kernel.private
+        body = [c.Line(f"__shared__ __align__(16) {d}") for d in self.shared_decls(kernel)]
+        body += [c.Line(_decl(a)) for a in kernel.private]
+        body += self.node(kernel.body)
+        bounds = ""
+        if kernel.fixed_block:
+            threads = kernel.block[0].value  # type: ignore[union-attr]
+            bounds = f" __launch_bounds__({threads}{f', {kernel.min_blocks}' if kernel.min_blocks else ''})"
+        decl = c.FunctionDeclaration(c.Value(f'extern "C" __global__ void{bounds}', kernel.symbol),
+                                     self.params(signature, kernel))
+        return str(c.FunctionBody(decl, c.Block(body)))
+
+    def emu_kernel(self, signature: KernelSignature, kernel: GPUKernel) -> str:
+        self.private = kernel.private
+        block_body: List = [c.Line(d) for d in self.shared_decls(kernel)]
+        block_body += [c.Line(_decl((n, t, (_emu_threads(kernel),) + dims))) for n, t, dims in kernel.private]
+        block_body += self.node(kernel.body)
+        inner: List = block_body
+        for a in "xyz":   # blocks run backwards too
+            inner = [c.For(f"int64_t _b{a} = _g{a} - 1", f"_b{a} >= 0", f"_b{a}--", c.Block(inner))]
+        params = self.params(signature, kernel)
+        params += [c.Value("int64_t", f"_g{a}") for a in "xyz"] + [c.Value("int64_t", f"_n{a}") for a in "xyz"]
+        decl = c.FunctionDeclaration(c.Value("void", kernel.symbol + "_emu"), params)
+        return str(c.FunctionBody(decl, c.Block(inner)))
+
+
+def _reductions(n) -> List[Reduce]:
+    if isinstance(n, Reduce):
+        return [n]
+    if isinstance(n, USeq):
+        return [r for ch in n.children for r in _reductions(ch)]
+    if isinstance(n, (Mapped, ULoop, IdxGuardU, Region)):
+        return _reductions(n.body)
+    if isinstance(n, UGuard):
+        return _reductions(n.then) + (_reductions(n.orelse) if n.orelse is not None else [])
+    return []
+
+
+def _decl(array) -> str:
+    name, ctype, dims = array
+    return f"{ctype} {name}{''.join(f'[{d}]' for d in dims)};"
+
+
+def _emu_threads(kernel: GPUKernel) -> int:
+    if not kernel.fixed_block or kernel.block[1] is not None or kernel.block[2] is not None:
+        raise ValueError("per-thread arrays need a fixed 1-D thread block")
+    return int(kernel.block[0].value)  # type: ignore[union-attr]
+
+
+def generate_cuda(schedule: Schedule, typing: Typing) -> GeneratedCUDA:
+    """CUDA source (+ emulation C, launch plan, signature) for `schedule`, specialised to `typing`.
+
+    An unmapped schedule is mapped with `default_gpu_mapping` first.
+    """
+    program = schedule.model.program
+    if not is_mapped(schedule):
+        from .cuda_contraction import contraction_program
+        special = contraction_program(schedule, typing)
+        if special is not None:
+            return special
+        schedule = default_gpu_mapping(schedule)
+    signature = kernel_signature(program, typing)
+    gpu = build_gpu_program(schedule, c_symbol(program.name))
+    return print_program(program, typing, signature, gpu, schedule)
+
+
+def print_program(program: Program, typing: Typing, signature: KernelSignature, gpu: GPUProgram,
+                  schedule: Schedule) -> GeneratedCUDA:
+    """Print a GPU program as CUDA and as emulation C."""
+    cuda = _Printer(program, typing, CUDA)
+    emu = _Printer(program, typing, EMU)
+    cuda_src = CUDA_PREAMBLE + "\n" + "\n\n".join(cuda.cuda_kernel(signature, k) for k in gpu.kernels) + "\n"
+    emu_src = EMU_PREAMBLE + "\n" + "\n\n".join(emu.emu_kernel(signature, k) for k in gpu.kernels) + "\n"
+    return GeneratedCUDA(cuda_src, signature, gpu, emu_src, schedule)

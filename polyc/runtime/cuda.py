@@ -1,0 +1,189 @@
+"""Compiled CUDA kernels: targets "cuda" (pycuda on a GPU) and "cuda-emu" (CPU emulation).
+
+`cuda_compiled_kernel(kernel, schedule, target=..., flags=...)` returns a `CUDACompiledKernel`,
+the callable `pc.compile` hands back.  A call binds arguments (numpy arrays and device arrays
+exposing `__cuda_array_interface__`), specialises on dtypes, then walks the host program (host
+loops, guards, launches with grid/block sizes evaluated from the sizes) through a backend:
+`PyCudaBackend` (`cuda_pycuda`) or `EmuBackend` (`cuda_emu`).
+
+`compile_cuda_check(source, arch)` compiles CUDA text with `nvcc --cubin` only to check it (CI
+without a GPU uses it).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+from ..codegen.cuda import GeneratedCUDA, generate_cuda
+from ..codegen.cuda_ir import GPUKernel, GPUProgram, HNode, HostGuard, HostLoop, HostSeq, Launch, eval_lexpr, launch_dims
+from ..codegen.typing import Typing, resolve_typing
+from ..errors import CompileError, PolycError, TargetUnavailableError
+from ..ir import f32
+from .arguments import bind_arguments, passed_dtypes
+from .compiler import trim_output
+from .cuda_arrays import split_arguments
+
+LaunchFn = Callable[[GPUKernel, Tuple[int, int, int], Tuple[int, int, int], Tuple[int, ...]], None]
+
+
+def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -> None:
+    """Run the host side of `program`: host loops and guards in Python, kernels through `launch`."""
+    env: Dict[str, int] = dict(sizes)
+
+    def run(n: HNode) -> None:
+        if isinstance(n, HostSeq):
+            for ch in n.children:
+                run(ch)
+        elif isinstance(n, HostLoop):
+            v = eval_lexpr(n.init, env)
+            while True:
+                env[n.iterator] = v
+                if not eval_lexpr(n.cond, env):
+                    break
+                run(n.body)
+                v += n.step
+            env.pop(n.iterator, None)
+        elif isinstance(n, HostGuard):
+            if eval_lexpr(n.cond, env):
+                run(n.then)
+            elif n.orelse is not None:
+                run(n.orelse)
+        elif isinstance(n, Launch):
+            kernel = program.kernels[n.kernel]
+            grid, block = launch_dims(kernel, env)
+            launch(kernel, grid, block, tuple(env[h] for h in kernel.host_iterators))
+        else:
+            raise TypeError(n)
+
+    run(program.host)
+
+
+class CUDACompiledKernel:
+    """The callable result of `pc.compile(kernel, schedule, target="cuda" | "cuda-emu")`.
+
+    One CUDA program is generated per dtype signature.  A call returns the single output, or a
+    dict by name for several: numpy arrays when only numpy arrays were passed, device arrays
+    (the ones passed, or new pycuda `GPUArray`s) when any device array was passed.
+    """
+
+    def __init__(self, kernel, schedule, *, backend, target: str):
+        self.kernel = kernel
+        self.schedule = schedule
+        self.backend = backend
+        self.target = target
+        self._variants: Dict[str, Tuple[GeneratedCUDA, Any]] = {}
+        self._last: Optional[GeneratedCUDA] = None
+        self._lock = threading.Lock()
+
+    def variant(self, typing: Typing) -> Tuple[GeneratedCUDA, Any]:
+        key = typing.key()
+        with self._lock:
+            if key not in self._variants:
+                gen = generate_cuda(self.schedule, typing)
+                self._variants[key] = (gen, self.backend.load(gen))
+            self._last = self._variants[key][0]
+            return self._variants[key]
+
+    def bind(self, **kwargs: Any) -> Callable[[], Any]:
+        """Check and bind a call once; the returned function runs it again and again.
+
+        Each run copies numpy inputs to the device, replays the recorded launches (sizes, grid
+        and block already evaluated) and copies written numpy arrays back; device arrays are used
+        in place.  For timing and for calling one kernel on the same buffers repeatedly.
+        """
+        program = self.kernel.program
+        device, rest = split_arguments(program, kwargs, device_ordinal=self.backend.device_ordinal)
+        self.backend.check_device_arrays(device)
+        stand_ins = dict(rest)
+        stand_ins.update({n: d.stand_in() for n, d in device.items()})
+        typing = resolve_typing(program, passed_dtypes(program, stand_ins))
+        bound = bind_arguments(program, stand_ins, dtypes=typing.tensors)
+        gen, handle = self.variant(typing)
+        return self.backend.prepare(gen, handle, bound, device, frozenset(kwargs))
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self.bind(**kwargs)()
+
+    @property
+    def source(self) -> str:
+        """The CUDA source of the last variant used (float32 for undeclared dtypes before any call)."""
+        if self._last is None:
+            gen = generate_cuda(self.schedule, resolve_typing(self.kernel.program, {}, default=f32))
+            return gen.source
+        return self._last.source
+
+    @property
+    def generated(self) -> Optional[GeneratedCUDA]:
+        """Everything generated for the last variant used (CUDA, emulation C, launch plan)."""
+        return self._last
+
+    def __repr__(self) -> str:
+        return f"<compiled {self.kernel.name} for {self.target}, schedule {self.schedule!r}>"
+
+
+def cuda_compiled_kernel(kernel, schedule, *, target: str, flags: Optional[Sequence[str]] = None,
+                         backend: Any = None) -> CUDACompiledKernel:
+    """A compiled kernel for target "cuda" (needs pycuda, a driver and a GPU) or "cuda-emu".
+
+    Raises `TargetUnavailableError` for "cuda" when pycuda, the driver or a GPU is missing.
+    `backend` replaces the backend (tests use it to exercise the host side without a GPU).
+    """
+    if backend is None:
+        if target == "cuda-emu":
+            from .cuda_emu import EmuBackend
+            backend = EmuBackend(flags)
+        elif target == "cuda":
+            from .cuda_pycuda import PyCudaBackend
+            backend = PyCudaBackend.create(flags)
+        else:
+            raise PolycError(f"unknown CUDA target {target!r}; use 'cuda' or 'cuda-emu'")
+    return CUDACompiledKernel(kernel, schedule, backend=backend, target=target)
+
+
+# -- compile-only checks --------------------------------------------------------------------------
+
+def find_nvcc() -> Optional[str]:
+    """Path of nvcc: `$POLYC_NVCC`, else `nvcc` on PATH, else `$CUDA_HOME/bin/nvcc`, else None."""
+    env = os.environ.get("POLYC_NVCC")
+    if env:
+        return shutil.which(env)
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.path.exists(os.path.join(home, "bin", "nvcc")):
+            return os.path.join(home, "bin", "nvcc")
+    return None
+
+
+def compile_cuda_check(source: str, arch: str = "sm_90", flags: Sequence[str] = ("-O3",)) -> None:
+    """Compile CUDA `source` to a cubin for `arch` with nvcc and discard it; raise on rejection.
+
+    Raises `TargetUnavailableError` when nvcc is missing and `CompileError` (keeping the source
+    and nvcc's message) when nvcc rejects the code.
+    """
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise TargetUnavailableError("nvcc was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin); "
+                                     "install the CUDA toolkit or set POLYC_NVCC")
+    with tempfile.TemporaryDirectory(prefix="polyc-nvcc-") as tmp:
+        src = os.path.join(tmp, "kernel.cu")
+        with open(src, "w") as fh:
+            fh.write(source)
+        command = [nvcc, f"-arch={arch}", "--cubin", *flags, "-o", os.path.join(tmp, "kernel.cubin"), src]
+        text = shlex.join(command)
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                                  env=dict(os.environ, LC_ALL="C"))
+        except (OSError, subprocess.SubprocessError) as e:
+            raise CompileError(f"could not run nvcc: {e}", source=source, command=text) from e
+        if proc.returncode != 0:
+            output = (proc.stderr or "") + (proc.stdout or "")
+            raise CompileError(f"nvcc rejected the generated CUDA for {arch} (exit status {proc.returncode}):\n"
+                               f"{trim_output(output)}\n  command: {text}",
+                               source=source, compiler_output=output, command=text)
