@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import inspect
 import threading
-from functools import cached_property
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-from .errors import ArgumentError, PolycError
+from .errors import PolycError
 from .ir import DType, Program, TensorType
 from .poly import Dependences, PolyModel, check_bounds, check_initialized, infer_shapes
 from .schedule.schedule import Schedule
@@ -40,13 +39,9 @@ class Kernel:
         """The source-order schedule; every primitive on it returns a new Schedule."""
         return Schedule.source_order(self.model)
 
-    @cached_property
-    def _dependences(self) -> Dependences:
-        return Dependences(self.model)
-
     def dependences(self) -> Dependences:
         """Exact dependences (flow value-based; anti and output memory-based)."""
-        return self._dependences
+        return self.model.dependences
 
     def reference(self, **kwargs: Any) -> Any:
         """Run the kernel as written, as an oracle.

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Tuple
 
 import islpy as isl
 
 from ..ir import Access, Program, Statement
 from .islutil import affine_str, disjunction_str, isl_name, params_str
+
+if TYPE_CHECKING:
+    from .dependences import Dependences
 
 
 def tuple_str(name: str, dims) -> str:
@@ -119,6 +122,12 @@ class PolyModel:
     def tensor_space_set(self, tensor: str, rank: int) -> isl.UnionSet:
         dims = ", ".join(f"a{k}" for k in range(rank))
         return isl.UnionSet(f"{self.pstr} -> {{ {isl_name(tensor)}[{dims}] }}")
+
+    @cached_property
+    def dependences(self) -> "Dependences":
+        """Exact dependences of the program, computed once (the model is immutable)."""
+        from .dependences import Dependences
+        return Dependences(self)
 
     def statement_by_isl_name(self, name: str) -> Statement:
         return self.program.statement(name)

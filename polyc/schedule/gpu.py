@@ -16,7 +16,6 @@ Serial loops stay inside a thread, or on the host when they enclose parallel wor
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -32,17 +31,9 @@ from .schedule import Dim, Schedule
 TILE_1D = 256
 TILE_2D = (8, 32)
 
-_deps_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def dependences_of(schedule: Schedule) -> Dependences:
-    """The dependences of the schedule's kernel model, computed once per model."""
-    model = schedule.model
-    deps = _deps_cache.get(model)
-    if deps is None:
-        deps = Dependences(model)
-        _deps_cache[model] = deps
-    return deps
+    """The dependences of the schedule's kernel (computed once, cached on its model)."""
+    return schedule.model.dependences
 
 
 # -- explicit mapping ---------------------------------------------------------------------------

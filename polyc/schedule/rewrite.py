@@ -15,7 +15,6 @@ Dependences are computed once per `PolyModel` and cached (weakly, so models can 
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, replace
 from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -33,16 +32,9 @@ MAX_FULL_UNROLL = 1024
 #: Marks that promise "no dependence carried by this loop".
 PARALLEL_MARKS = ("parallel", "vector", "block", "thread")
 
-_DEPENDENCES: "weakref.WeakKeyDictionary[PolyModel, Dependences]" = weakref.WeakKeyDictionary()
-
-
 def dependences_of(model: PolyModel) -> Dependences:
-    """The exact dependences of `model`, computed once per model."""
-    deps = _DEPENDENCES.get(model)
-    if deps is None:
-        deps = Dependences(model)
-        _DEPENDENCES[model] = deps
-    return deps
+    """The exact dependences of `model` (computed once, cached on the model)."""
+    return model.dependences
 
 
 # -- recorded calls ----------------------------------------------------------------------------

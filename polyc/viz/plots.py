@@ -153,7 +153,7 @@ def plot_domain(kernel_or_model, statement: Optional[str] = None, sizes: Optiona
     arrows: Dict[str, int] = {}
     pairs: list = []
     if kinds:
-        deps = _dependences_of(kernel_or_model, model)
+        deps = model.dependences
         pairs = slice_dependences(sl, deps, kinds)
         arrows = _draw_arrows(ax, sl, pairs)
     _decorate(ax, sl)
@@ -162,14 +162,6 @@ def plot_domain(kernel_or_model, statement: Optional[str] = None, sizes: Optiona
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.polyc = {"slice": sl, "points": points, "arrows": arrows, "pairs": pairs}
     return fig
-
-
-def _dependences_of(kernel_or_model, model):
-    deps = getattr(kernel_or_model, "dependences", None)
-    if callable(deps):
-        return deps()
-    from ..poly.dependences import Dependences
-    return Dependences(model)
 
 
 def _tile_dims(schedule, times: Dict[str, Dict[Point, Tuple[int, ...]]], n_axes: int,
@@ -272,8 +264,7 @@ def plot_schedule(schedule, sizes: Optional[Mapping[str, int]] = None, dims: Opt
     kinds = _kinds(dependences)
     arrows: Dict[str, int] = {}
     if kinds:
-        from ..poly.dependences import Dependences
-        arrows = _draw_arrows(ax, sl, slice_dependences(sl, Dependences(model), kinds))
+        arrows = _draw_arrows(ax, sl, slice_dependences(sl, model.dependences, kinds))
     _decorate(ax, sl)
     steps = ".".join(schedule.history) if schedule.history else "source order"
     what = {"tile": f"{len(distinct)} tiles", "time": "execution order",
