@@ -122,6 +122,10 @@ class CUDACompiledKernel:
         """Everything generated for the last variant used (CUDA, emulation C, launch plan)."""
         return self._last
 
+    def _repr_html_(self) -> str:
+        from ..viz.html import compiled_html
+        return compiled_html(self)
+
     def __repr__(self) -> str:
         return f"<compiled {self.kernel.name} for {self.target}, schedule {self.schedule!r}>"
 
