@@ -9,11 +9,10 @@ import os
 import sys
 from pathlib import Path
 
+import ipykernel  # noqa: F401  (the test extra installs all three: a missing one is an error)
+import nbclient
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
