@@ -1,0 +1,357 @@
+"""A small, careful timing harness for a shared 2-core machine.
+
+Why it looks the way it does:
+
+- every contender runs in its *own worker process*, started once and driven over a pipe: an idle
+  OpenBLAS or OpenMP thread pool of one library cannot steal a core from another's measurement,
+  and thread counts (`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, ...) are fixed per process;
+- contenders are *interleaved round by round* (the order rotates every round), with a short pause
+  between runs, so slow drifts of a noisy machine hit every contender alike;
+- each sample is the mean of enough back-to-back calls to last `min_sample_s`; we report the
+  *median* over rounds (and keep every sample in the JSON);
+- `timer="wall"` (default) measures elapsed time; `timer="cpu"` measures the worker's CPU time
+  (all its threads), which for one thread is robust against other users of a shared machine;
+- `OPENBLAS_CORETYPE`: when it is set in the environment, numpy/OpenBLAS contenders are measured
+  both with it and with it unset (`openblas_variants`);
+- results go to `benchmarks/results/<name>-<time>.json` (gitignored);
+- `POLYC_BENCH_PRELOAD=mod1,mod2`: modules every worker imports before its setup (and that
+  `preload()` imports in the parent), e.g. to measure a prototype patch of the code generator.
+
+A contender names a *setup function* `module:function` and its keyword arguments.  In the worker
+the setup function returns either a callable (timed) or a dict `{"run": f, "prepare": g,
+"check": h}`: `prepare()` runs untimed before every timed `run()` (fresh inputs for kernels that
+update arrays in place); `check()` returns an optional dict recorded with the results.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+@dataclass
+class Contender:
+    """One thing to time: `setup` is "module:function", called with `args` in a fresh worker
+    whose environment is ours updated by `env` (a value of None removes the variable)."""
+
+    name: str
+    setup: str
+    args: Dict[str, Any] = field(default_factory=dict)
+    env: Dict[str, Optional[str]] = field(default_factory=dict)
+    group: str = ""          # the benchmark this contender belongs to (a table row)
+
+
+def thread_env(threads: int) -> Dict[str, Optional[str]]:
+    return {v: str(threads) for v in THREAD_VARS}
+
+
+def openblas_variants(name: str, env: Mapping[str, Optional[str]]) -> List[tuple]:
+    """(name, env) pairs for a numpy/OpenBLAS contender: as is, and, when OPENBLAS_CORETYPE is set
+    here, once more with it unset."""
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    if not coretype:
+        return [(name, dict(env))]
+    return [(f"{name}[CORETYPE={coretype}]", dict(env)),
+            (name, dict(env, OPENBLAS_CORETYPE=None))]
+
+
+# -- worker side ---------------------------------------------------------------------------------
+
+def _load(setup: str) -> Callable[..., Any]:
+    module, _, fn = setup.partition(":")
+    return getattr(importlib.import_module(module), fn)
+
+
+def preload() -> List[str]:
+    """Import the modules named in POLYC_BENCH_PRELOAD (comma-separated); returns their names."""
+    names = [m.strip() for m in os.environ.get("POLYC_BENCH_PRELOAD", "").split(",") if m.strip()]
+    for m in names:
+        mod = importlib.import_module(m)
+        if hasattr(mod, "apply"):
+            mod.apply()
+    return names
+
+
+def _worker() -> None:
+    """Read one JSON setup line, then answer `run <n> <min_s>` lines with JSON sample lists."""
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything the setup prints must not corrupt the protocol
+    spec = json.loads(sys.stdin.readline())
+    try:
+        preload()
+        t0 = time.perf_counter()
+        made = _load(spec["setup"])(**spec["args"])
+        if callable(made):
+            made = {"run": made}
+        run, prepare = made["run"], made.get("prepare")
+        info = made.get("check", lambda: None)() if made.get("check") else None
+        if prepare:
+            prepare()
+        t1 = time.perf_counter()
+        run()  # warm-up: compile, page in, spin up thread pools
+        first = time.perf_counter() - t1
+        reply = {"ok": True, "setup_s": t1 - t0, "first_s": first, "info": info}
+    except Exception as e:  # noqa: BLE001 - reported to the parent, which marks the contender failed
+        import traceback
+        reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+        return
+    out.write(json.dumps(reply) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts or parts[0] == "quit":
+            break
+        min_s = float(parts[2]) if len(parts) > 2 else 0.0
+        clock = time.process_time if (len(parts) > 3 and parts[3] == "cpu") else time.perf_counter
+        times = []
+        total, calls = 0.0, 0
+        while True:
+            if prepare:
+                prepare()
+            t = clock()
+            run()
+            dt = clock() - t
+            total += dt
+            calls += 1
+            if total >= min_s or calls >= int(parts[1]):
+                break
+        times.append(total / calls)
+        out.write(json.dumps({"time": times[0], "calls": calls}) + "\n")
+        out.flush()
+
+
+# -- parent side ---------------------------------------------------------------------------------
+
+class _Worker:
+    def __init__(self, c: Contender, timeout: float):
+        env = dict(os.environ)
+        for k, v in c.env.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        self.c = c
+        self.timeout = timeout
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks._harness", "--worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env, cwd=str(ROOT))
+        self.proc.stdin.write(json.dumps({"setup": c.setup, "args": c.args}) + "\n")
+        self.proc.stdin.flush()
+        self.ready: Optional[dict] = None
+
+    def wait_ready(self) -> dict:
+        if self.ready is None:
+            line = self.proc.stdout.readline()
+            if not line:
+                err = self.proc.stderr.read()
+                self.ready = {"ok": False, "error": "worker died during setup", "trace": err[-4000:]}
+            else:
+                self.ready = json.loads(line)
+        return self.ready
+
+    def sample(self, max_calls: int, min_s: float, timer: str = "wall") -> Optional[float]:
+        try:
+            self.proc.stdin.write(f"run {max_calls} {min_s} {timer}\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            return None
+        if not line:
+            return None
+        return json.loads(line)["time"]
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+
+
+@dataclass
+class Result:
+    name: str
+    group: str
+    ok: bool
+    samples: List[float] = field(default_factory=list)
+    setup_s: float = 0.0
+    first_s: float = 0.0
+    error: str = ""
+    info: Any = None
+    env: Dict[str, Optional[str]] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else float("nan")
+
+    @property
+    def best(self) -> float:
+        return min(self.samples) if self.samples else float("nan")
+
+
+def _progress(text: str, enabled: bool) -> None:
+    """A progress line rewritten in place on a terminal (nothing when stderr is not a terminal)."""
+    if enabled and sys.stderr.isatty():
+        sys.stderr.write("\r" + text[:110].ljust(110))
+        sys.stderr.flush()
+
+
+def measure(contenders: Sequence[Contender], *, rounds: int = 5, min_sample_s: float = 0.2,
+            max_calls: int = 50, pause_s: float = 0.15, timeout: float = 600.0,
+            progress: bool = True, label: str = "", timer: str = "wall") -> List[Result]:
+    """Time every contender: `rounds` interleaved rounds of one sample each (see module doc).
+
+    Workers of one call live side by side but only one runs at a time; a worker that fails its
+    setup is reported (`ok=False`, `error`) and skipped.
+    """
+    if progress and not sys.stderr.isatty():
+        sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {label}: {len(contenders)} contenders x {rounds} rounds\n")
+        sys.stderr.flush()
+    workers = [_Worker(c, timeout) for c in contenders]
+    results: List[Result] = []
+    try:
+        for w in workers:
+            r = w.wait_ready()
+            res = Result(w.c.name, w.c.group, bool(r.get("ok")), env=w.c.env)
+            if res.ok:
+                res.setup_s, res.first_s, res.info = r["setup_s"], r["first_s"], r.get("info")
+            else:
+                res.error = r.get("error", "") + "\n" + r.get("trace", "")
+            results.append(res)
+        live = [k for k, r in enumerate(results) if r.ok]
+        started = time.time()
+        for rnd in range(rounds):
+            order = live[rnd % len(live):] + live[:rnd % len(live)] if live else []
+            for idx in order:
+                w, res = workers[idx], results[idx]
+                elapsed = time.time() - started
+                _progress(f"[{label} round {rnd + 1}/{rounds}, {elapsed:5.0f}s] {res.group} {res.name}", progress)
+                time.sleep(pause_s)
+                t = w.sample(max_calls, min_sample_s, timer)
+                if t is None:
+                    res.ok = False
+                    res.error = "worker died while timing: " + (w.proc.stderr.read() or "")[-2000:]
+                    live = [k for k in live if k != idx]
+                else:
+                    res.samples.append(t)
+        if progress and sys.stderr.isatty():
+            sys.stderr.write("\r" + " " * 110 + "\r")
+    finally:
+        for w in workers:
+            w.close()
+    return results
+
+
+def ratio(a: Result, b: Result) -> float:
+    """How many times faster `a` is than `b` (median over median)."""
+    if not (a.ok and b.ok and a.samples and b.samples):
+        return float("nan")
+    return b.median / a.median
+
+
+def geomean(xs: Sequence[float]) -> float:
+    import math
+    vals = [x for x in xs if x == x and x > 0]
+    if not vals:
+        return float("nan")
+    return math.exp(sum(math.log(x) for x in vals) / len(vals))
+
+
+def machine_info() -> Dict[str, Any]:
+    info: Dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
+                            "cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        from polyc.schedule.auto_cost import machine
+        m = machine()
+        info["caches"] = {"l1": m.l1, "l2": m.l2, "l3": m.l3}
+    except Exception:  # noqa: BLE001
+        pass
+    for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "POLYC_CFLAGS", "POLYC_CC", "POLYC_BENCH_PRELOAD"):
+        if os.environ.get(k):
+            info[k] = os.environ[k]
+    return info
+
+
+def write_results(name: str, payload: Dict[str, Any]) -> Path:
+    """Write `payload` (plus machine info) to benchmarks/results/<name>-<timestamp>.json."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = RESULTS / f"{name}-{stamp}.json"
+    body = {"benchmark": name, "time": stamp, "machine": machine_info(), **payload}
+    path.write_text(json.dumps(body, indent=1, default=_jsonable))
+    return path
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, Result):
+        d = asdict(x)
+        d["median"] = x.median
+        return d
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    return str(x)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table with right-aligned numeric columns."""
+    cells = [[str(h) for h in header]] + [[_fmt(v) for v in r] for r in rows]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(header))]
+    lines = []
+    for n, r in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(r, widths))))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "-"
+        if abs(v) >= 100:
+            return f"{v:.0f}"
+        if abs(v) >= 1:
+            return f"{v:.2f}"
+        return f"{v:.3f}"
+    return str(v)
+
+
+def fmt_time(s: float) -> str:
+    if s != s:
+        return "-"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} us"
+
+
+if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        _worker()
+    else:
+        print(__doc__)

@@ -1,0 +1,252 @@
+"""`schedule="auto"`: an automatic, proven-legal schedule (Pluto/isl tradition).
+
+1. isl's scheduler (validity = proximity = coincidence = all exact dependences) finds permutable
+   bands of affine loops, skewed where needed so stencil time loops can be tiled, with coincident
+   (parallel) members marked.  It runs with `serialize_sccs` (maximal distribution of strongly
+   connected components): every band it returns is then a clean nest, and fusion is left where
+   the dependences force it (a time loop and its statements).
+2. Each band is decided (see `auto_decide`): permutable bands of two or more loops are tiled with
+   sizes from a cache model; tile loops put parallel members outermost, or run as a wavefront
+   (sum of the first two tile loops) when no member is parallel (time tiling); point loops put the
+   best unit-stride parallel loop innermost, or keep the original loop order inside skewed tiles.
+3. The tree is flattened into a `Schedule` (named dimensions, one map per statement); then
+   `check_legal` proves the whole schedule, and every mark is proven with `check_parallel`: the
+   outermost loop that carries no dependence (and is worth it) becomes "parallel", a statement's
+   innermost loop that carries none and touches memory with unit stride becomes "vector".
+Any failure (isl budget exceeded, an unexpected tree, an unproven step) falls back to a simpler
+variant and finally to source order with proven parallel marks, with a warning; never a hang.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from typing import Dict, List, Optional
+
+import islpy as isl
+
+from ..errors import IllegalScheduleError, IslBudgetError, PolycError
+from ..poly import islutil
+from ..poly.dependences import Dependences
+from .auto_cost import all_unit_or_invariant, direction, machine
+from .auto_decide import Decider, DecideOptions
+from .auto_fuse import fuse_memory_bound
+from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
+from .legality import check_legal, check_parallel
+from .schedule import Dim, Schedule
+
+#: isl operations the scheduler itself may use (the proofs run under the default budget).
+SCHEDULER_BUDGET = 8_000_000
+
+_ISL_OPTIONS = {
+    "serialize_sccs": 1,
+    "outer_coincidence": 0,
+    "maximize_band_depth": 0,
+    "treat_coalescing": 1,
+    "whole_component": 0,
+}
+
+
+class AutoScheduleWarning(UserWarning):
+    """The automatic scheduler fell back to a simpler schedule (the result is still legal)."""
+
+
+def isl_schedule(model, deps: Dependences, budget: Optional[int] = None) -> isl.Schedule:
+    """isl's schedule for `model` under an operation budget (raises IslBudgetError beyond it)."""
+    ctx = isl.DEFAULT_CONTEXT
+    domain = model.domain.intersect_params(model.context)
+    umap = deps.union_map().intersect_params(model.context)
+    previous = {k: getattr(ctx, f"get_schedule_{k}")() for k in _ISL_OPTIONS}
+    try:
+        for k, v in _ISL_OPTIONS.items():
+            getattr(ctx, f"set_schedule_{k}")(v)
+        limit = SCHEDULER_BUDGET if budget is None else budget
+        limit = min(limit, islutil.DEFAULT_BUDGET) if islutil.DEFAULT_BUDGET else limit
+        with islutil.isl_budget(f"scheduling {model.program.name} automatically", limit):
+            sc = (isl.ScheduleConstraints.on_domain(domain).set_validity(umap)
+                  .set_proximity(umap).set_coincidence(umap))
+            return sc.compute_schedule()
+    finally:
+        for k, v in previous.items():
+            getattr(ctx, f"set_schedule_{k}")(v)
+
+
+#: Unroll-and-jam factor for register blocking of contractions.
+JAM = 4
+
+
+def codegen_keeps_restrict() -> bool:
+    """Whether the C code generator keeps the no-alias (restrict) facts inside parallel loops.
+
+    OpenMP outlines a `#pragma omp parallel for` body into a function that receives the arrays
+    through a struct, so gcc loses `restrict` there; register blocking (several updates of one
+    target element per vector) then costs more than it saves.  A code generator that emits each
+    parallel loop as a helper with restrict parameters sets `PARALLEL_LOOPS_KEEP_RESTRICT = True`
+    in `polyc.codegen.c`, which turns register blocking on.
+    """
+    import importlib
+    try:
+        return bool(getattr(importlib.import_module("polyc.codegen.c"), "PARALLEL_LOOPS_KEEP_RESTRICT", False))
+    except ImportError:
+        return False
+
+
+def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optional[int] = None,
+                  tile_sizes: Optional[Dict[str, int]] = None,
+                  register_blocking: Optional[bool] = None) -> Schedule:
+    """A legal, optimised schedule for `kernel` (see the module docstring).
+
+    `budget`: isl operations the scheduler may spend (default `SCHEDULER_BUDGET`, never more than
+    `POLYC_ISL_BUDGET`); beyond it the result is the source order with proven parallel marks and
+    an `AutoScheduleWarning`.  `tile=False` skips tiling; `tile_sizes` overrides the cache model
+    per loop name; `register_blocking` (default: `codegen_keeps_restrict()`) unrolls-and-jams a
+    reduction loop of contractions into the SIMD loop.
+    """
+    model = kernel.model
+    deps = kernel.dependences() if hasattr(kernel, "dependences") else Dependences(model)
+    try:
+        tree = tree_from_isl(isl_schedule(model, deps, budget), model)
+    except (IslBudgetError, UnsupportedTree, PolycError) as e:
+        return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})")
+    cpu = target == "c"
+    if register_blocking is None:
+        register_blocking = codegen_keeps_restrict()
+    jam = JAM if (register_blocking and cpu and tile) else 0
+    variants = [DecideOptions(tile=tile and cpu, wavefront=cpu, fuse=cpu, jam=jam, stride_order=cpu,
+                              tile_sizes=tile_sizes)]
+    if jam:
+        variants.append(DecideOptions(tile=True, wavefront=True, fuse=True, tile_sizes=tile_sizes))
+    if cpu:
+        variants.append(DecideOptions(tile=tile, wavefront=True, fuse=False, tile_sizes=tile_sizes))
+    if tile and cpu:
+        variants.append(DecideOptions(tile=False, wavefront=False, fuse=False))
+    reasons = []
+    for opts in variants:
+        try:
+            start = fuse_memory_bound(tree, model, deps) if opts.fuse else tree
+            decided = Decider(model, opts, machine()).decide(start)
+            note = "auto(" + ", ".join(opts.describe()) + ")"
+            sched = flatten(model, decided, history=(note,))
+            sched = _with_unroll_options(sched)
+            check_legal(sched, deps, "the automatic schedule")
+            if cpu:
+                sched = add_marks(sched, deps)
+            return sched
+        except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
+            reasons.append(str(e).splitlines()[0])
+    return fallback_schedule(kernel, deps, "; ".join(reasons))
+
+
+def _with_unroll_options(sched: Schedule) -> Schedule:
+    """isl AST options unrolling every fully-unrolled dimension (register-blocking lanes)."""
+    lanes = [p for p, d in enumerate(sched.dims) if d.name is not None and d.unroll == -1]
+    if not lanes:
+        return sched
+    n = len(sched.dims)
+    dims = ", ".join(f"d{k}" for k in range(n))
+    text = "; ".join(f"[{dims}] -> unroll[{p}]" for p in lanes)
+    options = tuple((k, v) for k, v in sched.options if k != "ast_options")
+    return replace(sched, options=options + (("ast_options", f"{sched.model.pstr} -> {{ {text} }}"),))
+
+
+# -- marks ---------------------------------------------------------------------------------------
+
+def _direction_of(model, name: str, cols, loops: List[int], p: int):
+    st = model.program.statement(name)
+    n = len(st.iterators)
+    rows, target = [], None
+    for q in loops:
+        coeffs = aff_coefficients(cols[name].get(q, 0), n)
+        if coeffs is None:
+            continue  # tile loops (floor) are fixed when the point loops are
+        if q == p:
+            target = len(rows)
+        rows.append(coeffs[0])
+    if target is None:
+        return None
+    return direction(rows, target, n)
+
+
+def schedule_columns(schedule: Schedule):
+    """Per statement: each dimension's expression (PwAff), and the positions that are real loops."""
+    cols: Dict[str, Dict[int, isl.PwAff]] = {}
+    loops_of: Dict[str, List[int]] = {}
+    for name, text in schedule.maps:
+        pma = isl.PwMultiAff.from_map(isl.Map(text).intersect_domain(schedule.model.domains[name]))
+        cols[name] = {p: pma.get_pw_aff(p) for p in range(len(schedule.dims))}
+        loops_of[name] = [p for p, d in enumerate(schedule.dims)
+                          if d.name is not None and not is_constant(cols[name][p])]
+    return cols, loops_of
+
+
+def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
+    """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
+
+    Fully unrolled dimensions (register-blocking lanes) are not loops in the generated code: they
+    are never marked and do not count when looking for a statement's innermost loop."""
+    cols, all_loops = schedule_columns(schedule)
+    loops_of = {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
+    dims = list(schedule.dims)
+    statements = list(loops_of)
+    has_parallel = {s: False for s in statements}
+    model = schedule.model
+    for p, d in enumerate(dims):
+        if d.name is None:
+            continue
+        users = [s for s in statements if p in loops_of[s]]
+        if not users or any(has_parallel[s] for s in users):
+            continue
+        outermost = all(loops_of[s][0] == p for s in users)
+        has_inner = any(loops_of[s][-1] != p for s in users)
+        if not (outermost or has_inner):
+            continue
+        if _proves(schedule, _touching(deps, cols, p), d.name, "parallel"):
+            dims[p] = Dim(d.name, d.marks | {"parallel"}, d.unroll, d.origin)
+            for s in users:
+                has_parallel[s] = True
+    for p, d in enumerate(dims):
+        if d.name is None or "parallel" in dims[p].marks or d.unroll:
+            continue
+        users = [s for s in statements if p in loops_of[s]]
+        if not users or not all(loops_of[s][-1] == p for s in users):
+            continue
+        if not all(all_unit_or_invariant(model.program, s, _direction_of(model, s, cols, loops_of[s], p))
+                   for s in users):
+            continue
+        if _proves(schedule, _touching(deps, cols, p), d.name, "vector"):
+            dims[p] = Dim(d.name, dims[p].marks | {"vector"}, d.unroll, d.origin)
+    marked = [f"{m}({d.name})" for d in dims for m in sorted(d.marks)]
+    return schedule.with_dims(tuple(dims), ".".join(marked)) if marked else schedule
+
+
+def _touching(deps: Dependences, cols, p: int) -> list:
+    """The dependences that can be carried at position `p`: those with an end whose value there is
+    not the constant 0 (pairs where both ends sit at 0 never differ at `p`)."""
+    moving = set()
+    for name, col in cols.items():
+        pa = col.get(p)
+        if pa is None:
+            continue
+        if not is_constant(pa) or any(not aff.get_constant_val().is_zero() for _, aff in pa.get_pieces()):
+            moving.add(name)
+    return [d for d in deps if d.source in moving or d.sink in moving]
+
+
+def _proves(schedule: Schedule, deps, loop: str, mark: str) -> bool:
+    try:
+        check_parallel(schedule, deps, loop, f"marking loop {loop!r} {mark} automatically")
+        return True
+    except (IllegalScheduleError, IslBudgetError, PolycError):
+        return False
+
+
+# -- fallback ------------------------------------------------------------------------------------
+
+def fallback_schedule(kernel, deps: Dependences, reason: str) -> Schedule:
+    """Source order with proven parallel/vector marks; warns with `reason`."""
+    warnings.warn(f"schedule='auto' for {kernel.model.program.name}: using the source order with "
+                  f"proven parallel marks instead ({reason})", AutoScheduleWarning, stacklevel=3)
+    sched = Schedule.source_order(kernel.model)
+    try:
+        return add_marks(sched, deps)
+    except (PolycError, isl.Error):
+        return sched

@@ -1,0 +1,264 @@
+"""The automatic scheduler's machine and cost model: caches, access strides, tile sizes.
+
+- `machine()`: cache sizes from `/sys/devices/system/cpu/cpu0/cache/index*/` (fallbacks: 32 KiB
+  L1d, 1 MiB L2, 8 MiB L3) and the number of cores;
+- `direction`: how a statement's iterators move when one loop of its schedule advances by one
+  while every other loop stays put (a rational linear solve on the schedule's coefficients);
+- `access_kind`: whether an access is invariant, unit-stride or strided along such a direction;
+- `tile_sizes`: tile sizes that maximise iterations per byte touched for a tile whose data must
+  fit a cache budget (the footprint of an access is the box hull of its image of the tile).
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+from ..ir import Access, Program
+
+
+@dataclass(frozen=True)
+class Machine:
+    l1: int
+    l2: int
+    l3: int
+    cores: int
+
+
+def _parse_size(text: str) -> Optional[int]:
+    text = text.strip().upper()
+    try:
+        if text.endswith("K"):
+            return int(text[:-1]) * 1024
+        if text.endswith("M"):
+            return int(text[:-1]) * 1024 * 1024
+        return int(text)
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def machine() -> Machine:
+    """This CPU's data-cache sizes (bytes) and core count, read once per process."""
+    sizes = {1: 32 * 1024, 2: 1024 * 1024, 3: 8 * 1024 * 1024}
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in sorted(os.listdir(base)):
+            if not entry.startswith("index"):
+                continue
+            path = os.path.join(base, entry)
+            try:
+                with open(os.path.join(path, "type")) as f:
+                    kind = f.read().strip()
+                with open(os.path.join(path, "level")) as f:
+                    level = int(f.read().strip())
+                with open(os.path.join(path, "size")) as f:
+                    size = _parse_size(f.read())
+            except (OSError, ValueError):
+                continue
+            if kind in ("Data", "Unified") and size and level in sizes:
+                sizes[level] = size
+    except OSError:
+        pass
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return Machine(sizes[1], sizes[2], sizes[3], cores)
+
+
+# -- linear algebra over the rationals ------------------------------------------------------------
+
+def solve(rows: Sequence[Sequence[int]], rhs: Sequence[int], n: int) -> Optional[List[Fraction]]:
+    """A solution x of rows . x = rhs (free variables set to 0), or None when inconsistent."""
+    m = [[Fraction(v) for v in r] + [Fraction(b)] for r, b in zip(rows, rhs)]
+    pivots: List[int] = []
+    r = 0
+    for c in range(n):
+        pr = next((k for k in range(r, len(m)) if m[k][c] != 0), None)
+        if pr is None:
+            continue
+        m[r], m[pr] = m[pr], m[r]
+        piv = m[r][c]
+        m[r] = [v / piv for v in m[r]]
+        for k in range(len(m)):
+            if k != r and m[k][c] != 0:
+                f = m[k][c]
+                m[k] = [a - f * b for a, b in zip(m[k], m[r])]
+        pivots.append(c)
+        r += 1
+    for k in range(r, len(m)):
+        if m[k][n] != 0:
+            return None
+    x = [Fraction(0)] * n
+    for k, c in enumerate(pivots):
+        x[c] = m[k][n]
+    return x
+
+
+def direction(rows: Sequence[Sequence[int]], p: int, n: int) -> Optional[List[Fraction]]:
+    """How the iterators move when schedule row `p` advances by one and the others stay put."""
+    rhs = [1 if k == p else 0 for k in range(len(rows))]
+    if not any(rows[p]):
+        return None
+    return solve(rows, rhs, n)
+
+
+# -- accesses ------------------------------------------------------------------------------------
+
+def access_delta(acc: Access, iterators: Sequence[str], v: Sequence[Fraction]) -> List[Fraction]:
+    """Change of each subscript of `acc` along iterator direction `v`."""
+    out = []
+    for e in acc.indices:
+        out.append(sum((Fraction(e.coeff(it)) * v[k] for k, it in enumerate(iterators)), Fraction(0)))
+    return out
+
+
+def access_kind(delta: Sequence[Fraction]) -> str:
+    """'invariant', 'unit' (only the last subscript moves, by +-1) or 'strided'."""
+    if all(d == 0 for d in delta):
+        return "invariant"
+    if all(d == 0 for d in delta[:-1]) and abs(delta[-1]) == 1:
+        return "unit"
+    return "strided"
+
+
+def statement_accesses(program: Program, name: str) -> List[Tuple[Access, bool]]:
+    st = program.statement(name)
+    return [(st.target, True)] + [(a, False) for a in st.reads() if a is not st.target]
+
+
+def innermost_score(program: Program, name: str, v: Optional[Sequence[Fraction]]) -> float:
+    """How good it is to run the direction `v` innermost for statement `name` (higher is better)."""
+    if v is None:
+        return 0.0
+    st = program.statement(name)
+    score = 0.0
+    for acc, is_write in statement_accesses(program, name):
+        if not acc.indices:
+            score += 0.5
+            continue
+        kind = access_kind(access_delta(acc, st.iterators, v))
+        if kind == "unit":
+            score += 2.0 if is_write else 1.0
+        elif kind == "invariant":
+            score += 0.5 if is_write else 1.0
+        else:
+            score -= 4.0 if is_write else 2.0
+    return score
+
+
+def all_unit_or_invariant(program: Program, name: str, v: Optional[Sequence[Fraction]]) -> bool:
+    """True when every access of `name` is unit-stride or invariant along `v` (worth SIMD)."""
+    if v is None:
+        return False
+    st = program.statement(name)
+    for acc, _ in statement_accesses(program, name):
+        if acc.indices and access_kind(access_delta(acc, st.iterators, v)) == "strided":
+            return False
+    return True
+
+
+# -- tile sizes ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Footprint:
+    """For each distinct access (array, linear part): per subscript, its coefficient per loop."""
+
+    array: str
+    coeffs: Tuple[Tuple[Fraction, ...], ...]   # subscript -> loop -> change per step
+
+    def elements(self, sizes: Sequence[int]) -> int:
+        total = 1
+        for row in self.coeffs:
+            extent = 1 + sum(abs(c) * (t - 1) for c, t in zip(row, sizes))
+            total *= max(1, int(extent))
+        return total
+
+
+def footprints(program: Program, names: Sequence[str],
+               dirs: Mapping[str, Sequence[Optional[Sequence[Fraction]]]]) -> List[Footprint]:
+    """The distinct accesses of `names` in terms of the band's loops (`dirs[s][p]`: direction of
+    loop p for statement s, None where s does not move along p)."""
+    seen = {}
+    for s in names:
+        st = program.statement(s)
+        for acc, _ in statement_accesses(program, s):
+            if not acc.indices:
+                continue
+            rows = []
+            for e in acc.indices:
+                row = []
+                for v in dirs[s]:
+                    if v is None:
+                        row.append(Fraction(0))
+                    else:
+                        row.append(sum((Fraction(e.coeff(it)) * v[k] for k, it in enumerate(st.iterators)),
+                                       Fraction(0)))
+                rows.append(tuple(row))
+            fp = Footprint(acc.tensor, tuple(rows))
+            seen[(fp.array, fp.coeffs)] = fp
+    return list(seen.values())
+
+
+CANDIDATES = (1, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def rank(rows: Sequence[Sequence[Fraction]]) -> int:
+    m = [list(r) for r in rows]
+    r = 0
+    ncols = len(m[0]) if m else 0
+    for c in range(ncols):
+        pr = next((k for k in range(r, len(m)) if m[k][c] != 0), None)
+        if pr is None:
+            continue
+        m[r], m[pr] = m[pr], m[r]
+        for k in range(len(m)):
+            if k != r and m[k][c] != 0:
+                f = m[k][c] / m[r][c]
+                m[k] = [a - f * b for a, b in zip(m[k], m[r])]
+        r += 1
+    return r
+
+
+def has_reuse(fps: Sequence[Footprint], n: int) -> bool:
+    """True when tiling an n-loop band can keep data in cache that would otherwise be evicted: some
+    access touches a slice of at least two dimensions that the band's loops revisit (its rank over
+    the band's loops is below n).  Vectors reused across a loop fit in cache untiled."""
+    return any(2 <= rank(fp.coeffs) < n for fp in fps)
+
+
+def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: int = 8,
+               innermost: Optional[int] = None, time_like: Sequence[int] = (),
+               min_inner: int = 64) -> Tuple[int, ...]:
+    """Tile sizes for an n-loop band maximising iterations per byte of the tile's footprint,
+    which must fit `budget_bytes`.  The `innermost` loop (the SIMD one) gets at least `min_inner`;
+    `time_like` loops (skewed time) are kept short so tiles stay compact."""
+    best, best_key = None, None
+    choices = []
+    for p in range(n):
+        c = [v for v in CANDIDATES if v >= 4]
+        if p == innermost:
+            c = [v for v in CANDIDATES if v >= min_inner]
+        if p in time_like:
+            c = [v for v in CANDIDATES if 4 <= v <= 32]
+        choices.append(c)
+    for sizes in itertools.product(*choices):
+        elems = sum(fp.elements(sizes) for fp in fps)
+        nbytes = elems * elem_bytes
+        if nbytes > budget_bytes:
+            continue
+        work = 1
+        for t in sizes:
+            work *= t
+        ratio = work / max(1, elems)
+        inner = sizes[innermost] if innermost is not None else 0
+        key = (round(ratio, 3), inner, -work)
+        if best_key is None or key > best_key:
+            best, best_key = sizes, key
+    if best is None:
+        best = tuple(min(c) for c in choices)
+    return tuple(best)

@@ -1,0 +1,320 @@
+"""Decisions of the automatic scheduler on each isl band: loop order, tiling, wavefronts.
+
+A permutable band may run its members in any order and may be tiled (every dependence it has to
+respect moves forward or stays put along each member), which is what the decisions rely on:
+
+- tile loops: members isl marked coincident (parallel) go outermost; when none is, the first two
+  tile loops are combined into a wavefront `w = T0 + T1`, after which `T1` carries no dependence
+  (time tiling of stencils gets its parallelism this way);
+- point loops of an innermost band: the member whose step moves memory with unit stride (scored
+  over all accesses) and is coincident goes innermost; the others keep the tile order;
+- point loops of a skewed band (a member mixes iterators, as in time-skewed stencils): the
+  statements' own source order inside each tile, which is legal for any tiling of a permutable
+  band and keeps the inner loops as vectorisable as the user wrote them;
+- tile sizes: `auto_cost.tile_sizes` with half the L2 cache per core as the budget.
+
+Nothing here is trusted: `auto.py` proves the flattened result with `check_legal` and every mark
+with `check_parallel`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence as Seq, Tuple
+
+import islpy as isl
+
+from ..poly.model import PolyModel
+from .auto_cost import (Machine, access_delta, all_unit_or_invariant, direction, footprints, has_reuse,
+                        innermost_score, tile_sizes)
+from .auto_tree import (Band, Leaf, Loop, Nest, Node, Sequence, UnsupportedTree, aff_coefficients,
+                        equals_iterator, is_constant)
+from .schedule import Schedule
+
+
+@dataclass(frozen=True)
+class DecideOptions:
+    tile: bool = True
+    wavefront: bool = True
+    fuse: bool = True
+    jam: int = 0              # unroll-and-jam factor of a reduction loop into the SIMD loop (0: off)
+    stride_order: bool = True  # put the best unit-stride member innermost (CPU SIMD)
+    tile_sizes: Optional[Dict[str, int]] = None   # explicit sizes by loop name (for tuning)
+
+    def describe(self) -> List[str]:
+        out = ["tiled" if self.tile else "untiled"]
+        if self.fuse:
+            out.append("fused where it saves traffic")
+        if self.tile and self.wavefront:
+            out.append("wavefront where needed")
+        if self.jam:
+            out.append(f"register blocking x{self.jam}")
+        return out
+
+
+def _floor_div(pa: isl.PwAff, size: int) -> isl.PwAff:
+    return pa.scale_down_val(isl.Val.int_from_si(pa.get_ctx(), size)).floor()
+
+
+def _has_band(node: Node) -> bool:
+    if isinstance(node, Band):
+        return True
+    if isinstance(node, Sequence):
+        return any(_has_band(c) for c in node.children)
+    return False
+
+
+class Decider:
+    """Turns isl's bands into decided nests (see the module docstring)."""
+
+    def __init__(self, model: PolyModel, options: DecideOptions, machine: Machine):
+        self.model = model
+        self.program = model.program
+        self.options = options
+        self.machine = machine
+        self._names = 0
+        self._source = None
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _n_it(self, s: str) -> int:
+        return len(self.program.statement(s).iterators)
+
+    def _member_name(self, member: Dict[str, isl.PwAff]) -> Tuple[str, Optional[str]]:
+        names = set()
+        for s, pa in member.items():
+            if is_constant(pa):
+                continue
+            names.add(equals_iterator(pa, self.model, s))
+        if len(names) == 1 and None not in names:
+            name = names.pop()
+            return name, name
+        self._names += 1
+        return f"t{self._names - 1}", None
+
+    def _rows(self, s: str, exprs: Seq) -> Optional[List[List[int]]]:
+        rows = []
+        for pa in exprs:
+            c = aff_coefficients(pa, self._n_it(s))
+            if c is None:
+                return None
+            rows.append(c[0])
+        return rows
+
+    def _elem_bytes(self) -> int:
+        sizes = [t.dtype.bits // 8 for t in self.program.tensors if t.dtype is not None]
+        return max(sizes) if sizes else 8
+
+    def _source_loops(self, statements: Seq[str]) -> List[Loop]:
+        """The source-order schedule of `statements` as loops (for point loops of skewed tiles)."""
+        if self._source is None:
+            self._source = Schedule.source_order(self.model)
+        src = self._source
+        loops: List[Loop] = []
+        pmas = {s: isl.PwMultiAff.from_map(src.statement_map(s)) for s in statements}
+        for p, d in enumerate(src.dims):
+            exprs = {}
+            for s in statements:
+                pa = pmas[s].get_pw_aff(p)
+                if d.name is None or is_constant(pa):
+                    if d.name is None:
+                        aff = pa.get_pieces()[0][1]
+                        exprs[s] = int(aff.get_constant_val().to_python())
+                    else:
+                        exprs[s] = pa
+                else:
+                    exprs[s] = pa
+            if d.name is None:
+                loops.append(Loop(exprs, None, role="scalar"))
+            else:
+                loops.append(Loop(exprs, d.name, role="source", origin=d.origin))
+        return loops
+
+    # -- the walk ------------------------------------------------------------------------------
+    def decide(self, node: Node, outer: Optional[Dict[str, List[isl.PwAff]]] = None) -> Node:
+        if outer is None:
+            outer = {st.name: [] for st in self.program.statements}
+        if isinstance(node, Leaf):
+            return node
+        if isinstance(node, Sequence):
+            return Sequence(node.statements, [self.decide(c, outer) for c in node.children])
+        if isinstance(node, Band):
+            return self._band(node, outer)
+        raise UnsupportedTree(f"unexpected node {type(node).__name__}")
+
+    def _sink_simd_member(self, band: Band, outer: Dict[str, List[isl.PwAff]]) -> Band:
+        """When below `band` there is only a chain of bands of reductions (no coincident member, as
+        the (kh, kw) loops of a convolution), move a coincident member of `band` that touches
+        memory with unit stride to the end of the innermost one: a member along which no dependence
+        moves may run at any depth, and innermost it gives the reductions a SIMD loop."""
+        chain: List[Band] = []
+        node = band.child
+        while isinstance(node, Band) and set(node.statements) == set(band.statements):
+            chain.append(node)
+            node = node.child
+        if not (self.options.stride_order and chain and not _has_band(node) and len(band.members) >= 2
+                and not any(c for b in chain for c in b.coincident)):
+            return band
+        chain_members = [m for b in chain for m in b.members]
+        best = None
+        for k, m in enumerate(band.members):
+            if not band.coincident[k]:
+                continue
+            ok = True
+            for st_name in band.statements:
+                rest = [band.members[j][st_name] for j in range(len(band.members)) if j != k]
+                rows = self._rows(st_name, list(outer.get(st_name, [])) + rest
+                                  + [cm[st_name] for cm in chain_members] + [m[st_name]])
+                if rows is None:
+                    return band
+                v = direction(rows, len(rows) - 1, self._n_it(st_name))
+                if v is None or not all_unit_or_invariant(self.program, st_name, v):
+                    ok = False
+                    break
+            if ok:
+                best = k  # the last such member: the one isl (and the user) had innermost
+        if best is None:
+            return band
+        keep = [j for j in range(len(band.members)) if j != best]
+        last = chain[-1]
+        new: Node = Band(last.statements, last.members + [band.members[best]], last.coincident + [True],
+                         last.permutable, last.child)
+        for b in reversed(chain[:-1]):
+            new = Band(b.statements, b.members, b.coincident, b.permutable, new)
+        return Band(band.statements, [band.members[j] for j in keep], [band.coincident[j] for j in keep],
+                    band.permutable, new)
+
+    def _band(self, band: Band, outer: Dict[str, List[isl.PwAff]]) -> Node:
+        band = self._sink_simd_member(band, outer)
+        n = len(band.members)
+        names = [self._member_name(m) for m in band.members]
+        innermost_band = not _has_band(band.child)
+        # Coefficient rows of each statement's enclosing loops plus this band's members.
+        rows: Dict[str, Optional[List[List[int]]]] = {}
+        for s in band.statements:
+            rows[s] = self._rows(s, list(outer.get(s, [])) + [m[s] for m in band.members])
+        affine = all(r is not None for r in rows.values())
+        base = {s: len(outer.get(s, [])) for s in band.statements}
+
+        def dirs_for(order: Seq[int]) -> Dict[str, List]:
+            out = {}
+            for s in band.statements:
+                r = rows[s]
+                out[s] = [None if r is None else direction(r, base[s] + k, self._n_it(s)) for k in order]
+            return out
+
+        skewed = False
+        if affine:
+            for s in band.statements:
+                band_rows = rows[s][base[s]:]  # type: ignore[index]
+                nz = [tuple(k for k, c in enumerate(r) if c) for r in band_rows]
+                used = [x for x in nz if x]
+                if any(len(x) > 1 for x in used) or len(set(used)) < len(used):
+                    skewed = True
+
+        # Loop order: coincident members first (a permutable band allows any order).
+        order = list(range(n))
+        if band.permutable:
+            order = [k for k in range(n) if band.coincident[k]] + [k for k in range(n) if not band.coincident[k]]
+
+        # Tiling pays when some access revisits a slice of two or more dimensions (cost model).
+        tiling = (self.options.tile and band.permutable and n >= 2 and affine)
+        if tiling:
+            tiling = has_reuse(footprints(self.program, band.statements, dirs_for(list(range(n)))), n)
+
+        # Point order: the best unit-stride member innermost (innermost bands only).
+        point = list(order)
+        if self.options.stride_order and band.permutable and affine and innermost_band and not skewed and n >= 2:
+            point = self._point_order(band, order, dirs_for(list(range(n))), tiling)
+        if tiling:
+            fps = footprints(self.program, band.statements, dirs_for(point))
+        inner_outer = {s: list(outer.get(s, [])) + [band.members[k][s] for k in point] for s in band.statements}
+        if not tiling and skewed and band.permutable:
+            # The skew only served tiling: run these statements in their source order.
+            return Nest(band.statements, self._source_loops(band.statements), Leaf(band.statements))
+        if not tiling:
+            loops = [Loop(dict(band.members[k]), names[k][0], origin=names[k][1],
+                          coincident=band.coincident[k]) for k in point]
+            return Nest(band.statements, loops, self.decide(band.child, inner_outer))
+
+        # Tile sizes from the cache model, over the point loops in their final order.
+        time_like = [i for i, k in enumerate(point) if skewed and not band.coincident[k] and k == 0]
+        budget = self.machine.l2 // 2
+        sizes = tile_sizes(fps, n, budget, self._elem_bytes(), innermost=None if skewed else n - 1,
+                           time_like=time_like, min_inner=256 if not skewed else 4)
+        if self.options.tile_sizes:
+            sizes = tuple(self.options.tile_sizes.get(names[k][0], sz) for k, sz in zip(point, sizes))
+        size_of = {k: sz for k, sz in zip(point, sizes)}
+
+        tiles = [Loop({s: _floor_div(band.members[k][s], size_of[k]) for s in band.statements},
+                      f"{names[k][0]}_tile", role="tile", origin=names[k][1], coincident=band.coincident[k])
+                 for k in order]
+        if self.options.wavefront and not band.coincident[order[0]]:
+            wave = Loop({s: tiles[0].exprs[s].add(tiles[1].exprs[s]) for s in band.statements},
+                        "wave", role="wave")
+            tiles = [wave] + tiles[1:]
+        if skewed:
+            # Inside a tile, the statements' source order is legal and keeps their inner loops.
+            return Nest(band.statements, tiles + self._source_loops(band.statements), Leaf(band.statements))
+        points = [Loop(dict(band.members[k]), names[k][0], role="point", origin=names[k][1],
+                       coincident=band.coincident[k]) for k in point]
+        jam = self._jam_member(band, point, innermost_band, dirs_for(list(range(n))))
+        if jam is not None:
+            # Register blocking: strip-mine the reduction member by `JAM` and run the strip inside
+            # the vector loop, fully unrolled by isl: each vector of the target is loaded once and
+            # updated `JAM` times in registers.  (A tiling of the permutable band, so legal.)
+            u = self.options.jam
+            pos = point.index(jam)
+            strip = Loop({s: _floor_div(band.members[jam][s], u) for s in band.statements},
+                         f"{names[jam][0]}_strip", role="strip", origin=names[jam][1])
+            lane = Loop(dict(band.members[jam]), names[jam][0], role="register", origin=names[jam][1], unroll=-1)
+            rest = [lp for k, lp in zip(point, points) if k != jam]
+            points = rest[:pos] + [strip] + rest[pos:] + [lane]
+        return Nest(band.statements, tiles + points, self.decide(band.child, inner_outer))
+
+    def _jam_member(self, band: Band, point: List[int], innermost_band: bool, dirs) -> Optional[int]:
+        """The reduction member to unroll-and-jam into the vector loop, if any: the band is
+        innermost, its innermost member is a SIMD candidate, and some member is a reduction of
+        every statement's target (the target does not move along it) and is not innermost."""
+        if not self.options.jam or not innermost_band or len(point) < 3:
+            return None
+        inner = point[-1]
+        if not band.coincident[inner]:
+            return None
+        for k in point[:-1]:
+            if band.coincident[k]:
+                continue
+            ok = True
+            for s in band.statements:
+                v = dirs[s][k]
+                st = self.program.statement(s)
+                if v is None or not st.update:
+                    ok = False
+                    break
+                if any(access_delta(st.target, st.iterators, v)):
+                    ok = False
+                    break
+            if ok:
+                return k
+        return None
+
+    def _point_order(self, band: Band, order: List[int], dirs: Dict[str, List], tiled: bool) -> List[int]:
+        """`order` with the member that is best innermost moved last.
+
+        Preference: a member that can run as SIMD lanes; then, inside tiles (where strided accesses
+        stay in cache), a member that is not a reduction chain (a reduction innermost serialises
+        on the latency of one add per iteration: floating-point sums are not reassociated); then
+        unit strides; then the member isl had last."""
+        n = len(band.members)
+        scores = []
+        for k in range(n):
+            score, simd, chain = 0.0, band.coincident[k], False
+            for s in band.statements:
+                v = dirs[s][k]
+                if v is not None:
+                    score += innermost_score(self.program, s, v)
+                    simd = simd and all_unit_or_invariant(self.program, s, v)
+                    st = self.program.statement(s)
+                    if st.update and not any(access_delta(st.target, st.iterators, v)):
+                        chain = True
+            scores.append((simd, tiled and not chain, score, k == order[-1], k))
+        best = max(range(n), key=lambda k: scores[k])
+        return [k for k in order if k != best] + [best]

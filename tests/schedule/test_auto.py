@@ -1,0 +1,181 @@
+"""`schedule="auto"`: legal, proven marks, correct results; tiling and time tiling where they apply;
+a fallback (with a warning) when isl's budget runs out.  No timing assertions."""
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import polyc as pc
+from polyc.schedule.auto import AutoScheduleWarning, auto_schedule
+from polyc.schedule.legality import check_legal, check_parallel
+
+POLYBENCH_MODULES = ("blas", "datamining", "linear_algebra", "medley", "solvers", "stencils")
+
+
+def _polybench():
+    out = {}
+    for m in POLYBENCH_MODULES:
+        for k in importlib.import_module("kernels.polybench." + m).KERNELS:
+            out[k.name] = k
+    return out
+
+
+PB = _polybench()
+
+
+def _copy(inputs):
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+
+
+def _assert_close(got, expected, rtol, atol):
+    if isinstance(expected, dict):
+        for name, e in expected.items():
+            np.testing.assert_allclose(got[name], e, rtol=rtol, atol=atol, err_msg=name)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+
+
+def _assert_proven(kernel, sched):
+    """The schedule is legal and every parallel/vector mark carries no dependence."""
+    deps = kernel.dependences()
+    check_legal(sched, deps, "the automatic schedule")
+    for d in sched.dims:
+        if d.name is not None and d.marks & {"parallel", "vector"}:
+            check_parallel(sched, deps, d.name, f"mark on {d.name}")
+
+
+def _loops(sched):
+    return [d.name for d in sched.dims if d.name is not None]
+
+
+def _marked(sched, mark):
+    return [d.name for d in sched.dims if mark in d.marks]
+
+
+def test_matmul_is_tiled_parallel_vectorised_and_correct():
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul")
+    sched = auto_schedule(mm)
+    _assert_proven(mm, sched)
+    loops = _loops(sched)
+    assert {"i_tile", "j_tile", "k_tile"} <= set(loops), loops
+    assert _marked(sched, "parallel"), sched
+    assert _marked(sched, "vector"), sched
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((67, 45)).astype(np.float32)
+    b = rng.standard_normal((45, 300)).astype(np.float32)
+    f = pc.compile(mm, schedule="auto")
+    np.testing.assert_allclose(f(A=a, B=b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_stencil_gets_time_tiling_with_a_wavefront():
+    lk = PB["jacobi-2d"]
+    sched = auto_schedule(lk.kernel)
+    _assert_proven(lk.kernel, sched)
+    loops = _loops(sched)
+    # Tiles of the skewed (t, i, j) band, run as a wavefront whose second tile loop is parallel.
+    assert "wave" in loops and loops.index("wave") < loops.index("t"), sched
+    assert any(n.endswith("_tile") for n in _marked(sched, "parallel")), sched
+    inputs = lk.make_inputs(lk.sizes["SMALL"], "f64")
+    got = pc.compile(lk.kernel, sched)(**_copy(inputs))
+    _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
+
+
+@pytest.mark.parametrize("name", ["gemm", "atax", "bicg", "lu", "seidel-2d", "fdtd-2d", "heat-3d",
+                                  "covariance", "trmm", "nussinov"])
+def test_polybench_auto_matches_reference(name):
+    lk = PB[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AutoScheduleWarning)  # no fallback on these
+        sched = auto_schedule(lk.kernel)
+    _assert_proven(lk.kernel, sched)
+    inputs = lk.make_inputs(lk.sizes["MINI"], "f64")
+    got = pc.compile(lk.kernel, schedule="auto")(**_copy(inputs))
+    _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PB))
+def test_every_polybench_kernel_auto_matches_reference(name):
+    lk = PB[name]
+    sched = auto_schedule(lk.kernel)
+    _assert_proven(lk.kernel, sched)
+    inputs = lk.make_inputs(lk.sizes["SMALL"], "f64")
+    got = pc.compile(lk.kernel, sched)(**_copy(inputs))
+    _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
+
+
+def test_memory_bound_siblings_are_fused():
+    """atax streams A twice per row: auto keeps both statements in one row loop, as written."""
+    lk = PB["atax"]
+    sched = auto_schedule(lk.kernel)
+    maps = dict(sched.maps)
+    # S2 (tmp += A x) and S3 (y += A tmp) share their first loop dimension.
+    first = {name: maps[name].split("->")[2].split(",")[:2] for name in ("S2", "S3")}
+    assert first["S2"] == first["S3"], sched
+
+
+def test_tiny_budget_falls_back_with_a_warning_and_stays_correct():
+    lk = PB["jacobi-2d"]
+    lk.kernel.dependences()
+    with pytest.warns(AutoScheduleWarning, match="source order"):
+        sched = auto_schedule(lk.kernel, budget=50)
+    assert "wave" not in _loops(sched)
+    _assert_proven(lk.kernel, sched)
+    assert _marked(sched, "parallel"), sched  # i carries no dependence within a time step
+    inputs = lk.make_inputs(lk.sizes["MINI"], "f64")
+    got = pc.compile(lk.kernel, sched)(**_copy(inputs))
+    _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
+
+
+def test_compile_auto_through_the_public_api_for_an_einstein_pipeline():
+    k = pc.kernel("""
+        m[i] max=! X[i, j]
+        E[i, j] = exp(X[i, j] - m[i])
+        s[i] +=! E[i, j]
+        Y[i, j] = E[i, j] / s[i]
+    """, name="softmax_auto_test")
+    x = np.random.default_rng(1).standard_normal((33, 70))
+    f = pc.compile(k, schedule="auto")
+    _assert_proven(k, f.schedule)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    out = f(X=x)
+    y = out["Y"] if isinstance(out, dict) else out
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-10, atol=1e-12)
+
+
+def test_untiled_variant_is_legal():
+    lk = PB["gemm"]
+    sched = auto_schedule(lk.kernel, tile=False)
+    assert not any(n.endswith("_tile") for n in _loops(sched))
+    _assert_proven(lk.kernel, sched)
+
+
+def test_register_blocking_unrolls_and_jams_the_reduction_legally():
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul_rb")
+    sched = auto_schedule(mm, register_blocking=True)
+    _assert_proven(mm, sched)
+    lanes = [d.name for d in sched.dims if d.unroll == -1]
+    assert lanes and "unroll" in dict(sched.options)["ast_options"], sched
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((37, 45)), rng.standard_normal((45, 70))  # 45 is no multiple of 4
+    np.testing.assert_allclose(pc.compile(mm, sched)(A=a, B=b), a @ b, rtol=1e-10, atol=1e-10)
+
+
+def test_schedule_time_is_small_for_ordinary_kernels():
+    """Not a timing assertion on the machine: isl's own operation count stays far below budget."""
+    from polyc.schedule.auto import SCHEDULER_BUDGET, isl_schedule
+    lk = PB["gemm"]
+    isl_schedule(lk.kernel.model, lk.kernel.dependences(), budget=SCHEDULER_BUDGET // 100)
+
+
+def test_tune_measures_legal_variants_and_returns_the_fastest():
+    from polyc.tune import tune
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul_tune")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((40, 30)), rng.standard_normal((30, 50))
+    result = tune(mm, repeat=1, A=a, B=b)
+    assert result.label in {label for label, _ in result.trials}
+    assert result.seconds == min(t for _, t in result.trials)
+    _assert_proven(mm, result.schedule)
+    np.testing.assert_allclose(pc.compile(mm, result.schedule)(A=a, B=b), a @ b, rtol=1e-10, atol=1e-10)
