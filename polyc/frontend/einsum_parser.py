@@ -13,7 +13,7 @@ The syntax tree keeps every node's source location; `einsum.py` resolves names a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from ..errors import ParseError, SourceLocation
 from .tokens import Token, tokenize

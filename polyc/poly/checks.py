@@ -10,7 +10,7 @@ from typing import Dict, Sequence
 import islpy as isl
 
 from ..errors import OutOfBoundsError, UninitializedReadError
-from ..ir import Access, Statement
+from ..ir import Statement
 from .islutil import affine_str, isl_budget, sample_point_values, union_map_pieces as _maps
 from .model import PolyModel, tuple_str
 

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import islpy as isl
 
 from ..errors import ShapeInferenceError
-from ..ir import Access, Affine, Constraint, Program, Statement, TensorDecl, lower_bound, upper_bound_exclusive
+from ..ir import Affine, Constraint, Program, Statement, TensorDecl, lower_bound, upper_bound_exclusive
 from .islutil import conjunction_str, isl_budget, isl_name, params_str, affine_str, pw_aff_to_affine
 
 

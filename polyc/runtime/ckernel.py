@@ -6,7 +6,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
-from ..ir import DType, f32
+from ..ir import f32
 from .arguments import bind_arguments, passed_dtypes
 from .compiler import command_flags, compile_c
 from .loader import load_function

@@ -27,7 +27,7 @@ import islpy as isl
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly import islutil
 from ..poly.dependences import Dependences
-from .auto_cost import all_unit_or_invariant, direction, machine
+from .auto_cost import access_delta, all_unit_or_invariant, direction, machine
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
@@ -181,9 +181,14 @@ def schedule_columns(schedule: Schedule):
 def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
     """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
 
+    While the C code generator loses `restrict` inside parallel loops (`codegen_keeps_restrict`),
+    a loop whose body accumulates along its innermost loop stays sequential: the lost register
+    promotion costs more than a second core gains.
+
     Fully unrolled dimensions (register-blocking lanes) are not loops in the generated code: they
     are never marked and do not count when looking for a statement's innermost loop."""
     cols, all_loops = schedule_columns(schedule)
+    keeps_restrict = codegen_keeps_restrict()
     loops_of = {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
     dims = list(schedule.dims)
     statements = list(loops_of)
@@ -198,6 +203,9 @@ def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
         outermost = all(loops_of[s][0] == p for s in users)
         has_inner = any(loops_of[s][-1] != p for s in users)
         if not (outermost or has_inner):
+            continue
+        if not keeps_restrict and any(_accumulates_inside(model, s, cols, loops_of[s]) for s in users
+                                      if loops_of[s][-1] != p):
             continue
         if _proves(schedule, _touching(deps, cols, p), d.name, "parallel"):
             dims[p] = Dim(d.name, d.marks | {"parallel"}, d.unroll, d.origin)
@@ -216,6 +224,18 @@ def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
             dims[p] = Dim(d.name, dims[p].marks | {"vector"}, d.unroll, d.origin)
     marked = [f"{m}({d.name})" for d in dims for m in sorted(d.marks)]
     return schedule.with_dims(tuple(dims), ".".join(marked)) if marked else schedule
+
+
+def _accumulates_inside(model, name: str, cols, loops: List[int]) -> bool:
+    """Statement `name` accumulates into one element along its innermost loop (`y[i] += ...` over
+    j).  Inside an OpenMP-outlined parallel loop gcc no longer knows the arrays do not alias, so it
+    keeps such an accumulator in memory instead of a register: several times slower than the same
+    loop run sequentially (see `codegen_keeps_restrict`)."""
+    st = model.program.statement(name)
+    if not st.update or not loops:
+        return False
+    v = _direction_of(model, name, cols, loops, loops[-1])
+    return v is not None and not any(access_delta(st.target, st.iterators, v))
 
 
 def _touching(deps: Dependences, cols, p: int) -> list:

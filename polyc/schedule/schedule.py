@@ -21,8 +21,8 @@ into `i_outer` (tile loop) and `i_inner` (point loop); every other primitive kee
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import FrozenSet, Mapping, Optional, Tuple
 
 import islpy as isl
 

@@ -9,7 +9,6 @@ interpreter shares no code with the code generator, so a bug in one is not hidde
 """
 from __future__ import annotations
 
-import itertools
 from typing import Any, Dict, Mapping
 
 import islpy as isl
