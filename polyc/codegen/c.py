@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 import cgen as c
 
@@ -27,6 +27,14 @@ PREAMBLE = """\
 static inline int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+"""
+
+
+#: Added when a packed contraction is emitted (aligned buffers, memcpy'd vectors, OpenMP queries).
+PACKED_PREAMBLE = """#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 """
 
 
@@ -54,13 +62,76 @@ def _array_access(acc: Access, printer: CExprPrinter) -> str:
     return acc.tensor + "".join(f"[{printer.affine(e)}]" for e in acc.indices)
 
 
+def _loop_iterators(n: Node) -> set:
+    if isinstance(n, Loop):
+        return {n.iterator} | _loop_iterators(n.body)
+    if isinstance(n, Block):
+        return set().union(*(_loop_iterators(ch) for ch in n.children)) if n.children else set()
+    if isinstance(n, Guard):
+        return _loop_iterators(n.then) | (_loop_iterators(n.orelse) if n.orelse is not None else set())
+    return set()
+
+
+def _calls(n: Node) -> List[Call]:
+    if isinstance(n, Call):
+        return [n]
+    if isinstance(n, Loop):
+        return _calls(n.body)
+    if isinstance(n, Block):
+        return [c for ch in n.children for c in _calls(ch)]
+    if isinstance(n, Guard):
+        return _calls(n.then) + (_calls(n.orelse) if n.orelse is not None else [])
+    return []
+
+
+def _ids(e) -> set:
+    return {e.value} if e.op == "id" else set().union(*(_ids(a) for a in e.args)) if e.args else set()
+
+
 class _Emitter:
-    def __init__(self, program: Program, typing: Typing):
+    def __init__(self, program: Program, typing: Typing, plans=None, parallel_loops=frozenset()):
         self.program = program
         self.typing = typing
         self.statements = {s.name: s for s in program.statements}
+        self.plans = dict(plans or {})
+        self.parallel_loops = parallel_loops
+        self.helpers: List[str] = []
+        self.signature: KernelSignature = None  # type: ignore[assignment]
 
-    def node(self, n: Node, in_parallel: bool) -> List:
+    def _packed(self, n: Loop, in_parallel: bool) -> Optional[List]:
+        """A call of the packed-contraction helper for the loop nest `n` (see c_packed), with the
+        plain loops as the fallback; None when this nest is not a packed contraction."""
+        from .c_packed import batch_arguments, packable_types, packed_helper
+        calls = _calls(n.body)
+        names = {c.statement for c in calls}
+        if len(names) != 1:
+            return None
+        plan = self.plans.get(names.pop())
+        if plan is None or plan.first_loop != n.dim.name or not packable_types(plan, self.program, self.typing):
+            return None
+        st = self.statements[plan.statement]
+        inner = _loop_iterators(n)
+        args = {}
+        for it, a in zip(st.iterators, calls[0].args):
+            if it in plan.contraction.batch:
+                if _ids(a) & inner:
+                    return None
+                args[it] = strip_parens(c_text(a))
+        batch = batch_arguments(plan, args)
+        if batch is None:
+            return None
+        parallel = plan.m_block_loop in self.parallel_loops and not in_parallel
+        symbol = f"{self.signature.symbol}_{plan.statement}_packed{'_par' if parallel else ''}"
+        if not any(h.startswith(f"/* {symbol} */") for h in self.helpers):
+            params, prologue = self.parameters()
+            self.helpers.append(f"/* {symbol} */\n" + packed_helper(
+                plan, self.program, self.typing, symbol, [str(p.inline()) for p in params],
+                [str(line) for line in prologue], parallel, _array_access))
+        call_args = [p.name + ("_data" if p.kind == "array" else "") for p in self.signature.params] + batch
+        fallback = c.Block(self.node(n, in_parallel, packed=False))
+        return [c.If(f"!{symbol}({', '.join(call_args)})", fallback)]
+
+    def node(self, n: Node, in_parallel: bool, packed: bool = True) -> List:
         if isinstance(n, Block):
             out: List = []
             for ch in n.children:
@@ -72,6 +143,10 @@ class _Emitter:
             return [c.If(strip_parens(c_text(n.cond)), then, orelse)]
         if isinstance(n, Loop):
             marks = n.dim.marks if n.dim is not None else frozenset()
+            if packed and "packed" in marks:
+                call = self._packed(n, in_parallel)
+                if call is not None:
+                    return call
             pragmas = []
             # "reduction_parallel": iterations race only on reduction updates, made atomic below.
             reduction_here = "reduction_parallel" in marks and not in_parallel
@@ -104,10 +179,11 @@ class _Emitter:
             return [line]
         raise TypeError(n)
 
-    def function(self, loops: Node, signature: KernelSignature) -> str:
+    def parameters(self):
+        """The kernel function's C parameters and the prologue that re-types array pointers."""
         params = []
         prologue: List = []
-        for p in signature.params:
+        for p in self.signature.params:
             if p.kind == "array":
                 t = self.program.tensor(p.name)
                 ctype = p.dtype.c_name
@@ -121,9 +197,16 @@ class _Emitter:
                     prologue.append(c.Line(f"{ctype} (*restrict {p.name}){tail} = ({ctype} (*){tail}) {p.name}_data;"))
             else:
                 params.append(c.Value(p.dtype.c_name, p.name))
+        return params, prologue
+
+    def function(self, loops: Node, signature: KernelSignature) -> str:
+        self.signature = signature
+        params, prologue = self.parameters()
         body = prologue + self.node(loops, False)
         fn = c.FunctionBody(c.FunctionDeclaration(c.Value("void", signature.symbol), params), c.Block(body))
-        return PREAMBLE + "\n" + str(fn) + "\n"
+        helpers = "".join(h + "\n\n" for h in self.helpers)
+        extra = PACKED_PREAMBLE if self.helpers else ""
+        return PREAMBLE + extra + "\n" + helpers + str(fn) + "\n"
 
 
 def generate_c(schedule: Schedule, typing: Typing) -> GeneratedC:
@@ -131,4 +214,7 @@ def generate_c(schedule: Schedule, typing: Typing) -> GeneratedC:
     program = schedule.model.program
     signature = kernel_signature(program, typing)
     loops = build_loop_ast(schedule)
-    return GeneratedC(_Emitter(program, typing).function(loops, signature), signature)
+    from ..schedule.packing import packing_plans
+    plans = packing_plans(schedule) if schedule.option("packing") else {}
+    parallel = frozenset(d.name for d in schedule.dims if d.name is not None and "parallel" in d.marks)
+    return GeneratedC(_Emitter(program, typing, plans, parallel).function(loops, signature), signature)

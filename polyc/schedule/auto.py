@@ -92,21 +92,22 @@ def codegen_keeps_restrict() -> bool:
 
 def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optional[int] = None,
                   tile_sizes: Optional[Dict[str, int]] = None,
-                  register_blocking: Optional[bool] = None) -> Schedule:
+                  register_blocking: Optional[bool] = None, pack: bool = True) -> Schedule:
     """A legal, optimised schedule for `kernel` (see the module docstring).
 
     `budget`: isl operations the scheduler may spend (default `SCHEDULER_BUDGET`, never more than
     `POLYC_ISL_BUDGET`); beyond it the result is the source order with proven parallel marks and
     an `AutoScheduleWarning`.  `tile=False` skips tiling; `tile_sizes` overrides the cache model
     per loop name; `register_blocking` (default: `codegen_keeps_restrict()`) unrolls-and-jams a
-    reduction loop of contractions into the SIMD loop.
+    reduction loop of contractions into the SIMD loop; `pack=False` leaves matmul-like statements
+    to the tiled loops instead of packed BLAS-style code (`Schedule.pack`).
     """
     model = kernel.model
     deps = kernel.dependences() if hasattr(kernel, "dependences") else Dependences(model)
     try:
         tree = tree_from_isl(isl_schedule(model, deps, budget), model)
     except (IslBudgetError, UnsupportedTree, PolycError) as e:
-        return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})")
+        return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})", pack)
     cpu = target == "c"
     if register_blocking is None:
         register_blocking = codegen_keeps_restrict()
@@ -130,10 +131,12 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
                 sched = add_marks(sched, deps)
+                if pack:
+                    sched = _with_unroll_options(pack_contractions(sched, deps))
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
-    return fallback_schedule(kernel, deps, "; ".join(reasons))
+    return fallback_schedule(kernel, deps, "; ".join(reasons), pack)
 
 
 def _with_unroll_options(sched: Schedule) -> Schedule:
@@ -182,8 +185,9 @@ def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
     """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
 
     While the C code generator loses `restrict` inside parallel loops (`codegen_keeps_restrict`),
-    a loop whose body accumulates along its innermost loop stays sequential: the lost register
-    promotion costs more than a second core gains.
+    a loop whose body accumulates along its innermost loop (`y[i] += ...` over j) stays
+    sequential: the lost register promotion costs more than a second core gains.  (Recurrences
+    lose less and are kept parallel.)
 
     Fully unrolled dimensions (register-blocking lanes) are not loops in the generated code: they
     are never marked and do not count when looking for a statement's innermost loop."""
@@ -259,14 +263,59 @@ def _proves(schedule: Schedule, deps, loop: str, mark: str) -> bool:
         return False
 
 
+# -- packed contractions ---------------------------------------------------------------------------
+
+def pack_contractions(schedule: Schedule, deps: Dependences) -> Schedule:
+    """Run every matmul-like statement that `Schedule.pack` can prove as packed BLAS-style code, its
+    m-block loop parallel (proven) when the machine has several cores and no enclosing loop of the
+    statement is parallel already.  Statements are recognised from their access relations
+    (`packing.contraction_form`); one that cannot be packed keeps its schedule.
+
+    Packing needs the batch loops outside the contraction's loops; where the scheduler tiled them
+    into one band and every other statement only initialises (reads no array), the statement is
+    packed from the source order instead (with its proven parallel marks)."""
+    from .packing import contraction_form
+    from .rewrite import statement_varies
+    program = schedule.model.program
+    forms = {st.name: contraction_form(program, st.name) for st in program.statements}
+    if all(isinstance(f, str) for f in forms.values()):
+        return schedule
+    only_inits = all(not isinstance(forms[st.name], str) or not st.value.accesses()
+                     for st in program.statements)
+    for st in program.statements:
+        if isinstance(forms[st.name], str):
+            continue
+        try:
+            packed = schedule.pack(st.name)
+        except (PolycError, IslBudgetError, isl.Error) as e:
+            if not (only_inits and "batch loops" in str(e)):
+                continue
+            try:
+                schedule = add_marks(Schedule.source_order(schedule.model), deps)
+                packed = schedule.pack(st.name)
+            except (PolycError, IslBudgetError, isl.Error):
+                continue
+        plan = packed.option("packing")[-1]
+        outer_parallel = any("parallel" in d.marks and statement_varies(packed, st.name, k)
+                             for k, d in enumerate(packed.dims) if d.name is not None)
+        if machine().cores > 1 and not outer_parallel:
+            try:
+                packed = packed.parallel(plan.m_block_loop)
+            except (PolycError, IslBudgetError, isl.Error):
+                pass
+        schedule = packed
+    return schedule
+
+
 # -- fallback ------------------------------------------------------------------------------------
 
-def fallback_schedule(kernel, deps: Dependences, reason: str) -> Schedule:
+def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True) -> Schedule:
     """Source order with proven parallel/vector marks; warns with `reason`."""
     warnings.warn(f"schedule='auto' for {kernel.model.program.name}: using the source order with "
                   f"proven parallel marks instead ({reason})", AutoScheduleWarning, stacklevel=3)
     sched = Schedule.source_order(kernel.model)
     try:
-        return add_marks(sched, deps)
+        sched = add_marks(sched, deps)
+        return pack_contractions(sched, deps) if pack else sched
     except (PolycError, isl.Error):
         return sched

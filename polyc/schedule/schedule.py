@@ -30,7 +30,7 @@ from ..poly.islutil import isl_name
 from ..poly.model import PolyModel
 
 #: Marks a loop dimension may carry.
-MARKS = ("parallel", "vector", "unroll", "reduction_parallel", "block", "thread")
+MARKS = ("parallel", "vector", "unroll", "reduction_parallel", "block", "thread", "packed")
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,15 @@ class Schedule:
         """Run the innermost loop `loop` as SIMD lanes."""
         from . import primitives
         return primitives.vectorize(self, loop)
+
+    def pack(self, statement, *, mr: Optional[int] = None, nv: Optional[int] = None, kc: Optional[int] = None,
+             mc: Optional[int] = None, nc: Optional[int] = None) -> "Schedule":
+        """Run contraction `statement` (`T[m, n] += X[m, k] * Y[k, n]`, recognised from its accesses)
+        as BLAS does: operand panels packed into contiguous buffers, an `mr` x `nv`-vector register
+        tile, blocks of `kc`, `mc` and `nc` (defaults from this machine's caches).  Proven legal;
+        see polyc.schedule.packing."""
+        from .packing import pack
+        return pack(self, statement, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc)
 
     def map_to_blocks(self, *loops: str) -> "Schedule":
         """Map loops to CUDA blocks (see polyc.schedule.gpu)."""

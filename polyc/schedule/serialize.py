@@ -25,7 +25,7 @@ VERSION = 1
 #: Primitives a stored schedule may call (exactly the Schedule methods of that name).
 REPLAYABLE = ("tile", "split", "interchange", "reorder", "skew", "reverse", "shift", "fuse",
               "distribute", "peel", "unroll", "unroll_and_jam", "parallel", "parallel_reduction",
-              "vectorize", "map_to_blocks", "map_to_threads")
+              "vectorize", "map_to_blocks", "map_to_threads", "pack")
 
 
 def replayable(s: Schedule) -> bool:

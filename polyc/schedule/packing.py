@@ -1,0 +1,355 @@
+"""`Schedule.pack(statement)`: run a contraction the way BLAS does, proven legal like any primitive.
+
+A *contraction* is recognised from the statement's access relations, never from a kernel's name:
+an update `T[..] += P1 * P2` where
+
+- the target depends on two loops `m` and `n` (and on batch loops) but not on `k`;
+- one factor reads only arrays indexed by `m` and `k` (plus batch loops), the other only arrays
+  indexed by `k` and `n`; factors may also use loop-invariant scalars and constants, so
+  `alpha * A[i, k] * B[k, j]` (read `(alpha * A[i, k]) * B[k, j]`) qualifies;
+- neither factor reads the target's array, and the target is injective in `(m, n)`.
+
+Packing runs such a statement in the loop order of a BLAS micro-kernel design (BLIS):
+
+    for n_block (NC) / for k_block (KC) / for m_block (MC) / for n_panel (NR) / for m_panel (MR)
+        for k / for m (MR rows, in registers) / for n (NR lanes, SIMD)
+
+with the current `k_block` slice of the `n`-side factor copied ("packed") into a contiguous
+buffer once per `(n_block, k_block)`, and the `m`-side factor packed once per `m_block`, so the
+micro-kernel streams both from cache with unit stride.  Scalars folded into a factor are applied
+while packing (the product is evaluated in the same order as written).  Each target element is
+loaded before its micro-kernel runs and accumulated in source order of `k`, so the result is the
+same, bit for bit, as the source order's.
+
+Legality: the statement's loops `m, n, k` must form a *permutable* band (no dependence between
+two instances with the same batch values goes backwards along any of them), which makes every
+rectangular tiling of them legal, and the whole new schedule (the statement taken out of the
+loops it shared, into its own nest at the same place) is proven with `check_legal` as usual.
+The new loops are real schedule dimensions; the C generator emits the packed code for them
+(`polyc.codegen.c_packed`) and falls back to plain loops where it cannot (integer types,
+mixed precision, or a later primitive that changed the statement's loops).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple, Union
+
+import islpy as isl
+
+from ..errors import IllegalScheduleError, PolycError
+from ..ir import Access, Affine, Binary, Expr, IndexExpr, Program, Statement
+from ..poly.islutil import isl_budget, isl_name, pw_aff_to_affine
+from .rewrite import dependences_of, finish, statement_name, step, time_vars
+from .schedule import Dim, Schedule, _fresh
+
+#: Micro-kernel shape and blocking defaults (measured on AVX-512 and AVX2 machines: an 8-row by
+#: two-vector register tile keeps 16 accumulators plus 2 operands in registers).
+DEFAULT_MR = 8
+DEFAULT_NV = 2
+DEFAULT_KC = 256
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """A statement `T += P1 * P2` classified by loops (see the module docstring)."""
+
+    statement: str
+    m: str
+    n: str
+    k: str
+    batch: Tuple[str, ...]
+    m_factor: Expr        # the factor indexed by (m, k): packed as broadcast rows
+    n_factor: Expr        # the factor indexed by (k, n): packed as SIMD lanes
+    m_first: bool         # whether the m-side factor is the left operand of the product as written
+
+
+@dataclass(frozen=True)
+class PackPlan:
+    """What the C generator needs to emit a packed contraction (recorded in the schedule options)."""
+
+    contraction: Contraction
+    bounds: Tuple[Tuple[str, Affine, Affine], ...]   # (iterator, lowest, highest) for m, n, k
+    nonempty: str          # isl set of sizes and batch values where the statement has instances
+    mr: int
+    nv: int
+    kc: int
+    mc: int
+    nc: int
+    map_text: str          # the statement's schedule right after packing (later changes disable it)
+    first_loop: str        # the name of the outermost packed loop (n_block)
+    m_block_loop: str      # the loop over m blocks (parallel when marked so)
+
+    @property
+    def statement(self) -> str:
+        return self.contraction.statement
+
+    def bound(self, iterator: str) -> Tuple[Affine, Affine]:
+        for it, lo, hi in self.bounds:
+            if it == iterator:
+                return lo, hi
+        raise KeyError(iterator)
+
+
+# -- recognising contractions --------------------------------------------------------------------
+
+def _iterators_in(e: Expr, iterators: Tuple[str, ...]) -> set:
+    out = set()
+    for node in e.walk():
+        if isinstance(node, Access):
+            for ix in node.indices:
+                out |= {v for v in ix.variables if v in iterators}
+        elif isinstance(node, IndexExpr):
+            out |= {v for v in node.value.variables if v in iterators}
+    return out
+
+
+def _rank_in(indices, loops) -> int:
+    from fractions import Fraction
+    rows = [[Fraction(ix.coeff(v)) for v in loops] for ix in indices]
+    rank, ncols = 0, len(loops)
+    for c in range(ncols):
+        piv = next((r for r in range(rank, len(rows)) if rows[r][c] != 0), None)
+        if piv is None:
+            continue
+        rows[rank], rows[piv] = rows[piv], rows[rank]
+        for r in range(len(rows)):
+            if r != rank and rows[r][c] != 0:
+                f = rows[r][c] / rows[rank][c]
+                rows[r] = [a - f * b for a, b in zip(rows[r], rows[rank])]
+        rank += 1
+    return rank
+
+
+def contraction_form(program: Program, name: str) -> Union[Contraction, str]:
+    """The statement as a `Contraction`, or a sentence saying why it is not one."""
+    st: Statement = program.statement(name)
+    if st.update != "+":
+        return f"{name} is not an accumulation `+=`"
+    v = st.value
+    if not (isinstance(v, Binary) and v.op == "*"):
+        return f"{name} does not accumulate a product of two factors"
+    its = st.iterators
+    target = st.target.tensor
+    for side in (v.lhs, v.rhs):
+        if not side.accesses():
+            return f"{name}: a factor of the product reads no array"
+        if any(a.tensor == target for a in side.accesses()):
+            return f"{name} reads its own target {target} in the product"
+    t_its = _iterators_in(st.target, its)
+    l_its, r_its = _iterators_in(v.lhs, its), _iterators_in(v.rhs, its)
+    batch = tuple(i for i in its if i in t_its and i in l_its and i in r_its)
+    lhs_only = [i for i in its if i in t_its and i in l_its and i not in r_its]
+    rhs_only = [i for i in its if i in t_its and i in r_its and i not in l_its]
+    ks = [i for i in its if i in l_its and i in r_its and i not in t_its]
+    classified = set(batch) | set(lhs_only) | set(rhs_only) | set(ks)
+    if len(lhs_only) != 1 or len(rhs_only) != 1 or len(ks) != 1 or classified != set(its):
+        return (f"{name} is not a contraction of one row loop, one column loop and one reduction loop "
+                f"(target loops {sorted(t_its)}, factor loops {sorted(l_its)} and {sorted(r_its)})")
+    # SIMD lanes go along the loop the target is laid out along (unit stride), when there is one.
+    a, b = lhs_only[0], rhs_only[0]
+    last = st.target.indices[-1] if st.target.indices else Affine.const(0)
+    m_first = not (abs(last.coeff(a)) == 1 and last.coeff(b) == 0)
+    m, n = (a, b) if m_first else (b, a)
+    if _rank_in(st.target.indices, [m, n]) < 2:
+        return f"{name}: the target {target} is not one element per ({m}, {n})"
+    m_factor, n_factor = (v.lhs, v.rhs) if m_first else (v.rhs, v.lhs)
+    return Contraction(name, m, n, ks[0], batch, m_factor, n_factor, m_first)
+
+
+# -- the domain must be a box in (m, n, k) --------------------------------------------------------
+
+def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, Affine], ...], str]:
+    """Bounds `lo <= x <= hi` of m, n and k as affine functions of the sizes and batch loops, and
+    the condition on sizes and batch loops under which the statement has instances (isl text);
+    PolycError when the domain is not exactly that box (triangular, strided, or piecewise)."""
+    model = s.model
+    st = model.program.statement(c.statement)
+    dom = model.domains[c.statement].intersect_params(model.codegen_context)
+    n_par = dom.dim(isl.dim_type.param)
+    # Batch iterators become parameters: the box may depend on them.
+    for b in c.batch:
+        pos = dom.find_dim_by_name(isl.dim_type.set, isl_name(b))
+        dom = dom.move_dims(isl.dim_type.param, n_par, isl.dim_type.set, pos, 1)
+        n_par += 1
+    names = [dom.get_dim_name(isl.dim_type.set, k) for k in range(dom.dim(isl.dim_type.set))]
+    bounds = []
+    for it in (c.m, c.n, c.k):
+        pos = names.index(isl_name(it))
+        lo = pw_aff_to_affine(dom.dim_min(pos), model.codegen_context)
+        hi = pw_aff_to_affine(dom.dim_max(pos), model.codegen_context)
+        if lo is None or hi is None:
+            raise PolycError(f"pack({c.statement}) needs bounds of loop {it!r} that are affine in the sizes "
+                             f"(no min/max): the loops of `{st.text}` must form a rectangular box")
+        bounds.append((it, lo, hi))
+    params = [dom.get_dim_name(isl.dim_type.param, k) for k in range(n_par)]
+    rename = {b: isl_name(b) for b in c.batch}
+
+    def text(a: Affine) -> str:
+        return str(a.rename(rename)) if rename else str(a)
+
+    cond = " and ".join(f"{text(lo)} <= {isl_name(it)} <= {text(hi)}" for it, lo, hi in bounds)
+    box = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] : {cond} }}")
+    box = box.intersect_params(model.codegen_context.align_params(box.get_space()))
+    dom_cmp = dom.reset_tuple_id().align_params(box.get_space())
+    # Where the statement has instances (for these sizes and batch values) the box is its domain;
+    # the packed code tests that condition (`PackPlan.nonempty`) before it runs the box.
+    where = dom_cmp.params()
+    if not box.intersect_params(where).is_equal(dom_cmp):
+        raise PolycError(f"pack({c.statement}) needs a rectangular iteration domain in loops "
+                         f"{c.m}, {c.n}, {c.k} (bounds independent of each other, no strides); "
+                         f"`{st.text}` has {model.domains[c.statement]}")
+    return tuple(bounds), str(where)
+
+
+def _check_permutable(s: Schedule, c: Contraction) -> None:
+    """No dependence of the statement on itself (same batch values) goes backwards along m, n or k."""
+    st = s.model.program.statement(c.statement)
+    its = st.iterators
+    same_batch = " and ".join(f"d{its.index(b)} = 0" for b in c.batch) or "true"
+    backwards = " or ".join(f"d{its.index(x)} < 0" for x in (c.m, c.n, c.k))
+    dvars = ", ".join(f"d{k}" for k in range(len(its)))
+    bad = isl.Set(f"{{ [{dvars}] : {same_batch} and ({backwards}) }}")
+    for dep in dependences_of(s.model):
+        if dep.source != c.statement or dep.sink != c.statement:
+            continue
+        deltas = dep.relation.deltas().reset_tuple_id()
+        hit = deltas.intersect(bad.align_params(deltas.get_space()))
+        if not hit.is_empty():
+            raise IllegalScheduleError(
+                f"pack({c.statement}) is illegal: the {dep.kind} dependence {dep.source} -> {dep.sink} on "
+                f"{dep.array} goes backwards along {c.m}, {c.n} or {c.k} (distances {deltas}), so these "
+                f"loops cannot be blocked", dependence=dep)
+
+
+# -- the primitive --------------------------------------------------------------------------------
+
+def _first_band_dim(s: Schedule, c: Contraction) -> int:
+    """The outermost schedule dimension along which the statement moves with m, n or k."""
+    m = s.statement_map(c.statement)
+    st = s.model.program.statement(c.statement)
+    positions = [st.iterators.index(x) for x in (c.m, c.n, c.k)]
+    for q in range(len(s.dims)):
+        col = m.project_out(isl.dim_type.out, q + 1, len(s.dims) - q - 1).project_out(isl.dim_type.out, 0, q)
+        pwa = isl.PwMultiAff.from_map(col).get_pw_aff(0) if col.is_single_valued() else None
+        if pwa is None or any(pwa.involves_dims(isl.dim_type.in_, p, 1) for p in positions):
+            return q
+    raise PolycError(f"pack({c.statement}): the statement's loops {c.m}, {c.n}, {c.k} are not in this schedule")
+
+
+def _prefix_fixes_batch(s: Schedule, c: Contraction, p: int) -> bool:
+    """Whether the dimensions before `p` determine the batch loops (each packed nest is one batch)."""
+    st = s.model.program.statement(c.statement)
+    m = s.statement_map(c.statement).intersect_domain(s.model.domains[c.statement])
+    prefix = m.project_out(isl.dim_type.out, p, len(s.dims) - p).reverse()
+    drop = sorted((st.iterators.index(x) for x in (c.m, c.n, c.k)), reverse=True)
+    for pos in drop:
+        prefix = prefix.project_out(isl.dim_type.out, pos, 1)
+    return prefix.is_single_valued()
+
+
+def default_blocking(elem_bytes: int = 4) -> Tuple[int, int, int, int, int]:
+    """(mr, nv, kc, mc, nc) from this machine's caches: the packed m block (MC x KC) fills a quarter
+    of the L2 cache of a core, the packed n block (KC x NC) a quarter of the L3."""
+    from .auto_cost import machine
+    mach = machine()
+    kc = DEFAULT_KC
+    mc = max(DEFAULT_MR, min(256, mach.l2 // (4 * kc * elem_bytes)) // DEFAULT_MR * DEFAULT_MR)
+    nc = max(256, min(8192, mach.l3 // (4 * kc * elem_bytes)) // 256 * 256)
+    return DEFAULT_MR, DEFAULT_NV, kc, mc, nc
+
+
+def vector_bytes() -> int:
+    """Width of this CPU's widest SIMD registers (bytes): 64 with AVX-512, 32 with AVX, else 16."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return 16
+    if "avx512f" in flags:
+        return 64
+    if "avx" in flags or "avx2" in flags:
+        return 32
+    return 16
+
+
+def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, nv: Optional[int] = None,
+         kc: Optional[int] = None, mc: Optional[int] = None, nc: Optional[int] = None) -> Schedule:
+    """The primitive behind `Schedule.pack` (see the module docstring)."""
+    name = statement_name(s, statement)
+    st_call = step("pack", name, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc)
+    program = s.model.program
+    form = contraction_form(program, name)
+    if isinstance(form, str):
+        raise PolycError(f"pack({name}) needs a contraction `T[m, n] += X[m, k] * Y[k, n]` (up to layout, "
+                         f"batch loops and scalar factors): {form}")
+    c = form
+    tensor = program.tensor(program.statement(name).target.tensor)
+    elem = tensor.dtype.bits // 8 if tensor.dtype is not None else 4
+    d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem)
+    mr, nv, kc, mc, nc = (mr or d_mr), (nv or d_nv), (kc or d_kc), (mc or d_mc), (nc or d_nc)
+    for what, v in (("mr", mr), ("nv", nv), ("kc", kc), ("mc", mc), ("nc", nc)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise PolycError(f"pack({name}): {what} must be a positive int, not {v!r}")
+    lanes = max(1, vector_bytes() // elem)
+    nr = nv * lanes
+    if mc % mr or nc % nr:
+        raise PolycError(f"pack({name}): mc must be a multiple of mr ({mr}) and nc of nv * lanes ({nr})")
+    with isl_budget(f"checking {st_call.call_text()}"):
+        bounds, nonempty = _box_bounds(s, c)
+        _check_permutable(s, c)
+        p = _first_band_dim(s, c)
+        if not _prefix_fixes_batch(s, c, p):
+            raise PolycError(f"pack({name}): the batch loops {', '.join(c.batch)} must be outside the loops "
+                             f"{c.m}, {c.n}, {c.k} in the schedule")
+    taken = set(s.loop_names) | {t.name for t in program.tensors} | set(program.sizes) \
+        | {x.name for x in program.scalars}
+    loop_names = [_fresh(f"{c.n}_block", taken), _fresh(f"{c.k}_block", taken), _fresh(f"{c.m}_block", taken),
+                  _fresh(f"{c.n}_panel", taken), _fresh(f"{c.m}_panel", taken), _fresh(f"{c.k}_packed", taken),
+                  _fresh(f"{c.m}_row", taken), _fresh(f"{c.n}_lane", taken)]
+    its = ", ".join(isl_name(i) for i in program.statement(name).iterators)
+    M, N, K = isl_name(c.m), isl_name(c.n), isl_name(c.k)
+    packed = [f"floor({N}/{nc})", f"floor({K}/{kc})", f"floor({M}/{mc})", f"floor({N}/{nr})",
+              f"floor({M}/{mr})", K, M, N]
+    n_old = len(s.dims)
+    t = time_vars(n_old)
+    dims = list(s.dims[:p]) + [Dim(None)] + [
+        Dim(nm, frozenset({"packed"}) if k == 0 else frozenset(), 0, origin)
+        for k, (nm, origin) in enumerate(zip(loop_names, [c.n, c.k, c.m, c.n, c.m, c.k, c.m, c.n]))] \
+        + list(s.dims[p:])
+    first_error = None
+    for mine, others in ((1, 0), (0, 1)):
+        maps = []
+        for sname, text in s.maps:
+            old = isl.Map(text)
+            if sname == name:
+                prefix = old.project_out(isl.dim_type.out, p, n_old - p)
+                tail = ", ".join([str(mine)] + packed + ["0"] * (n_old - p))
+                own = isl.Map(f"{s.model.pstr} -> {{ {isl_name(name)}[{its}] -> [{tail}] }}")
+                new = prefix.flat_range_product(own)
+            else:
+                exprs = t[:p] + [str(others)] + ["0"] * 8 + t[p:]
+                new = old.apply_range(isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(exprs)}] }}"))
+            maps.append((sname, str(new.coalesce())))
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], loop_names[0], loop_names[2])
+        candidate = Schedule(s.model, tuple(maps), tuple(dims), s.history, s.options, s.steps)
+        try:
+            out = finish(candidate, st_call, dims=dims)
+        except IllegalScheduleError as e:
+            first_error = first_error or e
+            continue
+        plans = tuple(pl for pl in out.option("packing", ()) if pl.statement != name) + (plan,)
+        options = tuple((k, v) for k, v in out.options if k != "packing") + (("packing", plans),)
+        return Schedule(out.model, out.maps, out.dims, out.history, options, out.steps)
+    assert first_error is not None
+    raise first_error
+
+
+def packing_plans(s: Schedule) -> Dict[str, PackPlan]:
+    """The packed contractions of `s` that are still valid (the statement's map is unchanged)."""
+    out = {}
+    for plan in s.option("packing", ()):
+        current = dict(s.maps).get(plan.statement)
+        if current is not None and isl.Map(current).is_equal(isl.Map(plan.map_text)) \
+                and plan.first_loop in s.loop_names:
+            out[plan.statement] = plan
+    return out
