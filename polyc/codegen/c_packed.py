@@ -42,9 +42,9 @@ def packable_types(plan: PackPlan, program: Program, typing: Typing) -> bool:
     return a == t and b == t
 
 
-def _nonempty_c(plan: PackPlan) -> str:
-    """The condition (sizes and batch iterators) under which the statement has instances, as C."""
-    where = isl.Set(plan.nonempty)
+def _condition_c(params_set: str) -> str:
+    """An isl set of parameters (sizes, batch iterators, ...) as a C condition on those names."""
+    where = isl.Set(params_set)
     build = isl.AstBuild.from_context(isl.Set.universe(where.get_space()))
     return strip_parens(c_text(lexpr(build.expr_from_set(where))))
 
@@ -107,7 +107,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
              f"static int {symbol}({', '.join(params + batch)}) {{"]
     lines += ["  " + line for line in prologue]
     lines += [
-        f"  if (!({_nonempty_c(plan)})) return 1;",
+        f"  if (!({_condition_c(plan.nonempty)})) return 1;",
         f"  const int64_t {P}m0 = {_affine_c(m_lo, printer)}, {P}m1 = {_affine_c(m_hi, printer)} + 1;",
         f"  const int64_t {P}n0 = {_affine_c(n_lo, printer)}, {P}n1 = {_affine_c(n_hi, printer)} + 1;",
         f"  const int64_t {P}k0 = {_affine_c(k_lo, printer)}, {P}k1 = {_affine_c(k_hi, printer)} + 1;",
@@ -173,18 +173,19 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"        const int64_t {P}w = {P}nb - {P}jr < {nr} ? {P}nb - {P}jr : {nr};",
         f"        for (int64_t {P}ir = 0; {P}ir < {P}mb; {P}ir += {mr}) {{",
         f"          const int64_t {P}h = {P}mb - {P}ir < {mr} ? {P}mb - {P}ir : {mr};",
-        f"          if ({P}h == {mr} && {P}w == {nr}) {{  /* a whole tile: constant trip counts */",
-        *_tile_copy(P, m, n, f"{mr}", f"{nr}", nr, f"{P}tile[{P}r * {nr} + {P}q] = {target};"),
-        "          } else {",
-        f"            memset({P}tile, 0, sizeof({P}tile));",
-        *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"{P}tile[{P}r * {nr} + {P}q] = {target};"),
-        "          }",
-        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
-        f"          if ({P}h == {mr} && {P}w == {nr}) {{",
-        *_tile_copy(P, m, n, f"{mr}", f"{nr}", nr, f"{target} = {P}tile[{P}r * {nr} + {P}q];"),
-        "          } else {",
-        *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"{target} = {P}tile[{P}r * {nr} + {P}q];"),
-        "          }",
+        *(_masked_tile(P, m, n, nr, target, ukr, _condition_c(plan.mask)) if plan.mask else [
+            f"          if ({P}h == {mr} && {P}w == {nr}) {{  /* a whole tile: constant trip counts */",
+            *_tile_copy(P, m, n, f"{mr}", f"{nr}", nr, f"{P}tile[{P}r * {nr} + {P}q] = {target};"),
+            "          } else {",
+            f"            memset({P}tile, 0, sizeof({P}tile));",
+            *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"{P}tile[{P}r * {nr} + {P}q] = {target};"),
+            "          }",
+            f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
+            f"          if ({P}h == {mr} && {P}w == {nr}) {{",
+            *_tile_copy(P, m, n, f"{mr}", f"{nr}", nr, f"{target} = {P}tile[{P}r * {nr} + {P}q];"),
+            "          } else {",
+            *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"{target} = {P}tile[{P}r * {nr} + {P}q];"),
+            "          }"]),
         "        }",
         "      }",
         "    }",
@@ -208,6 +209,21 @@ def _tile_copy(P: str, m: str, n: str, rows: str, cols: str, nr: int, assignment
             f"                {assignment}",
             "              }",
             "            }"]
+
+
+def _masked_tile(P: str, m: str, n: str, nr: int, target: str, ukr: str, inside: str) -> List[str]:
+    """Micro-tile of a region (not the whole box): only elements inside it are loaded and stored;
+    a tile with none is skipped.  The other lanes compute on in-bounds reads and are dropped."""
+    return [
+        f"          memset({P}tile, 0, sizeof({P}tile));",
+        f"          int {P}any = 0;",
+        *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr,
+                    f"if ({inside}) {{ {P}tile[{P}r * {nr} + {P}q] = {target}; {P}any = 1; }}"),
+        f"          if ({P}any) {{",
+        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
+        *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"if ({inside}) {target} = {P}tile[{P}r * {nr} + {P}q];"),
+        "          }",
+    ]
 
 
 def batch_arguments(plan: PackPlan, call_args: Dict[str, str]) -> Optional[List[str]]:

@@ -78,6 +78,7 @@ class PackPlan:
     map_text: str          # the statement's schedule right after packing (later changes disable it)
     first_loop: str        # the name of the outermost packed loop (n_block)
     m_block_loop: str      # the loop over m blocks (parallel when marked so)
+    mask: Optional[str] = None  # isl set of (sizes, batch, m, n) in the domain, when not the whole box
 
     @property
     def statement(self) -> str:
@@ -158,10 +159,11 @@ def contraction_form(program: Program, name: str) -> Union[Contraction, str]:
 
 # -- the domain must be a box in (m, n, k) --------------------------------------------------------
 
-def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, Affine], ...], str]:
-    """Bounds `lo <= x <= hi` of m, n and k as affine functions of the sizes and batch loops, and
-    the condition on sizes and batch loops under which the statement has instances (isl text);
-    PolycError when the domain is not exactly that box (triangular, strided, or piecewise)."""
+def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, Affine], ...], str, Optional[str]]:
+    """Bounds `lo <= x <= hi` of m, n and k as affine functions of the sizes and batch loops, the
+    condition on sizes and batch loops under which the statement has instances (isl text), and,
+    when the domain is a region of (m, n) times a range of k rather than the whole box, that region
+    (`_region_mask`).  PolycError for other domains (strided, k depending on m or n, piecewise)."""
     model = s.model
     st = model.program.statement(c.statement)
     dom = model.domains[c.statement].intersect_params(model.codegen_context)
@@ -194,11 +196,57 @@ def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, A
     # Where the statement has instances (for these sizes and batch values) the box is its domain;
     # the packed code tests that condition (`PackPlan.nonempty`) before it runs the box.
     where = dom_cmp.params()
-    if not box.intersect_params(where).is_equal(dom_cmp):
-        raise PolycError(f"pack({c.statement}) needs a rectangular iteration domain in loops "
-                         f"{c.m}, {c.n}, {c.k} (bounds independent of each other, no strides); "
-                         f"`{st.text}` has {model.domains[c.statement]}")
-    return tuple(bounds), str(where)
+    box = box.intersect_params(where)
+    if box.is_equal(dom_cmp):
+        return tuple(bounds), str(where), None
+    lo_k, hi_k = bounds[2][1], bounds[2][2]
+    k_range = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] : "
+                      f"{text(lo_k)} <= {isl_name(c.k)} <= {text(hi_k)} }}")
+    mask = _region_mask(s, c, dom_cmp, box, k_range, names, n_par)
+    if mask is None:
+        raise PolycError(f"pack({c.statement}) needs an iteration domain that is a region of loops "
+                         f"{c.m}, {c.n} times a range of {c.k} (no strides), and reads of its factors that "
+                         f"stay in bounds over the bounding box; `{st.text}` has {model.domains[c.statement]}")
+    return tuple(bounds), str(where), mask
+
+
+def _region_mask(s: Schedule, c: Contraction, dom: isl.Set, box: isl.Set, k_range: isl.Set, names,
+                 n_par: int) -> Optional[str]:
+    """For a domain `region(m, n) x interval(k)` (a triangle, as in syrk): the region as an isl set
+    of the sizes, batch loops, m and n (all parameters), provided every factor read over the whole
+    bounding `box` stays inside its array (the packed code computes the box and keeps the region).
+    None when the domain has another shape or some read would leave its array."""
+    pos_k = names.index(isl_name(c.k))
+    region = dom.project_out(isl.dim_type.set, pos_k, 1)
+    lifted = region.insert_dims(isl.dim_type.set, pos_k, 1)
+    for q, nm in enumerate(names):
+        lifted = lifted.set_dim_name(isl.dim_type.set, q, nm)
+    rebuilt = lifted.intersect(k_range.align_params(lifted.get_space())).intersect_params(dom.params())
+    if not rebuilt.is_equal(dom):
+        return None
+    model = s.model
+    program = model.program
+    params = [box.get_dim_name(isl.dim_type.param, q) for q in range(n_par)]
+    from ..poly.islutil import affine_str
+    for factor in (c.m_factor, c.n_factor):
+        for acc in factor.accesses():
+            shape = program.tensor(acc.tensor).shape
+            if shape is None:
+                return None
+            idx = ", ".join(affine_str(e) for e in acc.indices)
+            reads = isl.Map(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] -> {isl_name(acc.tensor)}[{idx}] }}")
+            reads = reads.intersect_domain(box.align_params(reads.get_space()))
+            avars = [f"a{q}" for q in range(len(shape))]
+            inside = " and ".join(f"0 <= {a} < {affine_str(e)}" for a, e in zip(avars, shape)) or "true"
+            arr = isl.Set(f"{model.pstr} -> {{ {isl_name(acc.tensor)}[{', '.join(avars)}] : {inside} }}")
+            if not reads.range().is_subset(arr.align_params(reads.get_space())):
+                return None
+    # m and n become parameters: the packed code tests the region element by element.
+    out = region
+    for it in (c.m, c.n):
+        q = out.find_dim_by_name(isl.dim_type.set, isl_name(it))
+        out = out.move_dims(isl.dim_type.param, out.dim(isl.dim_type.param), isl.dim_type.set, q, 1)
+    return str(out)
 
 
 def _check_permutable(s: Schedule, c: Contraction) -> None:
@@ -295,7 +343,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
     if mc % mr or nc % nr:
         raise PolycError(f"pack({name}): mc must be a multiple of mr ({mr}) and nc of nv * lanes ({nr})")
     with isl_budget(f"checking {st_call.call_text()}"):
-        bounds, nonempty = _box_bounds(s, c)
+        bounds, nonempty, mask = _box_bounds(s, c)
         _check_permutable(s, c)
         p = _first_band_dim(s, c)
         if not _prefix_fixes_batch(s, c, p):
@@ -330,7 +378,8 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
                 exprs = t[:p] + [str(others)] + ["0"] * 8 + t[p:]
                 new = old.apply_range(isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(exprs)}] }}"))
             maps.append((sname, str(new.coalesce())))
-        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], loop_names[0], loop_names[2])
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], loop_names[0], loop_names[2],
+                        mask)
         candidate = Schedule(s.model, tuple(maps), tuple(dims), s.history, s.options, s.steps)
         try:
             out = finish(candidate, st_call, dims=dims)

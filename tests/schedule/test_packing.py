@@ -68,13 +68,14 @@ def test_other_statements_are_not_contractions(text, why):
     assert why in contraction_form(k.program, k.program.statements[-1].name)
 
 
-def test_pack_refuses_non_contractions_and_triangles_with_reasons():
+def test_pack_refuses_non_contractions_and_reductions_over_a_triangle():
     mv = pc.kernel("y[i] +=! A[i, j] * x[j]", name="mv_pack")
     with pytest.raises(pc.PolycError, match="needs a contraction"):
         mv.schedule().pack("S1")
+    # The range of k depends on i: no blocking of k is the same for every row.
     tri = pc.kernel("C[i, j] +=! A[i, k] * B[k, j] where k in 0:i+1", name="tri_pack",
                     A=pc.f64["N", "N"], B=pc.f64["N", "N"], C=pc.f64["N", "N"])
-    with pytest.raises(pc.PolycError, match="rectangular"):
+    with pytest.raises(pc.PolycError, match="region of loops i, j times a range of k"):
         tri.schedule().pack("S1")
 
 
@@ -138,6 +139,22 @@ def test_accumulating_gemm_with_scalars_transposes_and_batches():
     np.testing.assert_array_equal(got, want)
 
 
+def test_triangular_target_region_is_packed_and_exact():
+    """syrk: C[i, j] for j <= i only.  The packed code computes whole tiles of the bounding box but
+    loads and stores only the triangle, and skips tiles outside it."""
+    syrk = pc.kernel("C[i, j] += alpha * A[i, k] * A[j, k] where j in 0:i+1", name="syrk_tri",
+                     A=pc.f64["N", "M"], C=pc.f64["N", "N"])
+    sched = syrk.schedule().pack("S0", **TINY)
+    assert packing_plans(sched)["S0"].mask is not None
+    assert "S0_packed(" in pc.codegen(syrk, sched)
+    rng = np.random.default_rng(7)
+    for n, m in ((1, 1), (17, 9), (29, 40)):
+        a, c = _rand(rng, (n, m), np.float64), _rand(rng, (n, n), np.float64)
+        got, want = _same_as_source(syrk, sched, A=a, C=c, alpha=1.5)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.triu(got, 1), np.triu(c, 1))   # above the diagonal untouched
+
+
 def test_empty_reduction_leaves_the_initial_values():
     mm = pc.kernel(MATMUL, name="mm_empty_k")
     a, b = np.zeros((4, 0), np.float32), np.zeros((0, 6), np.float32)
@@ -192,8 +209,9 @@ def test_auto_packs_library_contractions(name):
     np.testing.assert_allclose(pc.compile(lk.kernel, sched)(**inputs), lk.expected(inputs), rtol=1e-12)
 
 
-def test_auto_packs_polybench_gemm_and_keeps_it_exact():
-    lk = kernels.by_name("gemm")
+@pytest.mark.parametrize("name", ["gemm", "syrk"])
+def test_auto_packs_polybench_contractions_and_keeps_them_exact(name):
+    lk = kernels.by_name(name)
     sched = auto_schedule(lk.kernel)
     assert packing_plans(sched), sched
     inputs = lk.make_inputs(lk.sizes["MINI"], "f64", np.random.default_rng(6))
