@@ -17,11 +17,11 @@ its buffers; the caller then runs the plain loops of the same schedule.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import islpy as isl
 
-from ..ir import Access, Affine, Program
+from ..ir import Program
 from ..schedule.packing import PackPlan, vector_bytes
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
@@ -47,10 +47,6 @@ def _condition_c(params_set: str) -> str:
     where = isl.Set(params_set)
     build = isl.AstBuild.from_context(isl.Set.universe(where.get_space()))
     return strip_parens(c_text(lexpr(build.expr_from_set(where))))
-
-
-def _affine_c(a: Affine, printer: CExprPrinter) -> str:
-    return printer.affine(a)
 
 
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
@@ -80,10 +76,123 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
     return "\n".join(lines)
 
 
+def _decode(group: Tuple[str, ...], lin: str, indent: str) -> List[str]:
+    """Declare the loops of `group` at linear position `lin` (last loop fastest, as in the source)."""
+    P = _P
+    if len(group) == 1:
+        x = group[0]
+        return [f"{indent}int64_t {x} = {P}lo_{x} + ({lin});"]
+    out = [f"{indent}int64_t {', '.join(group)};", f"{indent}{{ int64_t {P}t = {lin};"]
+    for x in reversed(group[1:]):
+        out.append(f"{indent}  {x} = {P}lo_{x} + {P}t % {P}e_{x}; {P}t /= {P}e_{x};")
+    out.append(f"{indent}  {group[0]} = {P}lo_{group[0]} + {P}t; }}")
+    return out
+
+
+def _step(group: Tuple[str, ...]) -> str:
+    """Advance the loops of `group` by one linear position (an odometer: no division)."""
+    P = _P
+    if len(group) == 1:
+        return f"{group[0]}++;"
+    text = f"{group[0]}++;"
+    for x in group[1:]:
+        text = f"if (++{x} == {P}lo_{x} + {P}e_{x}) {{ {x} = {P}lo_{x}; {text} }}"
+    return text
+
+
+def _run_loop(group: Tuple[str, ...], lin: str, count: str, pos: str, body, indent: str) -> List[str]:
+    """Lines running `body(position)` for `count` consecutive linear positions of `group` from `lin`
+    (`pos` counts them from 0), with the group's loops declared under their own names.  A group of
+    several loops runs in stretches along its last loop, each a plain affine loop the compiler can
+    vectorise."""
+    P = _P
+    if len(group) == 1:
+        x = group[0]
+        return [f"{indent}for (int64_t {pos} = 0; {pos} < {count}; {pos}++) {{ "
+                f"const int64_t {x} = {P}lo_{x} + ({lin}) + {pos}; {body(pos)} }}"]
+    last = group[-1]
+    return [*_decode(group, lin, indent),
+            f"{indent}for (int64_t {pos} = 0; {pos} < {count}; ) {{",
+            f"{indent}  int64_t {P}run = {P}lo_{last} + {P}e_{last} - {last};",
+            f"{indent}  if ({P}run > {count} - {pos}) {P}run = {count} - {pos};",
+            f"{indent}  const int64_t {P}first = {last};",
+            f"{indent}  for (int64_t {P}t = 0; {P}t < {P}run; {P}t++) {{ "
+            f"const int64_t {last} = {P}first + {P}t; {body(f'{pos} + {P}t')} }}",
+            f"{indent}  {pos} += {P}run; {last} += {P}run - 1; {_step(group)}",
+            f"{indent}}}"]
+
+
+def _tile_copy(c, rows: str, cols: str, body) -> List[str]:
+    """Loops copying between the target and the tile buffer over `rows` x `cols` elements:
+    `body(column position)` is one element's statement."""
+    P = _P
+    return [*_decode(c.m, f"{P}ic + {P}ir", "            "),
+            f"            for (int64_t {P}r = 0; {P}r < {rows}; {P}r++) {{",
+            *_run_loop(c.n, f"{P}jc + {P}jr", cols, f"{P}q", body, "              "),
+            f"              {_step(c.m)}",
+            "            }"]
+
+
+def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
+    """Micro-tile of a region (not the whole box): only elements inside it are loaded and stored;
+    a tile with none is skipped.  The other lanes compute on in-bounds reads and are dropped.
+    `target` is the target element's C text."""
+    P = _P
+
+    def load(q):
+        return f"if ({inside}) {{ {P}tile[{P}r * {nr} + {q}] = {target}; {P}any = 1; }}"
+
+    def store(q):
+        return f"if ({inside}) {target} = {P}tile[{P}r * {nr} + {q}];"
+
+    return [
+        f"          memset({P}tile, 0, sizeof({P}tile));",
+        f"          int {P}any = 0;",
+        "          {",
+        *_tile_copy(c, f"{P}h", f"{P}w", load),
+        "          }",
+        f"          if ({P}any) {{",
+        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
+        *_tile_copy(c, f"{P}h", f"{P}w", store),
+        "          }",
+    ]
+
+
+def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str) -> List[str]:
+    """Micro-tile of the whole box: whole tiles copy with constant trip counts, edge tiles only their
+    valid part (the rest of the buffer is zero)."""
+    P = _P
+
+    def load(q):
+        return f"{P}tile[{P}r * {nr} + {q}] = {target};"
+
+    def store(q):
+        return f"{target} = {P}tile[{P}r * {nr} + {q}];"
+
+    return [
+        f"          const int {P}whole = {P}h == {mr} && {P}w == {nr};",
+        f"          if ({P}whole) {{",
+        *_tile_copy(c, f"{mr}", f"{nr}", load),
+        "          } else {",
+        f"            memset({P}tile, 0, sizeof({P}tile));",
+        *_tile_copy(c, f"{P}h", f"{P}w", load),
+        "          }",
+        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
+        f"          if ({P}whole) {{",
+        *_tile_copy(c, f"{mr}", f"{nr}", store),
+        "          } else {",
+        *_tile_copy(c, f"{P}h", f"{P}w", store),
+        "          }",
+    ]
+
+
 def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str, params: List[str],
                   prologue: List[str], parallel: bool,
                   access_text) -> str:
-    """The C function `symbol(params..., batch iterators...)` running the packed contraction."""
+    """The C function `symbol(params..., batch iterators...)` running the packed contraction.
+
+    Each group of loops (m, n, k) runs as one linear index from 0; the loops' own values are
+    decoded from it where a block or panel starts and then advanced one position at a time."""
     c = plan.contraction
     st = program.statement(plan.statement)
     dtype = typing.tensors[st.target.tensor]
@@ -95,34 +204,39 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     mc = max(mr, plan.mc // mr * mr)
     nc = max(nr, plan.nc // nr * nr)
     printer = CExprPrinter(typing, {}, access_text)
-    m, n, k = c.m, c.n, c.k
-    (m_lo, m_hi), (n_lo, n_hi), (k_lo, k_hi) = plan.bound(m), plan.bound(n), plan.bound(k)
+
     m_factor = printer.expr(c.m_factor, dtype)
     n_factor = printer.expr(c.n_factor, dtype)
     target = printer.access(st.target)
     ukr = f"{symbol}_ukr"
     batch = [f"int64_t {b}" for b in c.batch]
     P = _P
+    loops = c.m + c.n + c.k
+
+    def size(group) -> str:
+        return " * ".join(f"{P}e_{x}" for x in group)
+
     lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes), "",
              f"static int {symbol}({', '.join(params + batch)}) {{"]
     lines += ["  " + line for line in prologue]
+    lines.append(f"  if (!({_condition_c(plan.nonempty)})) return 1;")
+    for x in loops:
+        lo, hi = plan.bound(x)
+        lines.append(f"  const int64_t {P}lo_{x} = {printer.affine(lo)}, {P}e_{x} = {printer.affine(hi)} - {P}lo_{x} + 1;")
     lines += [
-        f"  if (!({_condition_c(plan.nonempty)})) return 1;",
-        f"  const int64_t {P}m0 = {_affine_c(m_lo, printer)}, {P}m1 = {_affine_c(m_hi, printer)} + 1;",
-        f"  const int64_t {P}n0 = {_affine_c(n_lo, printer)}, {P}n1 = {_affine_c(n_hi, printer)} + 1;",
-        f"  const int64_t {P}k0 = {_affine_c(k_lo, printer)}, {P}k1 = {_affine_c(k_hi, printer)} + 1;",
-        f"  if ({P}m1 <= {P}m0 || {P}n1 <= {P}n0 || {P}k1 <= {P}k0) return 1;",
+        f"  if ({' || '.join(f'{P}e_{x} <= 0' for x in loops)}) return 1;",
+        f"  const int64_t {P}M = {size(c.m)}, {P}N = {size(c.n)}, {P}K = {size(c.k)};",
         f"  int {P}threads = 1;",
     ]
     if parallel:
         lines += ["#ifdef _OPENMP", f"  {P}threads = omp_get_max_threads();", "#endif"]
     lines += [
-        f"  const int64_t {P}nmax = {P}n1 - {P}n0 < {nc} ? ({P}n1 - {P}n0 + {nr - 1}) / {nr} * {nr} : {nc};",
-        f"  const int64_t {P}kmax = {P}k1 - {P}k0 < {kc} ? {P}k1 - {P}k0 : {kc};",
+        f"  const int64_t {P}nmax = {P}N < {nc} ? ({P}N + {nr - 1}) / {nr} * {nr} : {nc};",
+        f"  const int64_t {P}kmax = {P}K < {kc} ? {P}K : {kc};",
         f"  int64_t {P}mc = {mc};",
-        f"  if ({P}threads > 1 && ({P}m1 - {P}m0 + {P}mc - 1) / {P}mc < {P}threads)",
-        f"    {P}mc = (({P}m1 - {P}m0 + {P}threads - 1) / {P}threads + {mr - 1}) / {mr} * {mr};",
-        f"  const size_t {P}asize = (size_t)(({P}mc * {P}kmax * sizeof({ctype}) + 63) / 64 * 64);",
+        f"  if ({P}threads > 1 && ({P}M + {P}mc - 1) / {P}mc < {P}threads)",
+        f"    {P}mc = (({P}M + {P}threads - 1) / {P}threads + {mr - 1}) / {mr} * {mr};",
+        f"  const size_t {P}asize = (size_t)((({P}mc + {mr - 1}) / {mr} * {mr} * {P}kmax * sizeof({ctype}) + 63) / 64 * 64);",
         f"  {ctype} *{P}Bp = aligned_alloc(64, (size_t)(({P}nmax * {P}kmax * sizeof({ctype}) + 63) / 64 * 64));",
         f"  {ctype} *{P}Aall = aligned_alloc(64, {P}asize * (size_t){P}threads);",
         f"  if (!{P}Bp || !{P}Aall) {{ free({P}Bp); free({P}Aall); return 0; }}",
@@ -136,36 +250,38 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                   f"    const int {P}tid = 0;", "#endif"]
         tid = f"{P}tid"
     omp_for = ["    #pragma omp for schedule(static)"] if parallel else []
+    tile = (_masked_tile(c, nr, target, ukr, _condition_c(plan.mask)) if plan.mask
+            else _whole_or_edge_tile(c, mr, nr, target, ukr))
     lines += [
         f"    {ctype} *restrict {P}Ap = (void *)((char *){P}Aall + {P}asize * (size_t){tid});",
         f"    {ctype} {P}tile[{mr * nr}] __attribute__((aligned(64)));",
-        f"    for (int64_t {P}jc = {P}n0; {P}jc < {P}n1; {P}jc += {nc}) {{",
-        f"    const int64_t {P}nb = {P}n1 - {P}jc < {nc} ? {P}n1 - {P}jc : {nc};",
-        f"    for (int64_t {P}pc = {P}k0; {P}pc < {P}k1; {P}pc += {kc}) {{",
-        f"    const int64_t {P}kb = {P}k1 - {P}pc < {kc} ? {P}k1 - {P}pc : {kc};",
+        f"    for (int64_t {P}jc = 0; {P}jc < {P}N; {P}jc += {nc}) {{",
+        f"    const int64_t {P}nb = {P}N - {P}jc < {nc} ? {P}N - {P}jc : {nc};",
+        f"    for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {P}kmax) {{",
+        f"    const int64_t {P}kb = {P}K - {P}pc < {P}kmax ? {P}K - {P}pc : {P}kmax;",
         "    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge */",
         *omp_for,
         f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
         f"      {ctype} *restrict {P}dst = {P}Bp + {P}jp * {P}kb;",
         f"      const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};",
         f"      for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        f"        const int64_t {k} = {P}pc + {P}kk;",
-        f"        for (int64_t {P}q = 0; {P}q < {P}w; {P}q++) {{ const int64_t {n} = {P}jc + {P}jp + {P}q; "
-        f"{P}dst[{P}kk * {nr} + {P}q] = {n_factor}; }}",
+        *_decode(c.k, f"{P}pc + {P}kk", "        "),
+        *_run_loop(c.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
+                   lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", "        "),
         f"        for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;",
         "      }",
         "    }",
         *omp_for,
-        f"    for (int64_t {P}ic = {P}m0; {P}ic < {P}m1; {P}ic += {P}mc) {{",
-        f"      const int64_t {P}mb = {P}m1 - {P}ic < {P}mc ? {P}m1 - {P}ic : {P}mc;",
+        f"    for (int64_t {P}ic = 0; {P}ic < {P}M; {P}ic += {P}mc) {{",
+        f"      const int64_t {P}mb = {P}M - {P}ic < {P}mc ? {P}M - {P}ic : {P}mc;",
         "      /* pack the m-side factor: Ap[panel][k][row], zero past the edge */",
         f"      for (int64_t {P}ip = 0; {P}ip < {P}mb; {P}ip += {mr}) {{",
         f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
         f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
         f"        for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        f"          const int64_t {k} = {P}pc + {P}kk;",
-        f"          for (int64_t {P}r = 0; {P}r < {P}h; {P}r++) {{ const int64_t {m} = {P}ic + {P}ip + {P}r; "
-        f"{P}dst[{P}kk * {mr} + {P}r] = {m_factor}; }}",
+        *_decode(c.k, f"{P}pc + {P}kk", "          "),
+        *_run_loop(c.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
+                   lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "          "),
         f"          for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;",
         "        }",
         "      }",
@@ -173,19 +289,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"        const int64_t {P}w = {P}nb - {P}jr < {nr} ? {P}nb - {P}jr : {nr};",
         f"        for (int64_t {P}ir = 0; {P}ir < {P}mb; {P}ir += {mr}) {{",
         f"          const int64_t {P}h = {P}mb - {P}ir < {mr} ? {P}mb - {P}ir : {mr};",
-        *(_masked_tile(P, m, n, nr, target, ukr, _condition_c(plan.mask)) if plan.mask else [
-            f"          if ({P}h == {mr} && {P}w == {nr}) {{  /* a whole tile: constant trip counts */",
-            *_tile_copy(P, m, n, f"{mr}", f"{nr}", nr, f"{P}tile[{P}r * {nr} + {P}q] = {target};"),
-            "          } else {",
-            f"            memset({P}tile, 0, sizeof({P}tile));",
-            *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"{P}tile[{P}r * {nr} + {P}q] = {target};"),
-            "          }",
-            f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
-            f"          if ({P}h == {mr} && {P}w == {nr}) {{",
-            *_tile_copy(P, m, n, f"{mr}", f"{nr}", nr, f"{target} = {P}tile[{P}r * {nr} + {P}q];"),
-            "          } else {",
-            *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"{target} = {P}tile[{P}r * {nr} + {P}q];"),
-            "          }"]),
+        *tile,
         "        }",
         "      }",
         "    }",
@@ -198,32 +302,6 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         "}",
     ]
     return "\n".join(lines)
-
-
-def _tile_copy(P: str, m: str, n: str, rows: str, cols: str, nr: int, assignment: str) -> List[str]:
-    """Loops copying between the target and the tile buffer over `rows` x `cols` elements."""
-    return [f"            for (int64_t {P}r = 0; {P}r < {rows}; {P}r++) {{",
-            f"              const int64_t {m} = {P}ic + {P}ir + {P}r;",
-            f"              for (int64_t {P}q = 0; {P}q < {cols}; {P}q++) {{",
-            f"                const int64_t {n} = {P}jc + {P}jr + {P}q;",
-            f"                {assignment}",
-            "              }",
-            "            }"]
-
-
-def _masked_tile(P: str, m: str, n: str, nr: int, target: str, ukr: str, inside: str) -> List[str]:
-    """Micro-tile of a region (not the whole box): only elements inside it are loaded and stored;
-    a tile with none is skipped.  The other lanes compute on in-bounds reads and are dropped."""
-    return [
-        f"          memset({P}tile, 0, sizeof({P}tile));",
-        f"          int {P}any = 0;",
-        *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr,
-                    f"if ({inside}) {{ {P}tile[{P}r * {nr} + {P}q] = {target}; {P}any = 1; }}"),
-        f"          if ({P}any) {{",
-        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
-        *_tile_copy(P, m, n, f"{P}h", f"{P}w", nr, f"if ({inside}) {target} = {P}tile[{P}r * {nr} + {P}q];"),
-        "          }",
-    ]
 
 
 def batch_arguments(plan: PackPlan, call_args: Dict[str, str]) -> Optional[List[str]]:

@@ -1,13 +1,18 @@
 """`Schedule.pack(statement)`: run a contraction the way BLAS does, proven legal like any primitive.
 
 A *contraction* is recognised from the statement's access relations, never from a kernel's name:
-an update `T[..] += P1 * P2` where
+an update `T[..] += P1 * P2` whose loops split into
 
-- the target depends on two loops `m` and `n` (and on batch loops) but not on `k`;
-- one factor reads only arrays indexed by `m` and `k` (plus batch loops), the other only arrays
-  indexed by `k` and `n`; factors may also use loop-invariant scalars and constants, so
-  `alpha * A[i, k] * B[k, j]` (read `(alpha * A[i, k]) * B[k, j]`) qualifies;
-- neither factor reads the target's array, and the target is injective in `(m, n)`.
+- row loops `m` (indexing the target and one factor), column loops `n` (the target and the other
+  factor), reduction loops `k` (both factors, not the target) and batch loops (all three);
+- factors that may also use loop-invariant scalars and constants, so `alpha * A[i, k] * B[k, j]`
+  (read `(alpha * A[i, k]) * B[k, j]`) qualifies, and that do not read the target's array;
+- a target that is one element per `(m, n)`.
+
+Each group may hold several loops: a convolution `Y[n, f, h, w] += X[n, c, h + kh, w + kw] *
+K[f, c, kh, kw]` has m = (f), n = (n, h, w), k = (c, kh, kw); each group then runs as one linear
+index in source order, and packing the X side is an implicit im2col.  SIMD lanes go along the
+group the target is laid out along.
 
 Packing runs such a statement in the loop order of a BLAS micro-kernel design (BLIS):
 
@@ -18,16 +23,22 @@ with the current `k_block` slice of the `n`-side factor copied ("packed") into a
 buffer once per `(n_block, k_block)`, and the `m`-side factor packed once per `m_block`, so the
 micro-kernel streams both from cache with unit stride.  Scalars folded into a factor are applied
 while packing (the product is evaluated in the same order as written).  Each target element is
-loaded before its micro-kernel runs and accumulated in source order of `k`, so the result is the
-same, bit for bit, as the source order's.
+loaded before its micro-kernel runs and accumulated in the source order of `k`, so the result is
+the same, bit for bit, as the source order's (with the same contraction of multiply-adds).
 
-Legality: the statement's loops `m, n, k` must form a *permutable* band (no dependence between
-two instances with the same batch values goes backwards along any of them), which makes every
-rectangular tiling of them legal, and the whole new schedule (the statement taken out of the
-loops it shared, into its own nest at the same place) is proven with `check_legal` as usual.
-The new loops are real schedule dimensions; the C generator emits the packed code for them
-(`polyc.codegen.c_packed`) and falls back to plain loops where it cannot (integer types,
-mixed precision, or a later primitive that changed the statement's loops).
+The domain must be a box in the m, n and k loops, or a region of (m, n) times a box of k (syrk's
+triangle): then the packed code computes the bounding box, keeps only the region's elements, and
+is accepted only when every factor read over the box stays inside its array.
+
+Legality, exactly: the packed code keeps, for every target element, its updates in increasing
+order of the k loops and may reorder everything else.  So every dependence of the statement on
+itself (with equal batch values) must join two updates of one element in that order
+(`_check_order_kept`), and the whole new schedule (the statement taken out of the loops it shared
+into its own nest at the same place) is proven with `check_legal` as usual.  For single loops the
+new schedule dimensions are the blocked order itself; for groups, whose blocks are not affine in
+the loops, they are the order of the groups (n, k, m).  The C generator emits the packed code for
+them (`polyc.codegen.c_packed`) and falls back to plain loops where it cannot (integer types, mixed
+precision, or a later primitive that changed the statement's loops).
 """
 from __future__ import annotations
 
@@ -51,12 +62,14 @@ DEFAULT_KC = 256
 
 @dataclass(frozen=True)
 class Contraction:
-    """A statement `T += P1 * P2` classified by loops (see the module docstring)."""
+    """A statement `T += P1 * P2` classified by loops (see the module docstring).  Each group is one
+    loop for a matmul; a convolution has several (m: `f`; n: `n, h, w`; k: `c, kh, kw`), which the
+    packed code runs as one linear index each, in source order."""
 
     statement: str
-    m: str
-    n: str
-    k: str
+    m: Tuple[str, ...]
+    n: Tuple[str, ...]
+    k: Tuple[str, ...]
     batch: Tuple[str, ...]
     m_factor: Expr        # the factor indexed by (m, k): packed as broadcast rows
     n_factor: Expr        # the factor indexed by (k, n): packed as SIMD lanes
@@ -143,18 +156,19 @@ def contraction_form(program: Program, name: str) -> Union[Contraction, str]:
     rhs_only = [i for i in its if i in t_its and i in r_its and i not in l_its]
     ks = [i for i in its if i in l_its and i in r_its and i not in t_its]
     classified = set(batch) | set(lhs_only) | set(rhs_only) | set(ks)
-    if len(lhs_only) != 1 or len(rhs_only) != 1 or len(ks) != 1 or classified != set(its):
-        return (f"{name} is not a contraction of one row loop, one column loop and one reduction loop "
-                f"(target loops {sorted(t_its)}, factor loops {sorted(l_its)} and {sorted(r_its)})")
-    # SIMD lanes go along the loop the target is laid out along (unit stride), when there is one.
-    a, b = lhs_only[0], rhs_only[0]
+    if not lhs_only or not rhs_only or not ks or classified != set(its):
+        return (f"{name} is not a contraction: it needs row loops, column loops and reduction loops, each "
+                f"indexing exactly two of the target and the two factors (target loops {sorted(t_its)}, "
+                f"factor loops {sorted(l_its)} and {sorted(r_its)})")
+    # SIMD lanes go along the loops the target is laid out along (unit stride), when there are some.
     last = st.target.indices[-1] if st.target.indices else Affine.const(0)
-    m_first = not (abs(last.coeff(a)) == 1 and last.coeff(b) == 0)
-    m, n = (a, b) if m_first else (b, a)
-    if _rank_in(st.target.indices, [m, n]) < 2:
-        return f"{name}: the target {target} is not one element per ({m}, {n})"
+    lanes_left = any(abs(last.coeff(x)) == 1 for x in lhs_only) and not any(last.coeff(x) for x in rhs_only)
+    m_first = not lanes_left
+    m, n = (tuple(lhs_only), tuple(rhs_only)) if m_first else (tuple(rhs_only), tuple(lhs_only))
+    if _rank_in(st.target.indices, list(m + n)) < len(m) + len(n):
+        return f"{name}: the target {target} is not one element per ({', '.join(m + n)})"
     m_factor, n_factor = (v.lhs, v.rhs) if m_first else (v.rhs, v.lhs)
-    return Contraction(name, m, n, ks[0], batch, m_factor, n_factor, m_first)
+    return Contraction(name, m, n, tuple(ks), batch, m_factor, n_factor, m_first)
 
 
 # -- the domain must be a box in (m, n, k) --------------------------------------------------------
@@ -175,7 +189,7 @@ def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, A
         n_par += 1
     names = [dom.get_dim_name(isl.dim_type.set, k) for k in range(dom.dim(isl.dim_type.set))]
     bounds = []
-    for it in (c.m, c.n, c.k):
+    for it in c.m + c.n + c.k:
         pos = names.index(isl_name(it))
         lo = pw_aff_to_affine(dom.dim_min(pos), model.codegen_context)
         hi = pw_aff_to_affine(dom.dim_max(pos), model.codegen_context)
@@ -199,13 +213,13 @@ def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, A
     box = box.intersect_params(where)
     if box.is_equal(dom_cmp):
         return tuple(bounds), str(where), None
-    lo_k, hi_k = bounds[2][1], bounds[2][2]
-    k_range = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] : "
-                      f"{text(lo_k)} <= {isl_name(c.k)} <= {text(hi_k)} }}")
+    k_cond = " and ".join(f"{text(lo)} <= {isl_name(it)} <= {text(hi)}" for it, lo, hi in bounds if it in c.k)
+    k_range = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] : {k_cond} }}")
     mask = _region_mask(s, c, dom_cmp, box, k_range, names, n_par)
     if mask is None:
         raise PolycError(f"pack({c.statement}) needs an iteration domain that is a region of loops "
-                         f"{c.m}, {c.n} times a range of {c.k} (no strides), and reads of its factors that "
+                         f"{', '.join(c.m + c.n)} times a range of {', '.join(c.k)} (no strides), and reads of "
+                         f"its factors that "
                          f"stay in bounds over the bounding box; `{st.text}` has {model.domains[c.statement]}")
     return tuple(bounds), str(where), mask
 
@@ -216,9 +230,13 @@ def _region_mask(s: Schedule, c: Contraction, dom: isl.Set, box: isl.Set, k_rang
     of the sizes, batch loops, m and n (all parameters), provided every factor read over the whole
     bounding `box` stays inside its array (the packed code computes the box and keeps the region).
     None when the domain has another shape or some read would leave its array."""
-    pos_k = names.index(isl_name(c.k))
-    region = dom.project_out(isl.dim_type.set, pos_k, 1)
-    lifted = region.insert_dims(isl.dim_type.set, pos_k, 1)
+    k_positions = sorted(names.index(isl_name(x)) for x in c.k)
+    region = dom
+    for pos_k in reversed(k_positions):
+        region = region.project_out(isl.dim_type.set, pos_k, 1)
+    lifted = region
+    for pos_k in k_positions:
+        lifted = lifted.insert_dims(isl.dim_type.set, pos_k, 1)
     for q, nm in enumerate(names):
         lifted = lifted.set_dim_name(isl.dim_type.set, q, nm)
     rebuilt = lifted.intersect(k_range.align_params(lifted.get_space())).intersect_params(dom.params())
@@ -243,20 +261,25 @@ def _region_mask(s: Schedule, c: Contraction, dom: isl.Set, box: isl.Set, k_rang
                 return None
     # m and n become parameters: the packed code tests the region element by element.
     out = region
-    for it in (c.m, c.n):
+    for it in c.m + c.n:
         q = out.find_dim_by_name(isl.dim_type.set, isl_name(it))
         out = out.move_dims(isl.dim_type.param, out.dim(isl.dim_type.param), isl.dim_type.set, q, 1)
     return str(out)
 
 
-def _check_permutable(s: Schedule, c: Contraction) -> None:
-    """No dependence of the statement on itself (same batch values) goes backwards along m, n or k."""
+def _check_order_kept(s: Schedule, c: Contraction) -> None:
+    """Every dependence of the statement on itself (with equal batch values) joins two updates of one
+    target element (same m and n) in increasing source order of the k loops: the packed code keeps
+    exactly that order per element and may reorder everything else."""
     st = s.model.program.statement(c.statement)
     its = st.iterators
-    same_batch = " and ".join(f"d{its.index(b)} = 0" for b in c.batch) or "true"
-    backwards = " or ".join(f"d{its.index(x)} < 0" for x in (c.m, c.n, c.k))
-    dvars = ", ".join(f"d{k}" for k in range(len(its)))
-    bad = isl.Set(f"{{ [{dvars}] : {same_batch} and ({backwards}) }}")
+    d = {x: f"d{its.index(x)}" for x in its}
+    same_batch = " and ".join(f"{d[b]} = 0" for b in c.batch) or "true"
+    same_element = " and ".join(f"{d[x]} = 0" for x in c.m + c.n)
+    k_forward = " or ".join("(" + " and ".join([f"{d[x]} = 0" for x in c.k[:q]] + [f"{d[c.k[q]]} > 0"]) + ")"
+                            for q in range(len(c.k)))
+    dvars = ", ".join(d[x] for x in its)
+    bad = isl.Set(f"{{ [{dvars}] : {same_batch} and not ({same_element} and ({k_forward})) }}")
     for dep in dependences_of(s.model):
         if dep.source != c.statement or dep.sink != c.statement:
             continue
@@ -265,8 +288,8 @@ def _check_permutable(s: Schedule, c: Contraction) -> None:
         if not hit.is_empty():
             raise IllegalScheduleError(
                 f"pack({c.statement}) is illegal: the {dep.kind} dependence {dep.source} -> {dep.sink} on "
-                f"{dep.array} goes backwards along {c.m}, {c.n} or {c.k} (distances {deltas}), so these "
-                f"loops cannot be blocked", dependence=dep)
+                f"{dep.array} (distances {deltas}) does not only join updates of one element in increasing "
+                f"order of {', '.join(c.k)}, which is all the packed order keeps", dependence=dep)
 
 
 # -- the primitive --------------------------------------------------------------------------------
@@ -275,13 +298,14 @@ def _first_band_dim(s: Schedule, c: Contraction) -> int:
     """The outermost schedule dimension along which the statement moves with m, n or k."""
     m = s.statement_map(c.statement)
     st = s.model.program.statement(c.statement)
-    positions = [st.iterators.index(x) for x in (c.m, c.n, c.k)]
+    positions = [st.iterators.index(x) for x in c.m + c.n + c.k]
     for q in range(len(s.dims)):
         col = m.project_out(isl.dim_type.out, q + 1, len(s.dims) - q - 1).project_out(isl.dim_type.out, 0, q)
         pwa = isl.PwMultiAff.from_map(col).get_pw_aff(0) if col.is_single_valued() else None
         if pwa is None or any(pwa.involves_dims(isl.dim_type.in_, p, 1) for p in positions):
             return q
-    raise PolycError(f"pack({c.statement}): the statement's loops {c.m}, {c.n}, {c.k} are not in this schedule")
+    raise PolycError(f"pack({c.statement}): the statement's loops {', '.join(c.m + c.n + c.k)} are not in "
+                     f"this schedule")
 
 
 def _prefix_fixes_batch(s: Schedule, c: Contraction, p: int) -> bool:
@@ -289,7 +313,7 @@ def _prefix_fixes_batch(s: Schedule, c: Contraction, p: int) -> bool:
     st = s.model.program.statement(c.statement)
     m = s.statement_map(c.statement).intersect_domain(s.model.domains[c.statement])
     prefix = m.project_out(isl.dim_type.out, p, len(s.dims) - p).reverse()
-    drop = sorted((st.iterators.index(x) for x in (c.m, c.n, c.k)), reverse=True)
+    drop = sorted((st.iterators.index(x) for x in c.m + c.n + c.k), reverse=True)
     for pos in drop:
         prefix = prefix.project_out(isl.dim_type.out, pos, 1)
     return prefix.is_single_valued()
@@ -344,26 +368,38 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         raise PolycError(f"pack({name}): mc must be a multiple of mr ({mr}) and nc of nv * lanes ({nr})")
     with isl_budget(f"checking {st_call.call_text()}"):
         bounds, nonempty, mask = _box_bounds(s, c)
-        _check_permutable(s, c)
+        _check_order_kept(s, c)
         p = _first_band_dim(s, c)
         if not _prefix_fixes_batch(s, c, p):
             raise PolycError(f"pack({name}): the batch loops {', '.join(c.batch)} must be outside the loops "
-                             f"{c.m}, {c.n}, {c.k} in the schedule")
+                             f"{', '.join(c.m + c.n + c.k)} in the schedule")
     taken = set(s.loop_names) | {t.name for t in program.tensors} | set(program.sizes) \
         | {x.name for x in program.scalars}
-    loop_names = [_fresh(f"{c.n}_block", taken), _fresh(f"{c.k}_block", taken), _fresh(f"{c.m}_block", taken),
-                  _fresh(f"{c.n}_panel", taken), _fresh(f"{c.m}_panel", taken), _fresh(f"{c.k}_packed", taken),
-                  _fresh(f"{c.m}_row", taken), _fresh(f"{c.n}_lane", taken)]
     its = ", ".join(isl_name(i) for i in program.statement(name).iterators)
-    M, N, K = isl_name(c.m), isl_name(c.n), isl_name(c.k)
-    packed = [f"floor({N}/{nc})", f"floor({K}/{kc})", f"floor({M}/{mc})", f"floor({N}/{nr})",
-              f"floor({M}/{mr})", K, M, N]
+    if len(c.m) == len(c.n) == len(c.k) == 1:
+        # The blocked order itself: n blocks, k blocks, m blocks, n panels, m panels, k, m, n.
+        m1, n1, k1 = c.m[0], c.n[0], c.k[0]
+        loop_names = [_fresh(f"{n1}_block", taken), _fresh(f"{k1}_block", taken), _fresh(f"{m1}_block", taken),
+                      _fresh(f"{n1}_panel", taken), _fresh(f"{m1}_panel", taken), _fresh(f"{k1}_packed", taken),
+                      _fresh(f"{m1}_row", taken), _fresh(f"{n1}_lane", taken)]
+        M, N, K = isl_name(m1), isl_name(n1), isl_name(k1)
+        packed = [f"floor({N}/{nc})", f"floor({K}/{kc})", f"floor({M}/{mc})", f"floor({N}/{nr})",
+                  f"floor({M}/{mr})", K, M, N]
+        origins = [n1, k1, m1, n1, m1, k1, m1, n1]
+        m_block = loop_names[2]
+    else:
+        # Groups of loops run as linear indices blocked in the same way; their blocks are not affine
+        # in the loops, so the schedule records the order of the groups (n, k, m) and the proof
+        # rests on `_check_order_kept`: only the order of updates per element is observable.
+        origins = list(c.n + c.k + c.m)
+        loop_names = [_fresh(f"{x}_packed", taken) for x in origins]
+        packed = [isl_name(x) for x in origins]
+        m_block = loop_names[len(c.n) + len(c.k)]
     n_old = len(s.dims)
     t = time_vars(n_old)
     dims = list(s.dims[:p]) + [Dim(None)] + [
         Dim(nm, frozenset({"packed"}) if k == 0 else frozenset(), 0, origin)
-        for k, (nm, origin) in enumerate(zip(loop_names, [c.n, c.k, c.m, c.n, c.m, c.k, c.m, c.n]))] \
-        + list(s.dims[p:])
+        for k, (nm, origin) in enumerate(zip(loop_names, origins))] + list(s.dims[p:])
     first_error = None
     for mine, others in ((1, 0), (0, 1)):
         maps = []
@@ -375,11 +411,10 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
                 own = isl.Map(f"{s.model.pstr} -> {{ {isl_name(name)}[{its}] -> [{tail}] }}")
                 new = prefix.flat_range_product(own)
             else:
-                exprs = t[:p] + [str(others)] + ["0"] * 8 + t[p:]
+                exprs = t[:p] + [str(others)] + ["0"] * len(packed) + t[p:]
                 new = old.apply_range(isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(exprs)}] }}"))
             maps.append((sname, str(new.coalesce())))
-        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], loop_names[0], loop_names[2],
-                        mask)
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], loop_names[0], m_block, mask)
         candidate = Schedule(s.model, tuple(maps), tuple(dims), s.history, s.options, s.steps)
         try:
             out = finish(candidate, st_call, dims=dims)

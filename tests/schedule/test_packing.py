@@ -40,7 +40,7 @@ def _same_as_source(kernel, schedule, **arrays):
 def test_recognises_matmul_from_its_accesses():
     form = contraction_form(pc.kernel(MATMUL, name="mm_form").program, "S1")
     assert isinstance(form, Contraction)
-    assert (form.m, form.n, form.k, form.batch) == ("i", "j", "k", ())
+    assert (form.m, form.n, form.k, form.batch) == (("i",), ("j",), ("k",), ())
 
 
 def test_recognises_batch_loops_and_scalar_factors():
@@ -48,14 +48,14 @@ def test_recognises_batch_loops_and_scalar_factors():
     assert contraction_form(bm.program, "S1").batch == ("n",)
     g = pc.kernel("C[i, j] += alpha * A[i, k] * B[k, j]", name="gemm_form")
     form = contraction_form(g.program, "S0")
-    assert form.m == "i" and "alpha" in repr(form.m_factor)
+    assert form.m == ("i",) and "alpha" in repr(form.m_factor)
 
 
 def test_lanes_follow_the_targets_unit_stride():
     # C is laid out along i here, so i is the SIMD (n-side) loop.
     k = pc.kernel("C[j, i] +=! A[i, k] * B[k, j]", name="mm_t_form")
     form = contraction_form(k.program, "S1")
-    assert (form.m, form.n) == ("j", "i")
+    assert (form.m, form.n) == (("j",), ("i",))
 
 
 @pytest.mark.parametrize("text, why", [
@@ -155,6 +155,33 @@ def test_triangular_target_region_is_packed_and_exact():
         np.testing.assert_array_equal(np.triu(got, 1), np.triu(c, 1))   # above the diagonal untouched
 
 
+def test_convolution_packs_groups_of_loops_exactly():
+    """conv2d: rows f, lanes (n, h, w), reduction (c, kh, kw), read as an implicit im2col."""
+    lk = kernels.by_name("conv2d")
+    form = contraction_form(lk.kernel.program, "S1")
+    assert (form.m, form.n, form.k) == (("f",), ("n", "h", "w"), ("c", "kh", "kw"))
+    sched = lk.kernel.schedule().pack("S1", **TINY)
+    rng = np.random.default_rng(8)
+    for sizes in (dict(N=1, C=2, H=5, W=6, F=3, KH=3, KW=3), dict(N=2, C=3, H=9, W=11, F=5, KH=2, KW=3)):
+        inputs = lk.make_inputs(sizes, "f64", rng)
+        got, want = _same_as_source(lk.kernel, sched, **inputs)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_reduction_run_downwards_is_not_reordered():
+    """Packing keeps each element's updates in increasing k: a source that sums downwards (whose
+    rounding depends on that order) is refused."""
+    @pc.kernel
+    def down(A: pc.f64["I", "K"], B: pc.f64["K", "J"], C: pc.f64["I", "J"]):
+        for i in range(I):
+            for j in range(J):
+                for k in range(K - 1, -1, -1):
+                    C[i, j] += A[i, k] * B[k, j]
+
+    with pytest.raises(pc.IllegalScheduleError, match=r"pack\(S0\) is illegal: the flow dependence S0 -> S0 on C"):
+        down.schedule().pack("S0")
+
+
 def test_empty_reduction_leaves_the_initial_values():
     mm = pc.kernel(MATMUL, name="mm_empty_k")
     a, b = np.zeros((4, 0), np.float32), np.zeros((0, 6), np.float32)
@@ -199,7 +226,7 @@ def test_pack_replays_from_json():
 
 # -- the automatic schedule ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["matmul", "batched_matmul"])
+@pytest.mark.parametrize("name", ["matmul", "batched_matmul", "conv2d"])
 def test_auto_packs_library_contractions(name):
     lk = kernels.by_name(name)
     sched = auto_schedule(lk.kernel)
