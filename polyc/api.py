@@ -128,15 +128,20 @@ def _check_target(target: str) -> None:
 
 
 def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
-            flags: Optional[Sequence[str]] = None, openmp: bool = True) -> "CompiledKernel":
-    """Compile kernel `k` with `schedule` (source order by default, or "auto") for `target`."""
+            flags: Optional[Sequence[str]] = None, openmp: bool = True,
+            specialise: Optional[bool] = None) -> "CompiledKernel":
+    """Compile kernel `k` with `schedule` (source order by default, or "auto") for `target`.
+
+    `specialise` (C target): compile one variant per size class, with every size up to
+    `polyc.runtime.ckernel.SMALL_SIZE` fixed to its value (default: on for `schedule="auto"`)."""
     if not isinstance(k, Kernel):
         raise PolycError(f"pc.compile takes a kernel made by pc.kernel, not {type(k).__name__}")
     _check_target(target)
     sched = _resolve_schedule(k, schedule, target)
     if target == "c":
         from .runtime.ckernel import CCompiledKernel
-        return CCompiledKernel(k, sched, flags=flags, openmp=openmp)
+        return CCompiledKernel(k, sched, flags=flags, openmp=openmp,
+                               specialise=(schedule == "auto") if specialise is None else specialise)
     from .runtime.cuda import cuda_compiled_kernel
     return cuda_compiled_kernel(k, sched, target=target, flags=flags)
 

@@ -30,12 +30,33 @@ static inline int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a /
 """
 
 
+#: Parallel loops run their bodies in helpers with restrict parameters (`_Emitter._outlined`), so the
+#: automatic scheduler may parallelise loops around accumulations and block for registers.
+PARALLEL_LOOPS_KEEP_RESTRICT = True
+
 #: Added when a packed contraction is emitted (aligned buffers, memcpy'd vectors, OpenMP queries).
 PACKED_PREAMBLE = """#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 """
+
+
+def vector_math_declarations(program: Program) -> str:
+    """SIMD declarations of the math functions `program` calls that libmvec may provide, each guarded
+    by `POLYC_VMATH_<fn>` (defined by the compile command where available; see
+    polyc.runtime.vector_math): with them gcc vectorises loops that call these functions."""
+    from ..ir import Call as CallExpr
+    from ..runtime.vector_math import FUNCTIONS
+    used = sorted({e.fn for st in program.statements for e in st.value.walk()
+                   if isinstance(e, CallExpr) and e.fn in FUNCTIONS})
+    out = []
+    for fn in used:
+        params = ", ".join(["float"] * len(FUNCTIONS[fn]))
+        dparams = ", ".join(["double"] * len(FUNCTIONS[fn]))
+        out += [f"#ifdef POLYC_VMATH_{fn}", "#pragma omp declare simd notinbranch", f"float {fn}f({params});",
+                "#pragma omp declare simd notinbranch", f"double {fn}({dparams});", "#endif"]
+    return "\n".join(out) + "\n" if out else ""
 
 
 @dataclass(frozen=True)
@@ -89,19 +110,22 @@ def _ids(e) -> set:
 
 
 class _Emitter:
-    def __init__(self, program: Program, typing: Typing, plans=None, parallel_loops=frozenset()):
+    def __init__(self, program: Program, typing: Typing, plans=None, parallel_loops=frozenset(),
+                 fixed_sizes=None):
         self.program = program
+        self.fixed_sizes = dict(fixed_sizes or {})
         self.typing = typing
         self.statements = {s.name: s for s in program.statements}
         self.plans = dict(plans or {})
         self.parallel_loops = parallel_loops
         self.helpers: List[str] = []
+        self._scope: List[str] = []   # iterators of the loops around the node being emitted
         self.signature: KernelSignature = None  # type: ignore[assignment]
 
     def _packed(self, n: Loop, in_parallel: bool) -> Optional[List]:
         """A call of the packed-contraction helper for the loop nest `n` (see c_packed), with the
         plain loops as the fallback; None when this nest is not a packed contraction."""
-        from .c_packed import batch_arguments, packable_types, packed_helper
+        from .c_packed import packable_types, packed_helper
         calls = _calls(n.body)
         names = {c.statement for c in calls}
         if len(names) != 1:
@@ -111,15 +135,11 @@ class _Emitter:
             return None
         st = self.statements[plan.statement]
         inner = _loop_iterators(n)
-        args = {}
-        for it, a in zip(st.iterators, calls[0].args):
-            if it in plan.contraction.batch:
-                if _ids(a) & inner:
-                    return None
-                args[it] = strip_parens(c_text(a))
-        batch = batch_arguments(plan, args)
-        if batch is None:
+        # The batch iterators' values at this call (isl writes them in terms of outer loops).
+        args = dict(zip(st.iterators, calls[0].args))
+        if any(_ids(args[b]) & inner for b in plan.contraction.batch):
             return None
+        batch = [strip_parens(c_text(args[b])) for b in plan.contraction.batch]
         parallel = plan.m_block_loop in self.parallel_loops and not in_parallel
         symbol = f"{self.signature.symbol}_{plan.statement}_packed{'_par' if parallel else ''}"
         if not any(h.startswith(f"/* {symbol} */") for h in self.helpers):
@@ -127,7 +147,7 @@ class _Emitter:
             self.helpers.append(f"/* {symbol} */\n" + packed_helper(
                 plan, self.program, self.typing, symbol, [str(p.inline()) for p in params],
                 [str(line) for line in prologue], parallel, _array_access))
-        call_args = [p.name + ("_data" if p.kind == "array" else "") for p in self.signature.params] + batch
+        call_args = self._call_arguments() + batch
         fallback = c.Block(self.node(n, in_parallel, packed=False))
         return [c.If(f"!{symbol}({', '.join(call_args)})", fallback)]
 
@@ -162,10 +182,15 @@ class _Emitter:
             elif n.dim is not None and n.dim.unroll:
                 pragmas.append(c.Pragma(f"GCC unroll {n.dim.unroll if n.dim.unroll > 0 else 64}"))
             self._atomic_depth = getattr(self, "_atomic_depth", 0) + reduction_here
+            self._scope.append(n.iterator)
             try:
-                body = c.Block(self.node(n.body, in_parallel or parallel_here))
+                if parallel_here and not simd and not reduction_here:
+                    body = c.Block([self._outlined(n)])
+                else:
+                    body = c.Block(self.node(n.body, in_parallel or parallel_here))
             finally:
                 self._atomic_depth -= reduction_here
+                self._scope.pop()
             loop = c.For(f"int64_t {n.iterator} = {strip_parens(c_text(n.init))}", strip_parens(c_text(n.cond)),
                          f"{n.iterator} += {n.step}" if n.step != 1 else f"{n.iterator}++", body)
             return pragmas + [loop]
@@ -179,10 +204,33 @@ class _Emitter:
             return [line]
         raise TypeError(n)
 
+    def _outlined(self, n: Loop):
+        """The body of parallel loop `n` as a call of a static helper taking the arrays as restrict
+        parameters (and the enclosing iterators): OpenMP hands an outlined loop body its arrays
+        through a struct, which loses `restrict`; gcc keeps it for an inlined helper's parameters,
+        so accumulators stay in registers and inner loops vectorise as in sequential code."""
+        name = f"{self.signature.symbol}_loop{sum(h.startswith('/* loop') for h in self.helpers)}"
+        params, prologue = self.parameters()
+        scope = list(self._scope)
+        body = self.node(n.body, True)
+        fn = c.FunctionBody(
+            c.FunctionDeclaration(c.Value("static void", name), params + [c.Value("int64_t", v) for v in scope]),
+            c.Block(prologue + body))
+        self.helpers.append(f"/* loop {name} */\n{fn}")
+        return c.Statement(f"{name}({', '.join(self._call_arguments() + scope)})")
+
+    def _call_arguments(self) -> List[str]:
+        """The kernel function's own parameters, passed on to a helper."""
+        return [_given(p.name) if p.kind == "size" and p.name in self.fixed_sizes
+                else p.name + ("_data" if p.kind == "array" else "") for p in self.signature.params]
+
     def parameters(self):
         """The kernel function's C parameters and the prologue that re-types array pointers."""
         params = []
-        prologue: List = []
+        # A specialised size keeps its place among the parameters (the caller passes it as always)
+        # but is a compile-time constant inside.
+        prologue: List = [c.Line(f"const int64_t {k} = {v}; (void){_given(k)};")
+                          for k, v in sorted(self.fixed_sizes.items())]
         for p in self.signature.params:
             if p.kind == "array":
                 t = self.program.tensor(p.name)
@@ -195,6 +243,8 @@ class _Emitter:
                     printer = CExprPrinter(self.typing, {}, _array_access)
                     tail = "".join(f"[{printer.affine(e)}]" for e in shape[1:])
                     prologue.append(c.Line(f"{ctype} (*restrict {p.name}){tail} = ({ctype} (*){tail}) {p.name}_data;"))
+            elif p.kind == "size" and p.name in self.fixed_sizes:
+                params.append(c.Value(p.dtype.c_name, _given(p.name)))
             else:
                 params.append(c.Value(p.dtype.c_name, p.name))
         return params, prologue
@@ -206,15 +256,22 @@ class _Emitter:
         fn = c.FunctionBody(c.FunctionDeclaration(c.Value("void", signature.symbol), params), c.Block(body))
         helpers = "".join(h + "\n\n" for h in self.helpers)
         extra = PACKED_PREAMBLE if self.helpers else ""
-        return PREAMBLE + extra + "\n" + helpers + str(fn) + "\n"
+        return PREAMBLE + vector_math_declarations(self.program) + extra + "\n" + helpers + str(fn) + "\n"
 
 
-def generate_c(schedule: Schedule, typing: Typing) -> GeneratedC:
-    """C source and its signature for `schedule` of a kernel, specialised to `typing`."""
+def _given(size: str) -> str:
+    return f"polyc_given_{size}"
+
+
+def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] = None) -> GeneratedC:
+    """C source and its signature for `schedule` of a kernel, specialised to `typing` and, when
+    given, to the values of some sizes (`fixed_sizes`; the function still takes every size, and the
+    caller must pass those values)."""
     program = schedule.model.program
     signature = kernel_signature(program, typing)
-    loops = build_loop_ast(schedule)
+    loops = build_loop_ast(schedule, fixed_sizes)
     from ..schedule.packing import packing_plans
     plans = packing_plans(schedule) if schedule.option("packing") else {}
     parallel = frozenset(d.name for d in schedule.dims if d.name is not None and "parallel" in d.marks)
-    return GeneratedC(_Emitter(program, typing, plans, parallel).function(loops, signature), signature)
+    emitter = _Emitter(program, typing, plans, parallel, fixed_sizes)
+    return GeneratedC(emitter.function(loops, signature), signature)

@@ -17,7 +17,7 @@ its buffers; the caller then runs the plain loops of the same schedule.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import List, Tuple
 
 import islpy as isl
 
@@ -302,10 +302,3 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         "}",
     ]
     return "\n".join(lines)
-
-
-def batch_arguments(plan: PackPlan, call_args: Dict[str, str]) -> Optional[List[str]]:
-    """C expressions of the batch iterators at the call site (from the statement's call in the
-    loops isl generated), or None when one of them moves inside the packed loops."""
-    return [call_args[b] for b in plan.contraction.batch] if all(b in call_args for b in plan.contraction.batch) \
-        else None

@@ -146,15 +146,22 @@ def _convert(node: isl.AstNode, dims_by_name: Dict[str, Dim]) -> Node:
     raise PolycError(f"unsupported isl AST node type {t}")
 
 
-def build_loop_ast(schedule: Schedule) -> Node:
-    """Generate loops for `schedule` with isl and convert them to the loop AST."""
+def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = None) -> Node:
+    """Generate loops for `schedule` with isl and convert them to the loop AST.  `fixed_sizes`
+    (size name -> value) specialises the loops to those sizes: isl drops the bounds and guards
+    they decide."""
     from ..poly.islutil import isl_budget
 
     model = schedule.model
     names = schedule.iterator_names()
     with isl_budget(f"generating loops for {model.program.name}"):
         smap = schedule.schedule_map
-        build = isl.AstBuild.from_context(model.codegen_context)
+        context = model.codegen_context
+        if fixed_sizes:
+            from ..poly.islutil import isl_name
+            fixed = " and ".join(f"{isl_name(k)} = {v}" for k, v in sorted(fixed_sizes.items()))
+            context = context.intersect(isl.Set(f"{model.pstr} -> {{ : {fixed} }}"))
+        build = isl.AstBuild.from_context(context)
         ids = isl.IdList.alloc(isl.DEFAULT_CONTEXT, len(names))
         for n in names:
             ids = ids.add(isl.Id(n))

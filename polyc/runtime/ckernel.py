@@ -1,4 +1,5 @@
-"""A kernel compiled to C: specialised per dtype signature on first use, then called directly."""
+"""A kernel compiled to C: specialised per dtype signature (and, optionally, per size class) on
+first use, then called directly."""
 from __future__ import annotations
 
 import threading
@@ -11,19 +12,27 @@ from .arguments import bind_arguments, passed_dtypes
 from .compiler import command_flags, compile_c
 from .loader import load_function
 
+#: Sizes up to this value are compiled in as constants when specialising: trip counts this small
+#: decide unrolling and remainder code; larger ones stay symbolic, so one variant serves them all.
+SMALL_SIZE = 16
+
 
 class CCompiledKernel:
     """The callable result of `pc.compile(kernel, schedule)` for target "c".
 
     Undeclared dtypes are taken from the arrays of each call; one C function is generated and
-    compiled per distinct dtype signature (cached on disk across processes).  A call returns the
+    compiled per distinct dtype signature (cached on disk across processes).  With `specialise`,
+    also one per *size class*: every size up to `SMALL_SIZE` is compiled in as a constant (isl's
+    loops and gcc then know those trip counts), larger sizes stay symbolic.  A call returns the
     single output array, or a dict by name when the kernel has several outputs.
     """
 
     target = "c"
 
-    def __init__(self, kernel, schedule, *, flags: Optional[Sequence[str]] = None, openmp: bool = True):
+    def __init__(self, kernel, schedule, *, flags: Optional[Sequence[str]] = None, openmp: bool = True,
+                 specialise: bool = False):
         self.kernel = kernel
+        self.specialise = specialise
         self.schedule = schedule
         self.flags = tuple(flags) if flags is not None else None
         self.openmp = openmp
@@ -32,11 +41,18 @@ class CCompiledKernel:
         self._lock = threading.Lock()
 
     # -- specialisation ------------------------------------------------------------------------
-    def variant(self, typing: Typing) -> Tuple[GeneratedC, Any]:
-        key = typing.key()
+    def size_class(self, sizes: Dict[str, int]) -> Dict[str, int]:
+        """The sizes a call's variant is compiled for (empty without `specialise`)."""
+        if not self.specialise:
+            return {}
+        return {k: v for k, v in sizes.items() if v <= SMALL_SIZE}
+
+    def variant(self, typing: Typing, fixed_sizes: Optional[Dict[str, int]] = None) -> Tuple[GeneratedC, Any]:
+        fixed = dict(fixed_sizes or {})
+        key = typing.key() + "|" + ",".join(f"{k}={v}" for k, v in sorted(fixed.items()))
         with self._lock:
             if key not in self._variants:
-                gen = generate_c(self.schedule, typing)
+                gen = generate_c(self.schedule, typing, fixed)
                 lib = compile_c(gen.source, flags=self.flags, openmp=self.openmp)
                 self._variants[key] = (gen, load_function(lib, gen.signature))
             self._last = self._variants[key][0]
@@ -49,8 +65,8 @@ class CCompiledKernel:
     def __call__(self, **kwargs: Any) -> Any:
         program = self.kernel.program
         typing = self.typing_for(kwargs)
-        gen, fn = self.variant(typing)
         bound = bind_arguments(program, kwargs, dtypes=typing.tensors)
+        gen, fn = self.variant(typing, self.size_class(bound.sizes))
         fn(*bound.c_args(gen.signature))
         outputs = {name: bound.arrays[name] for name in bound.outputs}
         if len(outputs) == 1:

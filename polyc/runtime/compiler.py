@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from ..errors import CompileError
-from . import cache
+from . import cache, vector_math
 
 DEFAULT_OPT_FLAGS: Tuple[str, ...] = ("-O3", "-march=native")
 #: The GNU dialect, as a plain `gcc -O3` compiles C: it lets the compiler contract `a * b + c`
 #: into one fused multiply-add (`-ffp-contract=fast`), which ISO mode (`-std=c11`) forbids.
 #: Packed contractions rely on it (half the instructions per multiply-accumulate).
-LIBRARY_FLAGS: Tuple[str, ...] = ("-fPIC", "-shared", "-std=gnu11")
+#: `-fno-math-errno`: a kernel cannot observe errno, and without it gcc may not vectorise a loop that
+#: calls `expf` or `sqrtf` (each call might set errno).
+LIBRARY_FLAGS: Tuple[str, ...] = ("-fPIC", "-shared", "-std=gnu11", "-fno-math-errno")
 OPENMP_FLAGS: Tuple[str, ...] = ("-fopenmp",)
 LINK_LIBS: Tuple[str, ...] = ("-lm",)
 #: Correctness workarounds added for GCC whatever the optimisation flags: GCC 12's unroll-and-jam
@@ -97,8 +99,11 @@ def command_flags(flags: Optional[Sequence[str]], openmp: bool,
     else:
         opt = tuple(flags)
     path = compiler_path or resolve_compiler()
-    workaround = GCC_WORKAROUND_FLAGS if _is_gcc(path) else ()
-    return opt + workaround + LIBRARY_FLAGS + (OPENMP_FLAGS if openmp else ())
+    gcc = _is_gcc(path)
+    workaround = GCC_WORKAROUND_FLAGS if gcc else ()
+    # SIMD math (libmvec) needs OpenMP's `declare simd` and GCC's vector ABI.
+    vmath = vector_math.compile_flags() if (gcc and openmp) else ()
+    return opt + workaround + LIBRARY_FLAGS + (OPENMP_FLAGS if openmp else ()) + vmath
 
 
 @functools.lru_cache(maxsize=None)
@@ -127,7 +132,8 @@ def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Pa
     """Compile into a temporary file next to the cache entry, then move it into place atomically."""
     cache.write_atomic(src_path, source)
     tmp_lib = cache.temp_path(lib_path.parent, ".so")
-    command = [compiler_path, *flags, "-o", str(tmp_lib), str(src_path), *LINK_LIBS]
+    command = [compiler_path, *flags, "-o", str(tmp_lib), str(src_path), *vector_math.link_flags(flags),
+               *LINK_LIBS]
     command_text = shlex.join(command)
     try:
         try:

@@ -92,7 +92,8 @@ def codegen_keeps_restrict() -> bool:
 
 def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optional[int] = None,
                   tile_sizes: Optional[Dict[str, int]] = None,
-                  register_blocking: Optional[bool] = None, pack: bool = True) -> Schedule:
+                  register_blocking: Optional[bool] = None, pack: bool = True,
+                  jam_rows: bool = False) -> Schedule:
     """A legal, optimised schedule for `kernel` (see the module docstring).
 
     `budget`: isl operations the scheduler may spend (default `SCHEDULER_BUDGET`, never more than
@@ -100,7 +101,8 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
     an `AutoScheduleWarning`.  `tile=False` skips tiling; `tile_sizes` overrides the cache model
     per loop name; `register_blocking` (default: `codegen_keeps_restrict()`) unrolls-and-jams a
     reduction loop of contractions into the SIMD loop; `pack=False` leaves matmul-like statements
-    to the tiled loops instead of packed BLAS-style code (`Schedule.pack`).
+    to the tiled loops instead of packed BLAS-style code (`Schedule.pack`); `jam_rows=False` leaves
+    reduction chains unjammed (`jam_reductions`).
     """
     model = kernel.model
     deps = kernel.dependences() if hasattr(kernel, "dependences") else Dependences(model)
@@ -132,7 +134,10 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
             if cpu:
                 sched = add_marks(sched, deps)
                 if pack:
-                    sched = _with_unroll_options(pack_contractions(sched, deps))
+                    sched = pack_contractions(sched, deps)
+                if jam_rows:
+                    sched = jam_reductions(split_reduction_chains(sched))
+                sched = _with_unroll_options(sched)
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
@@ -261,6 +266,56 @@ def _proves(schedule: Schedule, deps, loop: str, mark: str) -> bool:
         return True
     except (IllegalScheduleError, IslBudgetError, PolycError):
         return False
+
+
+# -- independent reduction chains -----------------------------------------------------------------
+
+#: Rows whose reductions run side by side after `jam_reductions` (enough to cover an add's latency).
+JAM_ROWS = 8
+
+
+def split_reduction_chains(schedule: Schedule) -> Schedule:
+    """Distribute a reduction chain out of an innermost loop it shares with other statements (as
+    `s[i] += e[i, j]` beside `e[i, j] = exp(...)`): a float chain keeps its whole loop scalar, on
+    its own it leaves the others to run as SIMD lanes.  Each step is the proven `distribute`."""
+    cols, all_loops = schedule_columns(schedule)
+    model = schedule.model
+    fixed = schedule.fixed_positions
+    loops_of = {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
+    chains = []
+    for s, ps in loops_of.items():
+        if not ps or not _accumulates_inside(model, s, cols, ps):
+            continue
+        p = ps[-1]
+        # Statements in the very same innermost loop: same constants before it, iterating it too.
+        partners = [o for o, qs in loops_of.items() if o != s and qs and qs[-1] == p
+                    and fixed[o][:p] == fixed[s][:p] and not _accumulates_inside(model, o, cols, qs)]
+        if partners:
+            chains.append((s, schedule.dims[p].name))
+    for s, loop in chains:
+        try:
+            schedule = schedule.distribute(s, loop=loop)
+        except (PolycError, IslBudgetError, isl.Error):
+            continue
+    return schedule
+
+
+def jam_reductions(schedule: Schedule) -> Schedule:
+    """Unroll-and-jam the loop around each reduction chain (`m[i] = max(m[i], X[i, j])` over j): a
+    floating-point chain runs one operation per its latency (not reassociated, so not vectorised);
+    `JAM_ROWS` rows' chains side by side keep the units busy, each row still in its own order.
+    The `unroll_and_jam` primitive proves each step; one that is illegal is skipped."""
+    cols, all_loops = schedule_columns(schedule)
+    model = schedule.model
+    loops_of = {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
+    around = [schedule.dims[ps[-2]].name for s, ps in loops_of.items()
+              if len(ps) >= 2 and _accumulates_inside(model, s, cols, ps)]
+    for name in dict.fromkeys(around):
+        try:
+            schedule = schedule.unroll_and_jam(name, JAM_ROWS, separate=True)
+        except (PolycError, IslBudgetError, isl.Error):
+            continue
+    return schedule
 
 
 # -- packed contractions ---------------------------------------------------------------------------

@@ -67,12 +67,30 @@ def _time_space(schedule: Schedule) -> isl.Space:
     return isl.Map(text).get_space().range()
 
 
+def _first_constant_difference(schedule: Schedule, dep: Dependence, before: int) -> Optional[int]:
+    """Sign of the first dimension below `before` where the two statements of `dep` sit at different
+    constants, provided every dimension before it is the same constant for both; 0 when there is
+    none.  Any instance of one then runs before (sign < 0) or after every instance of the other,
+    which decides a pair without asking isl."""
+    fixed = schedule.fixed_positions
+    src, snk = fixed[dep.source], fixed[dep.sink]
+    for k in range(before):
+        a, b = src[k], snk[k]
+        if a is None or b is None:
+            return 0
+        if a != b:
+            return -1 if a < b else 1
+    return 0
+
+
 def violations(schedule: Schedule, deps: Iterable[Dependence]) -> List[Tuple[Dependence, isl.Map]]:
     """Dependences that `schedule` does not keep strictly positive, with their violating pairs."""
     out = []
     space = _time_space(schedule)
     not_after = isl.Map.lex_ge(space)  # t >= t': the sink does not run strictly after the source
     for dep in deps:
+        if _first_constant_difference(schedule, dep, _n_dims(schedule)) < 0:
+            continue  # every source instance runs before every sink instance
         bad = _pairs_where(schedule, dep, not_after).intersect_params(schedule.model.context)
         if not bad.is_empty():
             out.append((dep, bad))
@@ -101,6 +119,8 @@ def carried_at(schedule: Schedule, deps: Iterable[Dependence], level: int) -> Li
     rel = isl.Map(f"{{ [{', '.join(ts)}] -> [{', '.join(us)}] : {cond} }}")
     out = []
     for dep in deps:
+        if _first_constant_difference(schedule, dep, level) != 0:
+            continue  # the two statements differ at a constant outside the loop: never carried
         params = dep.relation.get_space()
         r = rel.align_params(params)
         pairs = _pairs_where(schedule, dep, r).intersect_params(schedule.model.context)

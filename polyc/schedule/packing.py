@@ -118,20 +118,10 @@ def _iterators_in(e: Expr, iterators: Tuple[str, ...]) -> set:
 
 
 def _rank_in(indices, loops) -> int:
+    """Rank of the subscripts' coefficients on `loops` (full rank: one element per loop values)."""
     from fractions import Fraction
-    rows = [[Fraction(ix.coeff(v)) for v in loops] for ix in indices]
-    rank, ncols = 0, len(loops)
-    for c in range(ncols):
-        piv = next((r for r in range(rank, len(rows)) if rows[r][c] != 0), None)
-        if piv is None:
-            continue
-        rows[rank], rows[piv] = rows[piv], rows[rank]
-        for r in range(len(rows)):
-            if r != rank and rows[r][c] != 0:
-                f = rows[r][c] / rows[rank][c]
-                rows[r] = [a - f * b for a, b in zip(rows[r], rows[rank])]
-        rank += 1
-    return rank
+    from .auto_cost import rank
+    return rank([[Fraction(ix.coeff(v)) for v in loops] for ix in indices])
 
 
 def contraction_form(program: Program, name: str) -> Union[Contraction, str]:

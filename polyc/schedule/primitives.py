@@ -18,12 +18,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
+import islpy as isl
+
 from ..errors import PolycError
 from ..poly.islutil import isl_budget
 from .legality import check_parallel
 from .rewrite import (MAX_FULL_UNROLL, Step, check_new_names, dependences_of, finish,
-                      is_reduction_dependence, loop_index, remap, statement_name, step, time_vars,
-                      trip_count_bound)
+                      is_reduction_dependence, loop_index, remap, statement_name, statement_varies, step,
+                      time_vars, trip_count_bound)
 from .schedule import Dim, Schedule
 
 #: Marks that move to the tile loop when a loop is tiled/split (the rest stay on the point loop).
@@ -199,11 +201,15 @@ def unroll(s: Schedule, loop: str, factor: Optional[int] = None) -> Schedule:
     return _marked(s, loop, "unroll", step("unroll", loop, factor=f), unroll=f)
 
 
-def unroll_and_jam(s: Schedule, loop: str, factor: int) -> Schedule:
+def unroll_and_jam(s: Schedule, loop: str, factor: int, separate: bool = False) -> Schedule:
     """Split `loop` by `factor`, move the point loop `{loop}_inner` innermost and unroll it fully:
-    `factor` consecutive iterations of `loop` are jammed into one copy of the inner loops."""
+    `factor` consecutive iterations of `loop` are jammed into one copy of the inner loops.
+
+    `separate=True` runs the last, partial group of iterations after the full ones (an ordering
+    dimension just outside `{loop}_outer`, computed exactly by isl), so the jammed copies of full
+    groups carry no guards and stay vectorisable."""
     _positive_int(factor, "the unroll-and-jam factor")
-    st = step("unroll_and_jam", loop, factor)
+    st = step("unroll_and_jam", loop, factor, separate=True if separate else None)
     split_s = split(s, loop, factor)
     inner = f"{loop}_inner"
     k = split_s.dim_index(inner)
@@ -217,9 +223,44 @@ def unroll_and_jam(s: Schedule, loop: str, factor: int) -> Schedule:
     dims = [split_s.dims[j] for j in order]
     dims[order.index(k)] = replace(split_s.dims[k], marks=split_s.dims[k].marks | {"unroll"}, unroll=-1)
     moved = replace(split_s, maps=remap(split_s, [t[j] for j in order]), dims=tuple(dims))
+    if separate:
+        outer_pos = split_s.dim_index(f"{loop}_outer")
+        moved = _separate_partial_groups(s, moved, loop_index(s, loop), outer_pos, factor)
     # Record one step for the whole primitive (the split is part of it).
     base = replace(moved, history=s.history, steps=s.steps)
     return finish(base, st)
+
+
+def _separate_partial_groups(s: Schedule, moved: Schedule, k: int, pos: int, factor: int) -> Schedule:
+    """`moved` with a scalar dimension inserted at `pos`: 0 for instances whose group of `factor`
+    iterations of loop dimension `k` (of `s`) is complete, 1 for the rest."""
+    n = len(s.dims)
+    t = time_vars(k + 1)
+    head = ", ".join(t)
+    to_group = isl.Map(f"{s.model.pstr} -> {{ [{head}] -> [{', '.join(t[:k] + ['q'])}] : "
+                       f"{factor}q <= {t[k]} < {factor}q + {factor} }}")
+    def at(m: isl.Map, value: int) -> isl.Map:
+        return m.fix_val(isl.dim_type.out, pos, isl.Val.int_from_si(m.get_ctx(), value))
+
+    maps = []
+    with isl_budget(f"separating the partial groups of loop {s.dims[k].name!r}"):
+        for name, text in moved.maps:
+            new = isl.Map(text).insert_dims(isl.dim_type.out, pos, 1)
+            if not statement_varies(s, name, k):
+                maps.append((name, str(at(new, 0))))
+                continue
+            dom = s.model.domains[name]
+            prefix = s.statement_map(name).intersect_domain(dom).project_out(isl.dim_type.out, k + 1, n - k - 1)
+            points = prefix.range()
+            groups = points.apply(to_group)
+            missing = points.complement().apply(to_group).intersect(groups)
+            full = prefix.apply_range(to_group).intersect_range(groups.subtract(missing)).domain()
+            rest = dom.subtract(full)
+            both = at(new.intersect_domain(full), 0).union(at(new.intersect_domain(rest), 1))
+            maps.append((name, str(both.coalesce())))
+    dims = list(moved.dims)
+    dims.insert(pos, Dim(None))
+    return replace(moved, maps=tuple(maps), dims=tuple(dims))
 
 
 # -- GPU mapping (implemented in polyc.schedule.gpu) ---------------------------------------------

@@ -22,7 +22,8 @@ into `i_outer` (tile loop) and `i_inner` (point loop); every other primitive kee
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import FrozenSet, Mapping, Optional, Tuple
+from functools import cached_property
+from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
 import islpy as isl
 
@@ -90,8 +91,26 @@ class Schedule:
         return Schedule(model, maps, tuple(dims))
 
     # -- isl views -----------------------------------------------------------------------------
+    @cached_property
+    def _parsed_maps(self) -> Dict[str, isl.Map]:
+        """Each statement's map parsed once (a Schedule never changes; isl values are immutable)."""
+        return {name: isl.Map(text) for name, text in self.maps}
+
     def statement_map(self, name: str) -> isl.Map:
-        return isl.Map(dict(self.maps)[name])
+        return self._parsed_maps[name]
+
+    @cached_property
+    def fixed_positions(self) -> Dict[str, Tuple[Optional[int], ...]]:
+        """Per statement, the constant value of each dimension (None where it varies): the scalar
+        dimensions that order statements, known without asking isl about pairs of instances."""
+        out = {}
+        for name, m in self._parsed_maps.items():
+            values = []
+            for k in range(len(self.dims)):
+                v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
+                values.append(None if v.is_nan() else int(v.to_python()))
+            out[name] = tuple(values)
+        return out
 
     @property
     def schedule_map(self) -> isl.UnionMap:
@@ -191,10 +210,11 @@ class Schedule:
         from . import primitives
         return primitives.unroll(self, loop, factor)
 
-    def unroll_and_jam(self, loop: str, factor: int) -> "Schedule":
-        """Unroll `loop` by `factor` and jam the copies into the innermost loop."""
+    def unroll_and_jam(self, loop: str, factor: int, separate: bool = False) -> "Schedule":
+        """Unroll `loop` by `factor` and jam the copies into the innermost loop; `separate=True` runs a
+        last, partial group of iterations on its own so full groups need no guards."""
         from . import primitives
-        return primitives.unroll_and_jam(self, loop, factor)
+        return primitives.unroll_and_jam(self, loop, factor, separate)
 
     def parallel(self, loop: str, reduction: bool = False) -> "Schedule":
         """Run `loop`'s iterations in parallel; `reduction=True` allows reduction-only dependences."""

@@ -1,0 +1,50 @@
+"""Unroll-and-jam with the partial group separated, and reduction chains split from SIMD work."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernels
+import polyc as pc
+from polyc.schedule.auto import auto_schedule, jam_reductions, split_reduction_chains
+
+EXACT = ["-O3", "-march=native", "-ffp-contract=off"]
+ROWSUM = "s[i] +=! A[i, j] * 2.0"
+
+
+@pytest.mark.parametrize("rows", [1, 7, 8, 21])
+def test_separated_jam_is_exact_for_any_row_count(rows):
+    k = pc.kernel(ROWSUM, name="rowsum_jam")
+    sched = k.schedule().unroll_and_jam("i", 4, separate=True)
+    a = np.random.default_rng(rows).random((rows, 13))
+    got = pc.compile(k, sched, flags=EXACT)(A=a)
+    want = pc.compile(k, flags=EXACT)(A=a)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_full_groups_carry_no_guards():
+    k = pc.kernel(ROWSUM, name="rowsum_guards")
+    plain = pc.codegen(k, k.schedule().unroll_and_jam("i", 4), dtypes={"A": pc.f64})
+    separated = pc.codegen(k, k.schedule().unroll_and_jam("i", 4, separate=True), dtypes={"A": pc.f64})
+    full = separated[separated.rindex("for (int64_t i_outer"):]      # the full groups' nest
+    full = "\n".join(full.splitlines()[:10])
+    assert "if (" not in full and full.count("+=") == 4, full        # four updates, no guards
+    assert "if (" in plain[plain.index("for (int64_t j"):]
+
+
+def test_separate_round_trips_through_json():
+    k = pc.kernel(ROWSUM, name="rowsum_json")
+    sched = k.schedule().unroll_and_jam("i", 4, separate=True)
+    again = pc.Schedule.from_json(k, sched.to_json())
+    assert again.history == sched.history
+
+
+def test_reduction_chains_are_split_from_simd_work_legally():
+    lk = kernels.by_name("softmax")
+    base = auto_schedule(lk.kernel, jam_rows=False)
+    split = split_reduction_chains(base)
+    assert any(h.startswith("distribute('S4'") for h in split.history), split.history
+    jammed = jam_reductions(split)
+    assert any("unroll_and_jam" in h for h in jammed.history)
+    inputs = lk.make_inputs(dict(I=19, J=23), "f64", np.random.default_rng(2))
+    np.testing.assert_allclose(pc.compile(lk.kernel, jammed)(**inputs), lk.expected(inputs), rtol=1e-12)
