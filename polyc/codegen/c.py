@@ -131,7 +131,10 @@ class _Emitter:
         if len(names) != 1:
             return None
         plan = self.plans.get(names.pop())
-        if plan is None or plan.first_loop != n.dim.name or not packable_types(plan, self.program, self.typing):
+        # The outermost packed loop isl generated: the packed loops outside it, if any, take one
+        # value here (isl drops such loops, e.g. for a size compiled in as 1), so every instance of
+        # the statement at this point is below it.
+        if plan is None or n.dim.name not in plan.loops or not packable_types(plan, self.program, self.typing):
             return None
         st = self.statements[plan.statement]
         inner = _loop_iterators(n)

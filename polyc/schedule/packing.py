@@ -89,7 +89,7 @@ class PackPlan:
     mc: int
     nc: int
     map_text: str          # the statement's schedule right after packing (later changes disable it)
-    first_loop: str        # the name of the outermost packed loop (n_block)
+    loops: Tuple[str, ...]  # the packed loops, outermost first (all marked "packed")
     m_block_loop: str      # the loop over m blocks (parallel when marked so)
     mask: Optional[str] = None  # isl set of (sizes, batch, m, n) in the domain, when not the whole box
 
@@ -388,8 +388,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
     n_old = len(s.dims)
     t = time_vars(n_old)
     dims = list(s.dims[:p]) + [Dim(None)] + [
-        Dim(nm, frozenset({"packed"}) if k == 0 else frozenset(), 0, origin)
-        for k, (nm, origin) in enumerate(zip(loop_names, origins))] + list(s.dims[p:])
+        Dim(nm, frozenset({"packed"}), 0, origin) for nm, origin in zip(loop_names, origins)] + list(s.dims[p:])
     first_error = None
     for mine, others in ((1, 0), (0, 1)):
         maps = []
@@ -404,7 +403,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
                 exprs = t[:p] + [str(others)] + ["0"] * len(packed) + t[p:]
                 new = old.apply_range(isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(exprs)}] }}"))
             maps.append((sname, str(new.coalesce())))
-        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], loop_names[0], m_block, mask)
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], tuple(loop_names), m_block, mask)
         candidate = Schedule(s.model, tuple(maps), tuple(dims), s.history, s.options, s.steps)
         try:
             out = finish(candidate, st_call, dims=dims)
@@ -424,6 +423,6 @@ def packing_plans(s: Schedule) -> Dict[str, PackPlan]:
     for plan in s.option("packing", ()):
         current = dict(s.maps).get(plan.statement)
         if current is not None and isl.Map(current).is_equal(isl.Map(plan.map_text)) \
-                and plan.first_loop in s.loop_names:
+                and all(nm in s.loop_names for nm in plan.loops):
             out[plan.statement] = plan
     return out
