@@ -1,7 +1,7 @@
 """Compile, verify and time every kernel of the library; print one table.
 
     python -m benchmarks.demo                     # the `make demo` job
-    python -m benchmarks.demo --schedule auto     # pass schedule="auto" to pc.compile
+    python -m benchmarks.demo --schedule source   # the loops as written (default: schedule="auto")
     python -m benchmarks.demo --suite core --dtypes all
 
 For every `LibraryKernel` of `kernels.all_kernels()`: compile it with `pc.compile`, run it on the
@@ -200,8 +200,8 @@ def plan(suites: List[str], dtypes: str, polybench_preset: str, names: List[str]
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.demo", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--schedule", choices=("source", "auto"), default="source",
-                    help="schedule passed to pc.compile (default: source order)")
+    ap.add_argument("--schedule", choices=("source", "auto"), default="auto",
+                    help="schedule passed to pc.compile (default: auto, polyc's automatic schedule)")
     ap.add_argument("--suite", action="append", default=[],
                     help="only this suite (core, polybench); repeatable; default: all")
     ap.add_argument("--kernel", action="append", default=[], help="only this kernel; repeatable")
