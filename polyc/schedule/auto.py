@@ -78,10 +78,11 @@ def codegen_keeps_restrict() -> bool:
     """Whether the C code generator keeps the no-alias (restrict) facts inside parallel loops.
 
     OpenMP outlines a `#pragma omp parallel for` body into a function that receives the arrays
-    through a struct, so gcc loses `restrict` there; register blocking (several updates of one
-    target element per vector) then costs more than it saves.  A code generator that emits each
-    parallel loop as a helper with restrict parameters sets `PARALLEL_LOOPS_KEEP_RESTRICT = True`
-    in `polyc.codegen.c`, which turns register blocking on.
+    through a struct, so gcc would lose `restrict` there, and register blocking (several updates
+    of one target element per vector) would cost more than it saves.  polyc's C generator runs each
+    parallel loop body in a helper with restrict parameters and says so with
+    `PARALLEL_LOOPS_KEEP_RESTRICT = True` in `polyc.codegen.c` (looked up, not imported, so the
+    scheduler does not depend on a code generator); a generator without it turns blocking off.
     """
     import importlib
     try:
@@ -189,10 +190,9 @@ def schedule_columns(schedule: Schedule):
 def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
     """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
 
-    While the C code generator loses `restrict` inside parallel loops (`codegen_keeps_restrict`),
-    a loop whose body accumulates along its innermost loop (`y[i] += ...` over j) stays
-    sequential: the lost register promotion costs more than a second core gains.  (Recurrences
-    lose less and are kept parallel.)
+    With a code generator that loses `restrict` inside parallel loops (`codegen_keeps_restrict`
+    false), a loop whose body accumulates along its innermost loop (`y[i] += ...` over j) stays
+    sequential: the lost register promotion would cost more than a second core gains.
 
     Fully unrolled dimensions (register-blocking lanes) are not loops in the generated code: they
     are never marked and do not count when looking for a statement's innermost loop."""
