@@ -16,7 +16,7 @@ from ..ir import Access, Program
 from ..runtime.signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
 from .cexpr import CExprPrinter
-from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens
+from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .typing import Typing
 
 PREAMBLE = """\
@@ -83,28 +83,6 @@ def _array_access(acc: Access, printer: CExprPrinter) -> str:
     return acc.tensor + "".join(f"[{printer.affine(e)}]" for e in acc.indices)
 
 
-def _loop_iterators(n: Node) -> set:
-    if isinstance(n, Loop):
-        return {n.iterator} | _loop_iterators(n.body)
-    if isinstance(n, Block):
-        return set().union(*(_loop_iterators(ch) for ch in n.children)) if n.children else set()
-    if isinstance(n, Guard):
-        return _loop_iterators(n.then) | (_loop_iterators(n.orelse) if n.orelse is not None else set())
-    return set()
-
-
-def _calls(n: Node) -> List[Call]:
-    if isinstance(n, Call):
-        return [n]
-    if isinstance(n, Loop):
-        return _calls(n.body)
-    if isinstance(n, Block):
-        return [c for ch in n.children for c in _calls(ch)]
-    if isinstance(n, Guard):
-        return _calls(n.then) + (_calls(n.orelse) if n.orelse is not None else [])
-    return []
-
-
 def _ids(e) -> set:
     return {e.value} if e.op == "id" else set().union(*(_ids(a) for a in e.args)) if e.args else set()
 
@@ -126,7 +104,7 @@ class _Emitter:
         """A call of the packed-contraction helper for the loop nest `n` (see c_packed), with the
         plain loops as the fallback; None when this nest is not a packed contraction."""
         from .c_packed import packable_types, packed_helper
-        calls = _calls(n.body)
+        calls = [x for x in walk(n.body) if isinstance(x, Call)]
         names = {c.statement for c in calls}
         if len(names) != 1:
             return None
@@ -137,7 +115,7 @@ class _Emitter:
         if plan is None or n.dim.name not in plan.loops or not packable_types(plan, self.program, self.typing):
             return None
         st = self.statements[plan.statement]
-        inner = _loop_iterators(n)
+        inner = {x.iterator for x in walk(n) if isinstance(x, Loop)}
         # The batch iterators' values at this call (isl writes them in terms of outer loops).
         args = dict(zip(st.iterators, calls[0].args))
         if any(_ids(args[b]) & inner for b in plan.contraction.batch):

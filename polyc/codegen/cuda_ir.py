@@ -25,7 +25,7 @@ import islpy as isl
 from ..errors import PolycError
 from ..poly.islutil import isl_budget
 from ..schedule.schedule import Schedule
-from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, build_loop_ast, lexpr
+from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, build_loop_ast, lexpr, walk
 
 # -- kernel-side nodes ------------------------------------------------------------------------------
 
@@ -192,15 +192,7 @@ def contains_mapped(n: Node, kinds: Tuple[str, ...] = ("block", "thread")) -> bo
 
 
 def statements_in(n: Node) -> List[str]:
-    if isinstance(n, Call):
-        return [n.statement]
-    if isinstance(n, Loop):
-        return statements_in(n.body)
-    if isinstance(n, Guard):
-        return statements_in(n.then) + (statements_in(n.orelse) if n.orelse is not None else [])
-    if isinstance(n, Block):
-        return [s for c in n.children for s in statements_in(c)]
-    return []
+    return [x.statement for x in walk(n) if isinstance(x, Call)]
 
 
 def _mapped_dims(n: Node, kind: str, out: List[str]) -> List[str]:

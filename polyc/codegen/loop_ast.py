@@ -6,7 +6,7 @@ Python, for the CUDA emulator) without isl's macros.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Iterator, Optional, Tuple, Union
 
 import islpy as isl
 
@@ -120,6 +120,20 @@ class Call:
 
 
 Node = Union[Loop, Guard, Block, Call]
+
+
+def walk(n: Node) -> Iterator[Node]:
+    """`n` and every node below it, parents first, in program order."""
+    yield n
+    if isinstance(n, Loop):
+        yield from walk(n.body)
+    elif isinstance(n, Block):
+        for ch in n.children:
+            yield from walk(ch)
+    elif isinstance(n, Guard):
+        yield from walk(n.then)
+        if n.orelse is not None:
+            yield from walk(n.orelse)
 
 
 def _convert(node: isl.AstNode, dims_by_name: Dict[str, Dim]) -> Node:

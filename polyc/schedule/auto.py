@@ -179,12 +179,19 @@ def schedule_columns(schedule: Schedule):
     """Per statement: each dimension's expression (PwAff), and the positions that are real loops."""
     cols: Dict[str, Dict[int, isl.PwAff]] = {}
     loops_of: Dict[str, List[int]] = {}
-    for name, text in schedule.maps:
-        pma = isl.PwMultiAff.from_map(isl.Map(text).intersect_domain(schedule.model.domains[name]))
+    for name, _ in schedule.maps:
+        pma = isl.PwMultiAff.from_map(schedule.statement_map(name).intersect_domain(schedule.model.domains[name]))
         cols[name] = {p: pma.get_pw_aff(p) for p in range(len(schedule.dims))}
         loops_of[name] = [p for p, d in enumerate(schedule.dims)
                           if d.name is not None and not is_constant(cols[name][p])]
     return cols, loops_of
+
+
+def real_loops(schedule: Schedule):
+    """`schedule_columns`, with each statement's loops less the fully unrolled ones (register
+    lanes, which are no loops in the generated code)."""
+    cols, all_loops = schedule_columns(schedule)
+    return cols, {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
 
 
 def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
@@ -196,9 +203,8 @@ def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
 
     Fully unrolled dimensions (register-blocking lanes) are not loops in the generated code: they
     are never marked and do not count when looking for a statement's innermost loop."""
-    cols, all_loops = schedule_columns(schedule)
+    cols, loops_of = real_loops(schedule)
     keeps_restrict = codegen_keeps_restrict()
-    loops_of = {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
     dims = list(schedule.dims)
     statements = list(loops_of)
     has_parallel = {s: False for s in statements}
@@ -278,10 +284,9 @@ def split_reduction_chains(schedule: Schedule) -> Schedule:
     """Distribute a reduction chain out of an innermost loop it shares with other statements (as
     `s[i] += e[i, j]` beside `e[i, j] = exp(...)`): a float chain keeps its whole loop scalar, on
     its own it leaves the others to run as SIMD lanes.  Each step is the proven `distribute`."""
-    cols, all_loops = schedule_columns(schedule)
+    cols, loops_of = real_loops(schedule)
     model = schedule.model
     fixed = schedule.fixed_positions
-    loops_of = {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
     chains = []
     for s, ps in loops_of.items():
         if not ps or not _accumulates_inside(model, s, cols, ps):
@@ -305,9 +310,8 @@ def jam_reductions(schedule: Schedule) -> Schedule:
     floating-point chain runs one operation per its latency (not reassociated, so not vectorised);
     `JAM_ROWS` rows' chains side by side keep the units busy, each row still in its own order.
     The `unroll_and_jam` primitive proves each step; one that is illegal is skipped."""
-    cols, all_loops = schedule_columns(schedule)
+    cols, loops_of = real_loops(schedule)
     model = schedule.model
-    loops_of = {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
     around = [schedule.dims[ps[-2]].name for s, ps in loops_of.items()
               if len(ps) >= 2 and _accumulates_inside(model, s, cols, ps)]
     for name in dict.fromkeys(around):
@@ -329,7 +333,7 @@ def pack_contractions(schedule: Schedule, deps: Dependences) -> Schedule:
     Packing needs the batch loops outside the contraction's loops; where the scheduler tiled them
     into one band and every other statement only initialises (reads no array), the statement is
     packed from the source order instead (with its proven parallel marks)."""
-    from .packing import contraction_form
+    from .packing import BatchLoopsInside, contraction_form
     from .rewrite import statement_varies
     program = schedule.model.program
     forms = {st.name: contraction_form(program, st.name) for st in program.statements}
@@ -342,14 +346,16 @@ def pack_contractions(schedule: Schedule, deps: Dependences) -> Schedule:
             continue
         try:
             packed = schedule.pack(st.name)
-        except (PolycError, IslBudgetError, isl.Error) as e:
-            if not (only_inits and "batch loops" in str(e)):
+        except BatchLoopsInside:
+            if not only_inits:
                 continue
             try:
                 schedule = add_marks(Schedule.source_order(schedule.model), deps)
                 packed = schedule.pack(st.name)
             except (PolycError, IslBudgetError, isl.Error):
                 continue
+        except (PolycError, IslBudgetError, isl.Error):
+            continue
         plan = packed.option("packing")[-1]
         outer_parallel = any("parallel" in d.marks and statement_varies(packed, st.name, k)
                              for k, d in enumerate(packed.dims) if d.name is not None)

@@ -42,6 +42,7 @@ precision, or a later primitive that changed the statement's loops).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple, Union
 
@@ -58,6 +59,10 @@ from .schedule import Dim, Schedule, _fresh
 DEFAULT_MR = 8
 DEFAULT_NV = 2
 DEFAULT_KC = 256
+
+
+class BatchLoopsInside(PolycError):
+    """`pack` refused because a batch loop of the contraction runs inside its other loops."""
 
 
 @dataclass(frozen=True)
@@ -320,6 +325,7 @@ def default_blocking(elem_bytes: int = 4) -> Tuple[int, int, int, int, int]:
     return DEFAULT_MR, DEFAULT_NV, kc, mc, nc
 
 
+@functools.lru_cache(maxsize=1)
 def vector_bytes() -> int:
     """Width of this CPU's widest SIMD registers (bytes): 64 with AVX-512, 32 with AVX, else 16."""
     try:
@@ -361,7 +367,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         _check_order_kept(s, c)
         p = _first_band_dim(s, c)
         if not _prefix_fixes_batch(s, c, p):
-            raise PolycError(f"pack({name}): the batch loops {', '.join(c.batch)} must be outside the loops "
+            raise BatchLoopsInside(f"pack({name}): the batch loops {', '.join(c.batch)} must be outside the loops "
                              f"{', '.join(c.m + c.n + c.k)} in the schedule")
     taken = set(s.loop_names) | {t.name for t in program.tensors} | set(program.sizes) \
         | {x.name for x in program.scalars}
@@ -391,17 +397,19 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         Dim(nm, frozenset({"packed"}), 0, origin) for nm, origin in zip(loop_names, origins)] + list(s.dims[p:])
     first_error = None
     for mine, others in ((1, 0), (0, 1)):
+        # Every other statement keeps its dimensions around the new ones (zeros for them).
+        exprs = t[:p] + [str(others)] + ["0"] * len(packed) + t[p:]
+        around = isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(exprs)}] }}")
         maps = []
-        for sname, text in s.maps:
-            old = isl.Map(text)
+        for sname, _ in s.maps:
+            old = s.statement_map(sname)
             if sname == name:
                 prefix = old.project_out(isl.dim_type.out, p, n_old - p)
                 tail = ", ".join([str(mine)] + packed + ["0"] * (n_old - p))
                 own = isl.Map(f"{s.model.pstr} -> {{ {isl_name(name)}[{its}] -> [{tail}] }}")
                 new = prefix.flat_range_product(own)
             else:
-                exprs = t[:p] + [str(others)] + ["0"] * len(packed) + t[p:]
-                new = old.apply_range(isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(exprs)}] }}"))
+                new = old.apply_range(around)
             maps.append((sname, str(new.coalesce())))
         plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], tuple(loop_names), m_block, mask)
         candidate = Schedule(s.model, tuple(maps), tuple(dims), s.history, s.options, s.steps)
@@ -421,8 +429,8 @@ def packing_plans(s: Schedule) -> Dict[str, PackPlan]:
     """The packed contractions of `s` that are still valid (the statement's map is unchanged)."""
     out = {}
     for plan in s.option("packing", ()):
-        current = dict(s.maps).get(plan.statement)
-        if current is not None and isl.Map(current).is_equal(isl.Map(plan.map_text)) \
+        current = s.statement_map(plan.statement) if plan.statement in dict(s.maps) else None
+        if current is not None and current.is_equal(isl.Map(plan.map_text)) \
                 and all(nm in s.loop_names for nm in plan.loops):
             out[plan.statement] = plan
     return out
