@@ -89,3 +89,38 @@ class IslBudgetError(PolycError):
 
 class TargetUnavailableError(PolycError):
     """The requested target (e.g. CUDA) cannot run here: no driver, no GPU, or pycuda missing."""
+
+
+class ScheduleArgumentError(PolycError, ValueError):
+    """A schedule primitive got an integer argument that is not a plain int or is out of range
+    (one that could overflow the generated code's 64-bit loop arithmetic); `.argument` names it."""
+
+    def __init__(self, message: str, argument: str = ""):
+        self.argument = argument
+        super().__init__(message)
+
+
+class ScheduleFileError(PolycError):
+    """A saved schedule (`Schedule.from_json`) that is malformed, tampered with, or not provably a
+    correct schedule of this kernel; `.where` is the place in the file (e.g. `dims[3].name`)."""
+
+    def __init__(self, message: str, where: str = ""):
+        self.where = where
+        super().__init__(f"saved schedule, {where}: {message}" if where else f"saved schedule: {message}")
+
+
+class CompileFlagsError(PolycError, ValueError):
+    """Compiler flags polyc refuses: not a string or a sequence of strings, or flags that would
+    change where or what the compiler writes (`-o`, `-c`, `-E`, ...) and so break the cache."""
+
+
+class CacheError(PolycError):
+    """Neither the configured cache directory nor a private fallback directory can be used."""
+
+
+class PolycWarning(UserWarning):
+    """Base class of the warnings polyc emits."""
+
+
+class CacheWarning(PolycWarning):
+    """The compiled-kernel cache fell back to a private directory or refused an entry."""

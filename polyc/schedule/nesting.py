@@ -23,6 +23,7 @@ from ..errors import IllegalScheduleError, PolycError
 from ..poly.islutil import isl_budget
 from .rewrite import (Step, finish, loop_index, remap, scalar_value, statement_name, statement_varies,
                       time_set, time_vars)
+from .integers import schedule_int
 from .schedule import Dim, Schedule
 
 
@@ -160,8 +161,7 @@ def peel(s: Schedule, loop: str, front: int = 1, back: int = 0) -> Schedule:
     """Execute the first `front` and the last `back` iterations of every instance of `loop` as
     separate copies of the loop body (e.g. to drop boundary conditions from the main loop)."""
     for v, what in ((front, "front"), (back, "back")):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise PolycError(f"peel's {what} must be a non-negative int, not {v!r}")
+        schedule_int(v, f"peel's {what}", minimum=0)
     st = Step("peel", (loop,), tuple((k, v) for k, v in (("front", front), ("back", back))))
     level = loop_index(s, loop)
     if front == 0 and back == 0:

@@ -51,6 +51,7 @@ import islpy as isl
 from ..errors import IllegalScheduleError, PolycError
 from ..ir import Access, Affine, Binary, Expr, IndexExpr, Program, Statement
 from ..poly.islutil import isl_budget, isl_name, pw_aff_to_affine
+from .integers import optional_positive_int
 from .rewrite import dependences_of, finish, statement_name, step, time_vars
 from .schedule import Dim, Schedule, _fresh
 
@@ -59,6 +60,10 @@ from .schedule import Dim, Schedule, _fresh
 DEFAULT_MR = 8
 DEFAULT_NV = 2
 DEFAULT_KC = 256
+#: Bounds on `pack`'s arguments: mr and nv size the register tile (mr * nv accumulators are written
+#: out in the micro-kernel), kc, mc and nc the packed blocks (elements along one loop).
+MAX_REGISTER_TILE = 64
+MAX_BLOCK = 2**24
 
 
 class BatchLoopsInside(PolycError):
@@ -353,11 +358,11 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
     c = form
     tensor = program.tensor(program.statement(name).target.tensor)
     elem = tensor.dtype.bits // 8 if tensor.dtype is not None else 4
+    for what, v, most in (("mr", mr, MAX_REGISTER_TILE), ("nv", nv, MAX_REGISTER_TILE), ("kc", kc, MAX_BLOCK),
+                          ("mc", mc, MAX_BLOCK), ("nc", nc, MAX_BLOCK)):
+        optional_positive_int(v, f"pack({name})'s {what}", most)
     d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem)
     mr, nv, kc, mc, nc = (mr or d_mr), (nv or d_nv), (kc or d_kc), (mc or d_mc), (nc or d_nc)
-    for what, v in (("mr", mr), ("nv", nv), ("kc", kc), ("mc", mc), ("nc", nc)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise PolycError(f"pack({name}): {what} must be a positive int, not {v!r}")
     lanes = max(1, vector_bytes() // elem)
     nr = nv * lanes
     if mc % mr or nc % nr:

@@ -26,16 +26,11 @@ from .legality import check_parallel
 from .rewrite import (MAX_FULL_UNROLL, Step, check_new_names, dependences_of, finish,
                       is_reduction_dependence, loop_index, remap, statement_name, statement_varies, step,
                       time_vars, trip_count_bound)
+from .integers import MAX_UNROLL_FACTOR, positive_int, schedule_int
 from .schedule import Dim, Schedule
 
 #: Marks that move to the tile loop when a loop is tiled/split (the rest stay on the point loop).
 _OUTER_MARKS = frozenset({"parallel", "reduction_parallel", "block"})
-
-
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PolycError(f"{what} must be a positive int, not {value!r}")
-    return value
 
 
 def _tile(s: Schedule, sizes: Sequence[Tuple[str, int]], st: Step,
@@ -51,7 +46,7 @@ def _tile(s: Schedule, sizes: Sequence[Tuple[str, int]], st: Step,
             raise PolycError(f"{loop!r} is not a loop")
         if k in positions:
             raise PolycError(f"loop {loop!r} named twice in {st.call_text()}")
-        positions[k] = _positive_int(size, f"the tile size of {loop!r}")
+        positions[k] = positive_int(size, f"the tile size of {loop!r}")
     order = sorted(positions)
     names = dict(names or {})
     outer_inner = {k: names.get(s.dims[k].name, (f"{s.dims[k].name}_outer", f"{s.dims[k].name}_inner"))
@@ -85,6 +80,7 @@ def tile(s: Schedule, sizes: Optional[Mapping[str, int]] = None, /, **kw_sizes: 
 def split(s: Schedule, loop: str, factor: int, outer: Optional[str] = None,
           inner: Optional[str] = None) -> Schedule:
     """Strip-mine one loop: `loop` -> `{loop}_outer` (floor(loop/factor)), `{loop}_inner` (loop)."""
+    positive_int(factor, "the split factor")
     names = {loop: (outer or f"{loop}_outer", inner or f"{loop}_inner")}
     return _tile(s, [(loop, factor)], step("split", loop, factor, outer=outer, inner=inner), names)
 
@@ -118,8 +114,7 @@ def skew(s: Schedule, loop: str, by_loop: str, factor: int = 1) -> Schedule:
     k, j = loop_index(s, loop), loop_index(s, by_loop)
     if k == j:
         raise PolycError("skew needs two different loops")
-    if isinstance(factor, bool) or not isinstance(factor, int) or factor == 0:
-        raise PolycError(f"the skew factor must be a non-zero int, not {factor!r}")
+    schedule_int(factor, "the skew factor", nonzero=True)
     t = time_vars(len(s.dims))
     exprs = list(t)
     exprs[k] = f"{t[k]} + {factor}*{t[j]}"
@@ -139,8 +134,7 @@ def shift(s: Schedule, statement: Union[str, int], loop: str, amount: int) -> Sc
     """Shift one statement's instances along `loop` by `amount` iterations (retiming)."""
     name = statement_name(s, statement)
     k = loop_index(s, loop)
-    if isinstance(amount, bool) or not isinstance(amount, int):
-        raise PolycError(f"the shift amount must be an int, not {amount!r}")
+    schedule_int(amount, "the shift amount")
     t = time_vars(len(s.dims))
     exprs = list(t)
     exprs[k] = f"{t[k]} + {amount}"
@@ -197,7 +191,7 @@ def unroll(s: Schedule, loop: str, factor: Optional[int] = None) -> Schedule:
             raise PolycError(f"cannot fully unroll loop {loop!r}: its trip count {size}; split it first "
                              f"(split({loop!r}, 4) then unroll({loop + '_inner'!r})), or unroll by a factor")
         return _marked(s, loop, "unroll", step("unroll", loop), unroll=-1)
-    f = _positive_int(factor, "the unroll factor")
+    f = positive_int(factor, "the unroll factor", MAX_UNROLL_FACTOR)
     return _marked(s, loop, "unroll", step("unroll", loop, factor=f), unroll=f)
 
 
@@ -208,7 +202,7 @@ def unroll_and_jam(s: Schedule, loop: str, factor: int, separate: bool = False) 
     `separate=True` runs the last, partial group of iterations after the full ones (an ordering
     dimension just outside `{loop}_outer`, computed exactly by isl), so the jammed copies of full
     groups carry no guards and stay vectorisable."""
-    _positive_int(factor, "the unroll-and-jam factor")
+    positive_int(factor, "the unroll-and-jam factor", MAX_UNROLL_FACTOR)
     st = step("unroll_and_jam", loop, factor, separate=True if separate else None)
     split_s = split(s, loop, factor)
     inner = f"{loop}_inner"

@@ -1,0 +1,49 @@
+"""One validator for every integer argument of a schedule primitive.
+
+Why bounds at all: an argument becomes a coefficient or a constant of the quasi-affine schedule
+maps (`floor(i / size)`, `i + amount`, `j + factor * i`), and isl turns those into the bounds
+and steps of the generated loops, which C evaluates in 64-bit integers.  A value near 2**63 wraps
+(`shift(..., 2**63 - 1)` gave wrong code), one past 2**64 reached isl's `int_from_si` as garbage
+(`tile(i=2**64)` produced zeros) and one past 2**70 made isl's arithmetic crawl.
+
+The bound: |value| <= MAX_SCHEDULE_INT = 2**31 - 1.  For every size below 2**31 (an array of
+more than 2**31 elements along one dimension is out of scope), a product `value * size` stays
+below 2**62, so the few such terms of one loop bound cannot overflow int64.  Unroll factors are
+bounded far lower (`MAX_UNROLL_FACTOR`): each copy is generated code.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import ScheduleArgumentError
+
+#: Largest magnitude of an integer schedule argument (see the module docstring).
+MAX_SCHEDULE_INT = 2**31 - 1
+#: Largest unroll (or unroll-and-jam) factor: the loop body is copied this many times.
+MAX_UNROLL_FACTOR = 1024
+
+
+def schedule_int(value: object, what: str, *, minimum: int = -MAX_SCHEDULE_INT,
+                 maximum: int = MAX_SCHEDULE_INT, nonzero: bool = False) -> int:
+    """`value` if it is a real int (not bool, float or str) in [minimum, maximum] (and non-zero
+    when asked); else `ScheduleArgumentError` naming the argument `what` and the allowed range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScheduleArgumentError(f"{what} must be an int, not {value!r} ({type(value).__name__})", what)
+    if not minimum <= value <= maximum or (nonzero and value == 0):
+        allowed = (f"a positive int no larger than {maximum}" if minimum == 1 else
+                   f"a non-negative int no larger than {maximum}" if minimum == 0 else
+                   f"an int between {minimum} and {maximum}") + (", not 0," if nonzero else "")
+        shown = value if abs(value) < 10**12 else f"{'-' if value < 0 else ''}~2**{abs(value).bit_length() - 1}"
+        raise ScheduleArgumentError(f"{what} must be {allowed} (larger magnitudes could overflow the "
+                                    f"generated code's 64-bit loop arithmetic), not {shown}", what)
+    return value
+
+
+def positive_int(value: object, what: str, maximum: int = MAX_SCHEDULE_INT) -> int:
+    """A real int in [1, maximum]."""
+    return schedule_int(value, what, minimum=1, maximum=maximum)
+
+
+def optional_positive_int(value: object, what: str, maximum: int = MAX_SCHEDULE_INT) -> Optional[int]:
+    """None, or a real int in [1, maximum]."""
+    return None if value is None else positive_int(value, what, maximum)
