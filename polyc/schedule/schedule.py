@@ -264,7 +264,8 @@ class Schedule:
 
     @staticmethod
     def from_json(kernel_or_model, text: str) -> "Schedule":
-        """Rebuild a schedule of this kernel from `to_json` text by replaying its primitives."""
+        """Rebuild a schedule of this kernel from `to_json` text by replaying its primitives (or, for
+        a schedule saved as maps, proving them); a malformed or tampered file is a ScheduleFileError."""
         from .serialize import from_json
         return from_json(kernel_or_model, text)
 

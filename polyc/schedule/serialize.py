@@ -6,6 +6,10 @@ the source-order schedule of the same kernel, in this or a later process, so eve
 re-proved legal against the kernel's dependences (a kernel that changed meanwhile gets a clear
 error instead of a silently wrong schedule); the replayed maps are then compared with the stored
 ones.  `to_text` is the human-readable form: the call chain as Python, then the loop outline.
+
+A file is untrusted input: `schedule_file` checks its shape and every name in it before use, and
+proves the stored maps of a schedule without a replayable history; every malformed or tampered
+file raises `ScheduleFileError` saying where.
 """
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ from typing import Any, Union
 
 import islpy as isl
 
-from ..errors import PolycError
+from ..errors import IllegalScheduleError, PolycError, ScheduleFileError
 from ..poly.model import PolyModel
+from . import schedule_file
 from .schedule import Dim, Schedule
 
 FORMAT = "polyc-schedule"
@@ -60,19 +65,22 @@ def to_json(s: Schedule, indent: int = 2) -> str:
 
 
 def _restore_raw(model: PolyModel, doc: dict) -> Schedule:
-    """A schedule from stored maps and dims, re-proved legal (no primitive history to replay)."""
-    from .rewrite import validate
-    try:
-        dims = tuple(Dim(d["name"], frozenset(d.get("marks", ())), int(d.get("unroll", 0)), d.get("origin"))
-                     for d in doc["dims"])
-        maps = tuple((name, str(isl.Map(doc["maps"][name]))) for name in doc["statements"])
-    except (KeyError, TypeError, ValueError, isl.Error) as e:
-        raise PolycError(f"the saved schedule is incomplete or damaged ({e})") from e
-    history = tuple(doc.get("history", ())) or ("restored",)
+    """A schedule from stored maps and dims (no primitive history to replay), trusted only after
+    `schedule_file` has checked every name and proven every map (each instance runs exactly once,
+    for all sizes) and `validate` has re-proved dependence order and loop marks."""
+    from .rewrite import validate, with_options
+    names = [st.name for st in model.program.statements]
+    dims = schedule_file.check_dims(model, doc)
+    history = schedule_file.check_history(doc) or ("restored",)
+    maps = schedule_file.prove_maps(model, dims, schedule_file.map_texts(doc, names, required=True))
     s = Schedule(model, maps, dims, history=history)
-    from .rewrite import with_options
     s = replace(s, options=with_options((), dims))
-    validate(s, "the saved schedule")
+    try:
+        validate(s, "the saved schedule")
+    except IllegalScheduleError:
+        raise
+    except PolycError as e:
+        raise ScheduleFileError(str(e), "maps") from e
     return s
 
 
@@ -83,44 +91,64 @@ def _model_of(kernel_or_model: Any) -> PolyModel:
     return model
 
 
-def from_json(kernel_or_model: Any, text: Union[str, bytes]) -> Schedule:
-    """Replay the primitive calls stored by `to_json` on this kernel (each re-proved legal)."""
-    model = _model_of(kernel_or_model)
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise PolycError(f"not a saved schedule (invalid JSON: {e})") from e
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise PolycError("not a saved polyc schedule (no 'format': 'polyc-schedule')")
-    if doc.get("version") != VERSION:
-        raise PolycError(f"saved schedule version {doc.get('version')} is not supported "
-                         f"(this polyc reads version {VERSION})")
+#: Exceptions a primitive may raise on arguments of the wrong shape (reported as a damaged file).
+_MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+              isl.Error)
+
+
+def _replay(model: PolyModel, doc: dict) -> Schedule:
+    """The source-order schedule with the file's primitive calls applied, each re-proved."""
     s = Schedule.source_order(model)
-    names = [name for name, _ in s.maps]
-    if doc.get("statements") != names:
-        raise PolycError(f"the saved schedule is for statements {doc.get('statements')} of kernel "
-                         f"{doc.get('kernel')!r}; this kernel ({model.program.name!r}) has {names}")
-    if doc.get("replayable") is False:
-        return _restore_raw(model, doc)
-    for k, entry in enumerate(doc.get("steps", [])):
-        name = entry.get("primitive")
-        if name not in REPLAYABLE:
-            raise PolycError(f"step {k + 1} of the saved schedule calls unknown primitive {name!r}")
-        args = entry.get("args", [])
-        kwargs = entry.get("kwargs", {})
+    for k, (name, args, kwargs) in enumerate(schedule_file.check_steps(model, doc, REPLAYABLE)):
+        where = f"steps[{k}] ({name})"
         try:
             s = getattr(s, name)(*args, **kwargs)
+        except IllegalScheduleError as e:
+            raise IllegalScheduleError(f"replaying step {k + 1} of the saved schedule failed: {e}",
+                                       dependence=e.dependence) from e
         except PolycError as e:
-            raise type(e)(f"replaying step {k + 1} of the saved schedule failed: {e}") from e
-        except TypeError as e:
-            raise PolycError(f"step {k + 1} of the saved schedule has bad arguments for {name}: {e}") from e
-    stored = doc.get("maps")
-    if stored:
-        for name, text in s.maps:
-            if name in stored and not isl.Map(stored[name]).is_equal(isl.Map(text)):
-                raise PolycError(f"replaying the saved schedule gives statement {name} a different schedule "
-                                 f"than was saved ({text} instead of {stored[name]}); the kernel changed")
+            raise ScheduleFileError(f"replaying step {k + 1} failed: {e}", where) from e
+        except _MALFORMED as e:
+            raise ScheduleFileError(f"bad arguments for {name}: {type(e).__name__}: {e}", where) from e
+    names = [n for n, _ in s.maps]
+    for name, text in schedule_file.map_texts(doc, names, required=False).items():
+        stored = schedule_file.parse_map(text, f"maps.{name}")
+        try:
+            same = stored.is_equal(s.statement_map(name))
+        except isl.Error:
+            same = False
+        if not same:
+            raise ScheduleFileError(f"replaying the saved schedule gives statement {name} a different schedule "
+                                    f"than was saved ({dict(s.maps)[name]} instead of {text}); the kernel or "
+                                    f"the file changed", f"maps.{name}")
     return s
+
+
+def from_json(kernel_or_model: Any, text: Union[str, bytes]) -> Schedule:
+    """The schedule saved by `to_json`, for this kernel.
+
+    The file is untrusted: a replayable one has its primitive calls replayed (each re-proved legal)
+    and must reproduce its stored maps; a raw one (maps and dims only) has every name checked and
+    every map proven to run each statement instance exactly once for all sizes, then its
+    dependence order and loop marks re-proved (see `schedule_file`).  A malformed or tampered
+    file raises `ScheduleFileError` naming the place; an illegal one `IllegalScheduleError`."""
+    model = _model_of(kernel_or_model)
+    doc = schedule_file.parse_document(text)
+    if doc.get("format") != FORMAT:
+        raise ScheduleFileError("not a saved polyc schedule (no 'format': 'polyc-schedule')", "format")
+    version = doc.get("version")
+    if isinstance(version, bool) or version != VERSION:
+        raise ScheduleFileError(f"version {schedule_file._show(version)} is not supported (this polyc reads "
+                                f"version {VERSION})", "version")
+    names = [st.name for st in model.program.statements]
+    if doc.get("statements") != names:
+        raise ScheduleFileError(f"the saved schedule is for statements {schedule_file._show(doc.get('statements'))} "
+                                f"of kernel {schedule_file._show(doc.get('kernel'))}; this kernel "
+                                f"({model.program.name!r}) has {names}", "statements")
+    replayable_flag = schedule_file.expect(doc.get("replayable", True), (bool,), "replayable", "'replayable'")
+    if not replayable_flag:
+        return _restore_raw(model, doc)
+    return _replay(model, doc)
 
 
 def to_text(s: Schedule) -> str:
