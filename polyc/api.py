@@ -137,6 +137,8 @@ def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: s
     if not isinstance(k, Kernel):
         raise PolycError(f"pc.compile takes a kernel made by pc.kernel, not {type(k).__name__}")
     _check_target(target)
+    from .runtime.compiler import normalise_flags
+    flags = normalise_flags(flags)  # a string is split like a shell would; anything else refused
     sched = _resolve_schedule(k, schedule, target)
     if target == "c":
         from .runtime.ckernel import CCompiledKernel

@@ -1,34 +1,112 @@
-"""The on-disk cache of compiled kernels: where it lives, how entries are keyed, atomic writes.
+"""The on-disk cache of compiled kernels: where it lives, what it trusts, how entries are written.
 
-An entry is `<key>.so` plus `<key>.c` (the source, kept for inspection and for error messages).
-The key hashes everything that affects the binary, so a hit can be reused without recompiling.
-Every file is written to a private temporary name in the cache directory and then moved into
-place with `os.replace`, which is atomic on POSIX: concurrent processes compiling the same kernel
-both succeed, and no reader ever sees a half-written library.
+An entry is `kernel-<key>.so` (the library), `kernel-<key>.sha256` (the library's sha256, written
+when it was built) and `kernel-<key>.c` (the source, kept for inspection and error messages).
+The key hashes everything that affects the binary, so a verified hit is reused without
+recompiling.  Every file is written to a private temporary name in the cache directory and moved
+into place with `os.replace` (atomic on POSIX): concurrent processes compiling the same kernel
+both succeed, and no reader ever sees a half-written file.
+
+A library is code polyc will run, so the cache trusts only what this user wrote:
+
+- the directory is `$POLYC_CACHE_DIR`, else the platform's user cache directory for polyc
+  (`platformdirs`, e.g. `~/.cache/polyc`), created with mode 0700.  It is refused when it is
+  owned by another user, or other users can write it (group- or world-writable without the sticky
+  bit), or it cannot be created or written: polyc then warns (`CacheWarning`) and uses a private
+  temporary directory (mode 0700, removed at exit) for the rest of the process;
+- an entry is loaded only if its library is a regular file owned by this user, not writable by
+  others, and its sha256 matches the recorded one.  Anything else (a truncated or corrupted
+  library, a missing checksum, a file planted by someone else) is rebuilt in place, with a
+  warning unless it was simply missing.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
+import stat
 import tempfile
+import threading
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import List, Optional, Sequence
+
+import platformdirs
+
+from ..errors import CacheError, CacheWarning
+
+#: Environment variable naming the cache directory (overrides the platform default).
+CACHE_DIR_ENV = "POLYC_CACHE_DIR"
+_ENTRY_PREFIX = "kernel-"
+_TEMP_PREFIX = ".tmp-"
+
+_fallback: Optional[Path] = None
+_fallback_lock = threading.Lock()
+
+
+# -- the directory ----------------------------------------------------------------------------------
+
+def configured_cache_dir() -> Path:
+    """The cache directory asked for: `$POLYC_CACHE_DIR`, else the platform's user cache
+    directory for polyc (`platformdirs.user_cache_dir`).  Not created, not checked."""
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(platformdirs.user_cache_dir("polyc", appauthor=False))
 
 
 def cache_dir() -> Path:
-    """The cache directory: `$POLYC_CACHE_DIR`, else `$XDG_CACHE_HOME/polyc`, else `~/.cache/polyc`.
-
-    Created on first use.
-    """
-    explicit = os.environ.get("POLYC_CACHE_DIR")
-    if explicit:
-        path = Path(explicit).expanduser()
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        path = Path(base) / "polyc"
-    path.mkdir(parents=True, exist_ok=True)
+    """The directory compiled kernels are kept in: the configured one when it can be used and
+    only this user can write it; otherwise (with a `CacheWarning`) a private temporary one."""
+    path = configured_cache_dir()
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as e:
+        return fallback_dir(f"the cache directory {path} cannot be created ({e.strerror or e})")
+    problem = directory_problem(path)
+    if problem is None and not os.access(path, os.W_OK | os.X_OK):
+        problem = "is not writable"
+    if problem is not None:
+        return fallback_dir(f"the cache directory {path} {problem}")
     return path
 
+
+def directory_problem(path: Path) -> Optional[str]:
+    """Why other users could plant files in directory `path` (None when they cannot)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"is owned by another user (uid {st.st_uid}), who could replace the libraries polyc loads"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        return (f"can be written by other users (mode {stat.S_IMODE(st.st_mode):o}), who could plant libraries "
+                f"polyc would load; make it private (chmod 700) or set {CACHE_DIR_ENV}")
+    return None
+
+
+def fallback_dir(reason: str) -> Path:
+    """This process's private cache directory (mode 0700, removed at exit), after warning `reason`."""
+    global _fallback
+    with _fallback_lock:
+        if _fallback is None or not _fallback.is_dir():
+            try:
+                _fallback = Path(tempfile.mkdtemp(prefix="polyc-cache-"))
+            except OSError as e:
+                raise CacheError(f"{reason}, and no private temporary directory can be made either "
+                                 f"({e.strerror or e}); set {CACHE_DIR_ENV} to a directory you own") from e
+            atexit.register(shutil.rmtree, str(_fallback), True)
+        path = _fallback
+    warnings.warn(f"{reason}; compiled kernels go to the private directory {path} for this process "
+                  f"(they are not kept)", CacheWarning, stacklevel=3)
+    return path
+
+
+# -- keys and entries ---------------------------------------------------------------------------------
 
 def cache_key(source: str, flags: Sequence[str], compiler_path: str, compiler_version: str) -> str:
     """sha256 over the source, the flags, the compiler's path and its version string.
@@ -45,13 +123,70 @@ def cache_key(source: str, flags: Sequence[str], compiler_path: str, compiler_ve
 
 def entry_paths(directory: Path, key: str) -> tuple[Path, Path]:
     """(source path, library path) of the cache entry for `key`."""
-    stem = f"kernel-{key[:40]}"
+    stem = f"{_ENTRY_PREFIX}{key[:40]}"
     return directory / f"{stem}.c", directory / f"{stem}.so"
+
+
+def checksum_path(lib_path: Path) -> Path:
+    """Where the sha256 of library `lib_path` is recorded."""
+    return lib_path.with_suffix(".sha256")
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _file_problem(path: Path) -> Optional[str]:
+    """Why file `path` is not trusted (None when it is a regular file only this user can write)."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"is owned by another user (uid {st.st_uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"can be written by other users (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def entry_problem(lib_path: Path) -> Optional[str]:
+    """Why the cached library `lib_path` must not be loaded, or None when it is verified: a regular
+    file of this user, not writable by others, whose sha256 is the one recorded when it was built.
+    "missing" when there is no library at all (a plain cache miss)."""
+    try:
+        problem = _file_problem(lib_path)
+        if problem:
+            return f"{problem}; refused"
+        sums = checksum_path(lib_path)
+        problem = _file_problem(sums)
+        if problem:
+            return f"has a checksum file that {problem}; refused"
+        with open(sums, "rb") as f:
+            recorded = f.read(128).decode("ascii").strip()
+        actual = file_sha256(lib_path)
+    except FileNotFoundError as e:
+        return "missing" if Path(e.filename or "") == lib_path else "has no recorded checksum"
+    except (OSError, UnicodeDecodeError) as e:
+        return f"cannot be read ({e})"
+    if recorded != actual:
+        return "does not match its recorded checksum (truncated or corrupted)"
+    return None
+
+
+def install_library(built: Path, lib_path: Path) -> None:
+    """Move the freshly built library `built` into place as `lib_path`, recording its checksum
+    first (both atomically); the library is made private (the linker honours the umask)."""
+    os.chmod(built, 0o600)
+    write_atomic(checksum_path(lib_path), file_sha256(built) + "\n")
+    os.replace(built, lib_path)
 
 
 def temp_path(directory: Path, suffix: str) -> Path:
     """A fresh, unique file name inside `directory` (same file system, so `os.replace` is atomic)."""
-    fd, name = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
+    fd, name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=suffix, dir=directory)
     os.close(fd)
     return Path(name)
 
@@ -72,3 +207,55 @@ def _unlink_quietly(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
+
+
+# -- inspection and cleaning (the `polyc cache` command line builds on these) ------------------------
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One compiled kernel in the cache: `key` (the first 40 hex digits of the cache key), its
+    library and source paths, the library's size in bytes and modification time (seconds since
+    the epoch), and `problem`: None when the entry is verified, else why it would be rebuilt."""
+
+    key: str
+    library: Path
+    source: Optional[Path]
+    size: int
+    modified: float
+    problem: Optional[str]
+
+    @property
+    def verified(self) -> bool:
+        return self.problem is None
+
+
+def cache_entries(directory: Optional[Path] = None) -> List[CacheEntry]:
+    """The compiled kernels in `directory` (default: `cache_dir()`), oldest first."""
+    directory = cache_dir() if directory is None else directory
+    out = []
+    for lib in directory.glob(f"{_ENTRY_PREFIX}*.so"):
+        try:
+            st = os.lstat(lib)
+        except FileNotFoundError:
+            continue
+        source = lib.with_suffix(".c")
+        out.append(CacheEntry(lib.stem[len(_ENTRY_PREFIX):], lib, source if source.exists() else None,
+                              st.st_size, st.st_mtime, entry_problem(lib)))
+    return sorted(out, key=lambda e: (e.modified, e.key))
+
+
+def clear_cache(directory: Optional[Path] = None) -> int:
+    """Remove every cache file polyc wrote in `directory` (default: `cache_dir()`): entries,
+    checksums, sources and leftover temporary files.  Returns how many files were removed; other
+    files and the directory itself are left alone.  Libraries already loaded stay usable."""
+    directory = cache_dir() if directory is None else directory
+    removed = 0
+    for path in list(directory.iterdir()):
+        is_entry = path.name.startswith(_ENTRY_PREFIX) and path.suffix in (".so", ".c", ".sha256")
+        if (is_entry or path.name.startswith(_TEMP_PREFIX)) and not path.is_dir():
+            try:
+                path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed

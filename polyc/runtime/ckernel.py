@@ -9,8 +9,8 @@ from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
 from ..ir import f32
 from .arguments import bind_arguments, passed_dtypes
-from .compiler import command_flags, compile_c
-from .loader import load_function
+from .compiler import command_flags, compile_c, normalise_flags
+from .loader import load_or_rebuild
 
 #: Sizes up to this value are compiled in as constants when specialising: trip counts this small
 #: decide unrolling and remainder code; larger ones stay symbolic, so one variant serves them all.
@@ -34,7 +34,7 @@ class CCompiledKernel:
         self.kernel = kernel
         self.specialise = specialise
         self.schedule = schedule
-        self.flags = tuple(flags) if flags is not None else None
+        self.flags = normalise_flags(flags)
         self.openmp = openmp
         self._variants: Dict[str, Tuple[GeneratedC, Any]] = {}
         self._last: Optional[GeneratedC] = None
@@ -54,7 +54,9 @@ class CCompiledKernel:
             if key not in self._variants:
                 gen = generate_c(self.schedule, typing, fixed)
                 lib = compile_c(gen.source, flags=self.flags, openmp=self.openmp)
-                self._variants[key] = (gen, load_function(lib, gen.signature))
+                fn = load_or_rebuild(lib, gen.signature,
+                                     lambda: compile_c(gen.source, flags=self.flags, openmp=self.openmp, rebuild=True))
+                self._variants[key] = (gen, fn)
             self._last = self._variants[key][0]
             return self._variants[key]
 

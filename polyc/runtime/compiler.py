@@ -4,9 +4,16 @@
 `<compiler> <optimisation flags> -fPIC -shared -std=gnu11 [-fopenmp] -o <lib> <src> -lm`:
 
 - compiler: the `compiler` argument, else `$POLYC_CC`, else `cc` (or `gcc` where there is no `cc`);
-- optimisation flags: the `flags` argument, else `$POLYC_CFLAGS` (split like a shell would), else
-  `-O3 -march=native`.  The flags that make a loadable library are always added, so overriding the
-  optimisation level can never produce something ctypes cannot load.
+- optimisation flags: the `flags` argument (a string, split like a shell would, or a sequence of
+  strings), else `$POLYC_CFLAGS` (split the same way), else `-O3 -march=native`.  The flags that
+  make a loadable library are always added, so overriding the optimisation level can never produce
+  something ctypes cannot load; flags that would change where or what the compiler writes (`-o`,
+  `-c`, `-E`, `-save-temps`, a linker `-o`, ...) are refused (`CompileFlagsError`), since the cache
+  relies on the library landing at its own path.
+
+A cached library is used only after `cache.entry_problem` verified it (owner, permissions and
+sha256); anything else is rebuilt.  When the cache directory cannot be written, the library is
+built in the private fallback directory instead (`cache.fallback_dir`, with a warning).
 """
 from __future__ import annotations
 
@@ -16,10 +23,11 @@ import shlex
 import shutil
 import subprocess
 import threading
+import warnings
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
-from ..errors import CompileError
+from ..errors import CacheWarning, CompileError, CompileFlagsError
 from . import cache, vector_math
 
 DEFAULT_OPT_FLAGS: Tuple[str, ...] = ("-O3", "-march=native")
@@ -46,12 +54,16 @@ _memo_lock = threading.Lock()
 
 
 def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: Optional[str] = None,
-              openmp: bool = True) -> Path:
+              openmp: bool = True, rebuild: bool = False) -> Path:
     """Return the path of a shared library built from C `source`, compiling only on a cache miss.
+
+    A cached library is returned only when verified (see `cache.entry_problem`); a corrupted,
+    truncated or foreign one is rebuilt with a `CacheWarning`.  `rebuild=True` compiles again even
+    when the entry looks fine (the caller could not load it).
 
     Raises `CompileError` when the compiler is missing or rejects the source; the error keeps the
     source (`.source`), the compiler's stderr (`.compiler_output`) and the command (`.command`),
-    and its message names the kept `.c` file.
+    and its message names the kept `.c` file.  `CompileFlagsError` for flags polyc refuses.
     """
     compiler_path = resolve_compiler(compiler)
     all_flags = command_flags(flags, openmp, compiler_path)
@@ -59,17 +71,73 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     memo_key = (source, all_flags, compiler_path, directory)
     with _memo_lock:
         hit = _memo.get(memo_key)
-    if hit is not None and hit.exists():
+    if hit is not None and not rebuild and cache.entry_problem(hit) is None:
         return hit
 
     version = compiler_version(compiler_path)
     key = cache.cache_key(source, all_flags, compiler_path, version)
     src_path, lib_path = cache.entry_paths(directory, key)
-    if not lib_path.exists():
-        _build(source, all_flags, compiler_path, src_path, lib_path)
+    problem = "rebuilt on request" if rebuild else cache.entry_problem(lib_path)
+    if problem is not None:
+        if problem not in ("missing", "has no recorded checksum", "rebuilt on request"):
+            warnings.warn(f"the cached kernel library {lib_path} {problem}; rebuilding it", CacheWarning,
+                          stacklevel=2)
+        try:
+            _build(source, all_flags, compiler_path, src_path, lib_path)
+        except OSError as e:
+            # The directory passed the checks but cannot take the files (full, read-only mount, ...).
+            directory = cache.fallback_dir(f"cannot write to the cache directory {directory} "
+                                           f"({e.strerror or e})")
+            src_path, lib_path = cache.entry_paths(directory, key)
+            _build(source, all_flags, compiler_path, src_path, lib_path)
     with _memo_lock:
         _memo[memo_key] = lib_path
     return lib_path
+
+
+#: Flags that change where or what the compiler writes: the cache needs the library at its own path.
+_OUTPUT_FLAGS = ("-o", "--output", "-c", "-S", "-E", "-M", "-MM", "-MD", "-MMD", "-MF", "-MT", "-MQ",
+                 "-save-temps", "-dumpdir", "-dumpbase", "-dumpbase-ext", "-aux-info", "--preprocess",
+                 "--assemble", "--compile")
+
+
+def normalise_flags(flags: object, origin: str = "flags") -> Optional[Tuple[str, ...]]:
+    """`flags` as a tuple of compiler arguments: None stays None, a string is split like a shell
+    would (`"-O2 -g"`), a list or tuple must hold strings.  CompileFlagsError for anything else and
+    for flags that would redirect or change the compiler's output (they would break the cache)."""
+    if flags is None:
+        return None
+    if isinstance(flags, str):
+        try:
+            parts = tuple(shlex.split(flags))
+        except ValueError as e:
+            raise CompileFlagsError(f"{origin} {flags!r} cannot be split into arguments: {e}") from None
+    elif isinstance(flags, (list, tuple)):
+        parts = tuple(flags)
+        for f in parts:
+            if not isinstance(f, str):
+                raise CompileFlagsError(f"{origin} must be strings, but {f!r} is a {type(f).__name__}")
+    else:
+        raise CompileFlagsError(f"{origin} must be a string (\"-O2 -g\") or a list of strings, not "
+                                f"{type(flags).__name__} {flags!r}")
+    for f in parts:
+        _check_flag(f, origin)
+    return parts
+
+
+def _check_flag(flag: str, origin: str) -> None:
+    if not flag or "\0" in flag:
+        raise CompileFlagsError(f"{origin} contain an empty argument or a NUL character: {flag!r}")
+    if flag.startswith("@"):
+        raise CompileFlagsError(f"{origin}: response files ({flag!r}) are not accepted; pass the flags themselves")
+    # `-Wl,-o,x` hands the linker an output of its own (`-Xlinker -o` arrives here as a plain "-o").
+    linker = flag.split(",")[1:] if flag.startswith("-Wl,") else []
+    bad = any(flag == o or flag.startswith(o + "=") for o in _OUTPUT_FLAGS) or \
+        flag.startswith("-o") or flag.startswith(("-save-temps", "-MF", "-MT", "-MQ")) or \
+        any(a in ("-o", "--output") or a.startswith(("-o", "--output=")) for a in linker)
+    if bad:
+        raise CompileFlagsError(f"{origin}: {flag!r} would change where or what the compiler writes; polyc "
+                                f"chooses the output itself (the cache relies on it)")
 
 
 def resolve_compiler(compiler: Optional[str] = None) -> str:
@@ -95,9 +163,9 @@ def command_flags(flags: Optional[Sequence[str]], openmp: bool,
     """All compiler flags, in command-line order, for the given optimisation flags and OpenMP choice."""
     if flags is None:
         env = os.environ.get("POLYC_CFLAGS")
-        opt = tuple(shlex.split(env)) if env is not None else DEFAULT_OPT_FLAGS
+        opt = normalise_flags(env, "$POLYC_CFLAGS") if env is not None else DEFAULT_OPT_FLAGS
     else:
-        opt = tuple(flags)
+        opt = normalise_flags(flags)
     path = compiler_path or resolve_compiler()
     gcc = _is_gcc(path)
     workaround = GCC_WORKAROUND_FLAGS if gcc else ()
@@ -154,7 +222,7 @@ def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Pa
                 f"{trim_output(output)}\n"
                 f"  source kept at: {src_path}\n  command: {command_text}",
                 source=source, compiler_output=output, command=command_text)
-        os.replace(tmp_lib, lib_path)
+        cache.install_library(tmp_lib, lib_path)
     finally:
         cache._unlink_quietly(tmp_lib)
 

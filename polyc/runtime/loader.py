@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Tuple, Union
 
 import numpy as np
 
-from ..errors import CompileError
+from ..errors import CacheWarning, CompileError
 from ..ir import DType
 from .signature import KernelParam, KernelSignature
 
@@ -105,3 +106,15 @@ def load_function(lib_path: Union[str, Path], signature: KernelSignature) -> Cal
     function.argtypes = [param_ctype(p) for p in signature.params]
     function.restype = None
     return KernelFunction(function, signature, Path(lib_path))
+
+
+def load_or_rebuild(lib_path: Path, signature: KernelSignature, rebuild: Callable[[], Path]) -> KernelFunction:
+    """`load_function(lib_path, signature)`; when the library cannot be loaded at all (a cache entry
+    that passed its checks but is still unusable, e.g. written by a broken toolchain), warn, build
+    it again with `rebuild()` and load that, so one bad entry never fails every later run."""
+    try:
+        load_library(lib_path)
+    except CompileError as e:
+        warnings.warn(f"{e}; rebuilding it", CacheWarning, stacklevel=2)
+        lib_path = rebuild()
+    return load_function(lib_path, signature)

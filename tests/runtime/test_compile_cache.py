@@ -174,4 +174,4 @@ def test_two_processes_compiling_the_same_kernel_both_succeed(private_cache):
         assert p.returncode == 0, err
     paths = {out.strip() for out, _ in results}
     assert len(paths) == 1
-    assert sorted(f.suffix for f in private_cache.iterdir()) == [".c", ".so"]  # no temp files left
+    assert sorted(f.suffix for f in private_cache.iterdir()) == [".c", ".sha256", ".so"]  # no temp files left
