@@ -20,7 +20,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 import islpy as isl
 
-from ..errors import PolycError
+from ..errors import PolycError, ScheduleArgumentError
 from ..poly.islutil import isl_budget
 from .legality import check_parallel
 from .rewrite import (MAX_FULL_UNROLL, Step, check_new_names, dependences_of, finish,
@@ -72,6 +72,9 @@ def _tile(s: Schedule, sizes: Sequence[Tuple[str, int]], st: Step,
 
 def tile(s: Schedule, sizes: Optional[Mapping[str, int]] = None, /, **kw_sizes: int) -> Schedule:
     """Rectangular tiling: `tile(i=32, j=32)` (or `tile({"i": 32, "j": 32})`)."""
+    if sizes is not None and not isinstance(sizes, Mapping):
+        raise ScheduleArgumentError(f"tile takes loop sizes as keywords (tile(i=32)) or a dict, not {sizes!r}",
+                                    "sizes")
     all_sizes = dict(sizes or {})
     all_sizes.update(kw_sizes)
     return _tile(s, list(all_sizes.items()), step("tile", **all_sizes))

@@ -82,3 +82,9 @@ def test_validator_contract():
     assert schedule_int(-5, "x") == -5
     with pytest.raises(ScheduleArgumentError, match="x must be a positive int"):
         schedule_int(0, "x", minimum=1)
+
+
+def test_tile_sizes_must_be_a_mapping():
+    for sizes in (5, "i", [("i", 4)]):
+        with pytest.raises(ScheduleArgumentError, match="keywords"):
+            matmul.schedule().tile(sizes)
