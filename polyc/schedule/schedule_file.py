@@ -269,6 +269,22 @@ def _example(model: PolyModel, points: isl.Set) -> str:
     return f", e.g. {inst}" + (f" with {', '.join(sizes)}" if sizes else "")
 
 
+def _check_scalar_dims(m: isl.Map, dims: Sequence[Dim], where: str) -> None:
+    """Scalar (unnamed) dimensions only order statements: over all sizes they take finitely many
+    values.  One that grows with the sizes would be a loop without a name (no marks, hidden from
+    the outline), so its kind in `dims` would be wrong."""
+    times = m.range()
+    times = times.project_out(isl.dim_type.param, 0, times.dim(isl.dim_type.param))
+    n = len(dims)
+    for k, d in enumerate(dims):
+        if d.is_loop:
+            continue
+        values = times.project_out(isl.dim_type.set, k + 1, n - k - 1).project_out(isl.dim_type.set, 0, k)
+        if not values.is_bounded():
+            raise fail(where, f"dimension {k} is a scalar (ordering) dimension in 'dims' but the map makes it "
+                              f"a loop; name it in 'dims' or make it constant")
+
+
 def prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> Tuple[Tuple[str, str], ...]:
     """The statement maps of `texts`, each proven (with isl, for all sizes) to run every instance of
     its statement exactly once, at a time no other instance uses.  ScheduleFileError otherwise."""
@@ -297,6 +313,7 @@ def prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> 
             if not m.is_injective():
                 raise fail(where, f"puts two instances of statement {st.name} at the same schedule time, "
                                   f"so their order is undefined")
+            _check_scalar_dims(m, dims, where)
             piece = isl.UnionMap.from_map(m)
             union = piece if union is None else union.union(piece)
         if union is not None and not union.is_injective():

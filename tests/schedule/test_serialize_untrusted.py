@@ -108,6 +108,8 @@ S1 = "[I, K, J] -> { S1[i, j, k] -> [1, o1, i, 0, j, 0, k, 0] : -3 + i <= 4o1 <=
     # all k at one time: the order of the updates is undefined
     ("[I, K, J] -> { S1[i, j, k] -> [1, o1, i, 0, j, 0, 0, 0] : -3 + i <= 4o1 <= i }", "same schedule time"),
     ("[I, K, J] -> { S0[i, j, k] -> [1, o1, i, 0, j, 0, k, 0] : -3 + i <= 4o1 <= i }", "must map statement S1"),
+    # k moved to a scalar dimension: a loop with no name, hidden from marks and the outline
+    ("[I, K, J] -> { S1[i, j, k] -> [1, o1, i, 0, j, k, 0, 0] : -3 + i <= 4o1 <= i }", "scalar .* makes it a loop"),
     ("[I, K, J] -> { S1[i, j, k] -> [1, i, 0, j, 0, k, 0] }", "8-dimensional"),
     ("[I, K, J] -> { S1[i, j, k] -> T[1, o1, i, 0, j, 0, k, 0] : -3 + i <= 4o1 <= i }", "anonymous"),
     ("[I, K, J, Q] -> { S1[i, j, k] -> [1, o1, i, 0, j, 0, k, Q] : -3 + i <= 4o1 <= i }", "sizes Q"),
