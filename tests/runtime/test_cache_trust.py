@@ -263,3 +263,19 @@ def test_cflags_environment_variable_is_checked_too(monkeypatch):
     monkeypatch.setenv("POLYC_CFLAGS", "-O2 -o /tmp/elsewhere.so")
     with pytest.raises(CompileFlagsError, match=r"\$POLYC_CFLAGS"):
         compile_c(SOURCE)
+
+
+def test_a_directory_that_passes_the_checks_but_rejects_writes_falls_back(private_cache, monkeypatch):
+    """E.g. a full disk or a read-only mount (which even root cannot write): the files cannot be
+    created, so the library is built in the private directory instead of failing with OSError."""
+    import errno
+    real_temp_path = cache.temp_path
+
+    def read_only_here(directory, suffix):
+        if Path(directory) == private_cache:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_temp_path(directory, suffix)
+
+    monkeypatch.setattr(cache, "temp_path", read_only_here)
+    lib = compile_warning("cannot write to the cache directory .*Read-only file system")
+    assert_private_fallback(lib, private_cache)
