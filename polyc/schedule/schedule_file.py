@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import islpy as isl
 
-from ..errors import ScheduleFileError
+from ..errors import PolycError, ScheduleFileError
 from ..poly.islutil import isl_budget, isl_name
 from ..poly.model import PolyModel
 from .integers import MAX_SCHEDULE_INT, MAX_UNROLL_FACTOR
@@ -287,7 +287,17 @@ def _check_scalar_dims(m: isl.Map, dims: Sequence[Dim], where: str) -> None:
 
 def prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> Tuple[Tuple[str, str], ...]:
     """The statement maps of `texts`, each proven (with isl, for all sizes) to run every instance of
-    its statement exactly once, at a time no other instance uses.  ScheduleFileError otherwise."""
+    its statement exactly once, at a time no other instance uses.  ScheduleFileError otherwise
+    (also when the proof exceeds polyc's isl operation budget: a file must not cost a hang)."""
+    try:
+        return _prove_maps(model, dims, texts)
+    except ScheduleFileError:
+        raise
+    except PolycError as e:
+        raise fail("maps", f"the maps could not be proven correct: {e}") from e
+
+
+def _prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> Tuple[Tuple[str, str], ...]:
     parsed = {}
     for st in model.program.statements:
         where = f"maps.{st.name}"

@@ -20,6 +20,7 @@ from typing import Any, Union
 import islpy as isl
 
 from ..errors import IllegalScheduleError, PolycError, ScheduleFileError
+from ..poly.islutil import isl_budget
 from ..poly.model import PolyModel
 from . import schedule_file
 from .schedule import Dim, Schedule
@@ -114,8 +115,9 @@ def _replay(model: PolyModel, doc: dict) -> Schedule:
     for name, text in schedule_file.map_texts(doc, names, required=False).items():
         stored = schedule_file.parse_map(text, f"maps.{name}")
         try:
-            same = stored.is_equal(s.statement_map(name))
-        except isl.Error:
+            with isl_budget(f"comparing the saved map of {name}"):
+                same = stored.is_equal(s.statement_map(name))
+        except PolycError:
             same = False
         if not same:
             raise ScheduleFileError(f"replaying the saved schedule gives statement {name} a different schedule "

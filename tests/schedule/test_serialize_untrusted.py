@@ -217,3 +217,12 @@ def test_any_wrong_value_anywhere_is_a_typed_error(make):
                 load(doc)
             except PolycError:
                 pass
+
+
+def test_a_map_too_expensive_to_prove_is_a_schedule_file_error(monkeypatch):
+    """The proof runs under polyc's isl operation budget: a file can cost an error, never a hang."""
+    import polyc.poly.islutil as islutil
+    doc = raw_doc()
+    matmul.model.domains, matmul.model.dependences  # computed before the budget shrinks
+    monkeypatch.setattr(islutil, "DEFAULT_BUDGET", 50)
+    refused(doc, "maps", "could not be proven correct: .*isl operations")
