@@ -154,7 +154,7 @@ def _dtypes(kernel: Any, spec: Optional[str]) -> Dict[str, Any]:
 
     if "=" not in spec:
         d = one(spec)
-        return {x.name: d for x in kernel.program.tensors}
+        return {x.name: d for x in kernel.program.tensors if x.dtype is None}  # declared types stay
     out = {}
     for part in spec.split(","):
         name, _, dt = part.partition("=")
