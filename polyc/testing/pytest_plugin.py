@@ -198,6 +198,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("polyc_case", found, indirect=True, ids=[c.id for c in found])
 
 
+#: Compiled kernels of marked tests, shared by the cases that differ only in sizes or dtype (the
+#: kernels and schedule specs live in the markers for the whole session, so their ids are stable).
+_COMPILED: Dict[tuple, Any] = {}
+
+
+def _compiled_once(case: KernelCase) -> Any:
+    import polyc
+    key = (id(case.kernel), id(case.schedule), case.target)
+    if key not in _COMPILED:
+        _COMPILED[key] = polyc.compile(case.kernel, case.resolve_schedule(), target=case.target)
+    return _COMPILED[key]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     """Check a marked test's case before its body runs; an unavailable target skips it."""
@@ -207,7 +220,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
         return
     problem = skip = None
     try:
-        case.check()
+        case.check(_compiled_once(case))
     except TargetUnavailableError as e:
         skip = f"{case.describe()}: {e}"
     except AssertionError as e:
