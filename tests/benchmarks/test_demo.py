@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import pytest
 
+import functools
 from types import SimpleNamespace
 
+import numpy as np
+
 from benchmarks import demo
+from benchmarks.numpy_baselines import FORMULATIONS
+
+
+@functools.lru_cache(maxsize=None)
+def _polybench():
+    from benchmarks.polybench import polybench_kernels
+    return polybench_kernels()
 
 
 def row(name, baseline, polyc_ms, baseline_ms, status="OK"):
@@ -18,7 +28,20 @@ def row(name, baseline, polyc_ms, baseline_ms, status="OK"):
 def test_the_baseline_is_numpy_for_numpy_formulations_and_source_c_otherwise():
     # the core suite's references are numpy; PolyBench's are Python loop nests
     assert demo.baseline_of(SimpleNamespace(name="matmul", suite="core")) == "numpy"
-    assert demo.baseline_of(SimpleNamespace(name="gemm", suite="polybench")) == "C -O3"
+    assert demo.baseline_of(SimpleNamespace(name="gemm", suite="polybench")) == "numpy"
+    assert demo.baseline_of(SimpleNamespace(name="lu", suite="polybench")) == "C -O3"
+
+
+@pytest.mark.parametrize("name", sorted(FORMULATIONS))
+def test_each_numpy_formulation_computes_what_the_polybench_kernel_does(name):
+    lk = _polybench()[name]
+    inputs = lk.make_inputs(lk.sizes["MINI"], "f64")
+    expected = lk.expected(inputs)
+    expected = expected if isinstance(expected, dict) else {lk.outputs[0]: expected}
+    work = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+    FORMULATIONS[name](**work)
+    for array, want in expected.items():
+        np.testing.assert_allclose(work[array], want, *lk.tol("f64"), err_msg=f"{name}: {array}")
 
 
 def test_summary_is_one_line_of_geometric_means_over_verified_kernels():
@@ -40,12 +63,13 @@ def test_the_table_names_each_kernels_baseline():
 
 @pytest.mark.slow
 def test_the_demo_verifies_and_times_in_separate_processes(capsys):
-    status = demo.main(["--kernel", "matmul", "--kernel", "gemm", "--core-preset", "small",
+    status = demo.main(["--kernel", "matmul", "--kernel", "gemm", "--kernel", "lu", "--core-preset", "small",
                         "--polybench-preset", "MINI", "--rounds", "1", "--no-progress"])
     out = capsys.readouterr().out
     assert status == 0, out
-    lines = {l.split()[0]: l for l in out.splitlines() if l.split()[:1] in (["matmul"], ["gemm"])}
+    lines = {l.split()[0]: l for l in out.splitlines() if l.split()[:1] in (["matmul"], ["gemm"], ["lu"])}
     assert " OK " in lines["matmul"] and " numpy " in lines["matmul"]
-    assert " OK " in lines["gemm"] and " C -O3 " in lines["gemm"]
+    assert " OK " in lines["gemm"] and " numpy " in lines["gemm"]
+    assert " OK " in lines["lu"] and " C -O3 " in lines["lu"]
     summary = out.strip().splitlines()[-1]
-    assert "over numpy (1 kernel); " in summary and "over source-order C at -O3 (1 kernel). 2 OK, 0 FAIL" in summary
+    assert "over numpy (2 kernels); " in summary and "over source-order C at -O3 (1 kernel). 3 OK, 0 FAIL" in summary
