@@ -47,6 +47,10 @@ def load_kernels(path: Path) -> Dict[str, Any]:
         sys.path.insert(0, str(path.parent.resolve()))
         try:
             scope = runpy.run_path(str(path), run_name="__polyc_cli__")
+        except PolycError:
+            raise  # a kernel the file defines is wrong: reported like every polyc error
+        except Exception as e:  # noqa: BLE001 - the user's file failed: say where, without our frames
+            raise UsageError(f"running {path} failed{_where_in(path, e)}: {type(e).__name__}: {e}") from None
         finally:
             sys.path.pop(0)
         found = {}
@@ -58,6 +62,13 @@ def load_kernels(path: Path) -> Dict[str, Any]:
     name = path.stem.replace("-", "_") or "kernel"
     # Built as pc.kernel does, but parse errors point into the file rather than into this module.
     return {name: pc.Kernel(program_from_einsum(path.read_text(), name, {}, filename=str(path)))}
+
+
+def _where_in(path: Path, error: BaseException) -> str:
+    """` at line N` for the innermost frame of `error` inside the file `path` (or nothing)."""
+    import traceback
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == path]
+    return f" at line {frames[-1].lineno}" if frames else ""
 
 
 def pick_kernel(spec: str) -> Any:

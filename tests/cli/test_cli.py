@@ -92,6 +92,11 @@ def test_errors_are_messages_with_exit_status_not_tracebacks(files, capsys):
     assert status == 2 and "not a schedule primitive" in err
     status, _, err = run(capsys, "deps", files / "missing.py")
     assert status == 2 and "no such kernel file" in err
+    (files / "raises.py").write_text("import polyc as pc\n\nimport not_a_module_anywhere\n")
+    status, _, err = run(capsys, "deps", files / "raises.py")
+    assert status == 2
+    assert err == (f"polyc deps: running {files / 'raises.py'} failed at line 3: ModuleNotFoundError: "
+                   f"No module named 'not_a_module_anywhere'\n")
 
 
 def test_parse_chain_reads_what_to_text_prints():
