@@ -84,13 +84,9 @@ def preload() -> List[str]:
     return names
 
 
-def _worker() -> None:
-    """Read one JSON setup line, then answer `run <n> <min_s>` lines with JSON sample lists."""
-    out = sys.stdout
-    sys.stdout = sys.stderr  # anything the setup prints must not corrupt the protocol
-    spec = json.loads(sys.stdin.readline())
+def _setup(spec: Dict[str, Any]) -> tuple:
+    """Build one contender from its setup spec: (reply, run, prepare); run is None on failure."""
     try:
-        preload()
         t0 = time.perf_counter()
         made = _load(spec["setup"])(**spec["args"])
         if callable(made):
@@ -102,22 +98,48 @@ def _worker() -> None:
         t1 = time.perf_counter()
         run()  # warm-up: compile, page in, spin up thread pools
         first = time.perf_counter() - t1
-        reply = {"ok": True, "setup_s": t1 - t0, "first_s": first, "info": info}
+        return {"ok": True, "setup_s": t1 - t0, "first_s": first, "info": info}, run, prepare
     except Exception as e:  # noqa: BLE001 - reported to the parent, which marks the contender failed
         import traceback
-        reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
-        out.write(json.dumps(reply) + "\n")
+        return {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}, None, None
+
+
+def _worker() -> None:
+    """Read one JSON setup line, then answer `run <n> <min_s>` lines with JSON sample lists.
+
+    A later JSON line replaces the contender (one long-lived worker can time several kernels in
+    turn, as `make demo` does); a failed first setup ends the worker, a failed later one does not.
+    """
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything the setup prints must not corrupt the protocol
+    spec = json.loads(sys.stdin.readline())
+    try:
+        preload()
+    except Exception as e:  # noqa: BLE001
+        import traceback
+        out.write(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}) + "\n")
         out.flush()
         return
+    reply, run, prepare = _setup(spec)
     out.write(json.dumps(reply) + "\n")
     out.flush()
+    if run is None:
+        return
     for line in sys.stdin:
+        if line.startswith("{"):
+            reply, run, prepare = _setup(json.loads(line))
+            out.write(json.dumps(reply) + "\n")
+            out.flush()
+            continue
         parts = line.split()
         if not parts or parts[0] == "quit":
             break
+        if run is None:
+            out.write(json.dumps({"time": None, "calls": 0}) + "\n")
+            out.flush()
+            continue
         min_s = float(parts[2]) if len(parts) > 2 else 0.0
         clock = time.process_time if (len(parts) > 3 and parts[3] == "cpu") else time.perf_counter
-        times = []
         total, calls = 0.0, 0
         while True:
             if prepare:
@@ -129,8 +151,7 @@ def _worker() -> None:
             calls += 1
             if total >= min_s or calls >= int(parts[1]):
                 break
-        times.append(total / calls)
-        out.write(json.dumps({"time": times[0], "calls": calls}) + "\n")
+        out.write(json.dumps({"time": total / calls, "calls": calls}) + "\n")
         out.flush()
 
 

@@ -139,6 +139,7 @@ def passed_dtypes(program: Program, kwargs: Mapping[str, Any]) -> Dict[str, DTyp
         value = kwargs.get(t.name)
         if t.role == "temp" or value is None:
             continue
+        value = host_view(t.name, value)
         _require_ndarray(t.name, value)
         found[t.name] = _supported_dtype(t.name, value)
     return found
@@ -196,6 +197,39 @@ def _missing_array_message(t: TensorDecl, resolved: Optional[DType]) -> str:
     return f"missing input array {t.name} ({what})"
 
 
+#: DLPack device types whose memory the CPU can address: CPU, CUDA host (pinned), ROCm host,
+#: CUDA managed.  numpy's `from_dlpack` decides which of these it can view.
+_HOST_DLPACK_DEVICES = {1: "CPU", 3: "CUDA host", 11: "ROCm host", 13: "CUDA managed"}
+
+
+def host_view(name: str, value: Any) -> Any:
+    """A numpy view of a DLPack-capable host array (PyTorch CPU tensors, JAX CPU arrays, CuPy
+    pinned host memory, ...), sharing its memory: never a copy, so outputs passed this way are
+    written in place.  numpy arrays, device arrays (`__cuda_array_interface__`, handled by the
+    CUDA target) and non-arrays are returned unchanged for the usual checks.
+    """
+    if isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__") \
+            or hasattr(value, "__cuda_array_interface__"):
+        return value
+    try:
+        kind = int(value.__dlpack_device__()[0])
+    except Exception:  # noqa: BLE001 - no usable device query: let numpy try, and say so if it fails
+        kind = 1
+    if kind not in _HOST_DLPACK_DEVICES:
+        raise ArgumentError(f"{name} is a {type(value).__name__} on DLPack device type {kind}, not in host "
+                            f"memory; a CPU kernel reads host memory only: move it to the CPU first "
+                            f"(e.g. {name}.cpu()), or pass a device array with __cuda_array_interface__ "
+                            f"to a kernel compiled with target='cuda'")
+    try:
+        try:
+            return np.from_dlpack(value, copy=False)
+        except TypeError:  # numpy < 2.1 has no `copy`; on the CPU it never copies
+            return np.from_dlpack(value)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise ArgumentError(f"{name}: cannot view the {type(value).__name__} through DLPack without a copy "
+                            f"({type(e).__name__}: {e}); pass a numpy array, e.g. np.asarray({name})") from None
+
+
 def _require_ndarray(name: str, value: Any) -> None:
     if isinstance(value, np.ndarray):
         if isinstance(value, np.ma.MaskedArray):
@@ -221,6 +255,7 @@ def _supported_dtype(name: str, array: np.ndarray) -> DType:
 
 def _check_array(t: TensorDecl, value: Any, expected: Optional[DType]) -> np.ndarray:
     name = t.name
+    value = host_view(name, value)
     _require_ndarray(name, value)
     array: np.ndarray = value
     if expected is None:

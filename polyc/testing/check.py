@@ -8,11 +8,11 @@ compiled kernel and the reference write into identical arrays.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..ir import DType
+from ..ir import DType, dtype_of_numpy
 from ..ir import types as _types
 
 #: Default comparison tolerances (rtol, atol) by element type name.
@@ -90,15 +90,47 @@ def _written(kernel, result: Any, passed: Mapping[str, Any]) -> Dict[str, np.nda
     return {n: np.asarray(got[n] if n in got else passed[n]) for n in names if n in got or n in passed}
 
 
+def tolerances_for(got: np.ndarray, want: np.ndarray, rtol: Optional[float] = None,
+                   atol: Optional[float] = None) -> Tuple[float, float]:
+    """(rtol, atol) for comparing `got` with `want`: the explicit values where given, else the
+    defaults of the *less precise* element type of the two arrays.
+
+    Tolerances follow the arrays compared, not a dtype argument: an f32 kernel is judged with f32
+    tolerances whether its inputs were generated (`dtype="f32"`), passed (`inputs=`) or declared
+    (`pc.f32[...]`), and an f32 result against an f64 reference is still an f32 result.
+    """
+    names = [_dtype_name(a) for a in (got, want)]
+    loosest = max(names, key=lambda n: TOLERANCES.get(n, TOLERANCES["f64"]))
+    default_rtol, default_atol = TOLERANCES.get(loosest, TOLERANCES["f64"])
+    return (default_rtol if rtol is None else rtol, default_atol if atol is None else atol)
+
+
+def _dtype_name(array: np.ndarray) -> str:
+    d = dtype_of_numpy(np.asarray(array).dtype)
+    return d.name if d is not None else "f64"
+
+
 def _diff_message(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
+    """Which elements differ: how many, the first (in C order) and the worst, with both values."""
     if got.shape != want.shape:
         return f"{name}: shape {got.shape}, expected {want.shape}"
     bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     err = np.abs(got.astype(np.float64) - want.astype(np.float64))
     err = np.where(np.isnan(err), np.inf, err)
-    worst = np.unravel_index(int(np.argmax(np.where(bad, err, -1))), got.shape) if got.ndim else ()
-    return (f"{name}: {int(bad.sum())} of {bad.size} elements differ (rtol={rtol}, atol={atol}); worst at "
-            f"{tuple(int(i) for i in worst)}: got {got[worst]!r}, expected {want[worst]!r}")
+    if got.ndim:
+        first = np.unravel_index(int(np.argmax(bad)), got.shape)
+        worst = np.unravel_index(int(np.argmax(np.where(bad, err, -1))), got.shape)
+    else:
+        first = worst = ()
+    where = lambda ix: f"{tuple(int(i) for i in ix)}: got {got[ix]!r}, expected {want[ix]!r}"  # noqa: E731
+    return (f"{name} ({got.dtype}): {int(bad.sum())} of {bad.size} elements differ (rtol={rtol}, "
+            f"atol={atol}); first at {where(first)}; worst at {where(worst)}")
+
+
+def _shapes_text(args: Mapping[str, Any]) -> str:
+    """`A: f32(8, 300), B: ...` for the arrays among `args` (the sizes of given inputs)."""
+    arrays = [f"{k}: {v.dtype}{tuple(v.shape)}" for k, v in args.items() if isinstance(v, np.ndarray)]
+    return "inputs " + ", ".join(arrays) if arrays else "no arrays"
 
 
 def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]] = None,
@@ -109,15 +141,15 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
     """Compile `kernel` with `schedule`, run it and the reference on the same inputs, and assert
     that every written tensor matches.  Returns the compiled kernel's written tensors.
 
+    `dtype` is the element type of the random inputs (tensors declared with a type keep theirs).
+    `rtol`/`atol` default to the tolerances of each compared array's element type (f32 results
+    get f32 tolerances however the inputs came about; see `tolerances_for`).
     `inputs` replaces the random inputs; `reference` replaces `kernel.reference` (e.g. a library
     kernel's expected-output function); `compiled` reuses an already compiled kernel; `flags`
     replaces the C compiler's optimisation flags.
     """
     import polyc
     d = _dtype(dtype)
-    default_rtol, default_atol = TOLERANCES.get(d.name, TOLERANCES["f64"])
-    rtol = default_rtol if rtol is None else rtol
-    atol = default_atol if atol is None else atol
     args = dict(inputs) if inputs is not None else random_inputs(kernel, sizes, d, seed)
     if compiled is not None:
         fn = compiled
@@ -132,12 +164,13 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
             problems.append(f"{name}: not returned by the compiled kernel")
             continue
         g = got[name]
-        if g.shape != w.shape or not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
-            problems.append(_diff_message(name, g, w, rtol, atol))
+        r, a = tolerances_for(g, w, rtol, atol)
+        if g.shape != w.shape or not np.allclose(g, w, rtol=r, atol=a, equal_nan=True):
+            problems.append(_diff_message(name, g, w, r, a))
     if problems:
         what = getattr(fn, "schedule", schedule)
         size_text = ", ".join(f"{k}={v}" for k, v in (sizes or default_sizes(kernel)).items()) \
-            if inputs is None else "sizes of the given inputs"
+            if inputs is None else _shapes_text(args)
         raise AssertionError(f"{kernel.name} with schedule {what!r} ({target}, {size_text}) does not match "
                              f"the reference:\n  " + "\n  ".join(problems))
     return got

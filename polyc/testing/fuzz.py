@@ -123,6 +123,8 @@ def fuzz_schedules(kernel, n: int = 20, seed: int = 0, sizes: Optional[Mapping[s
     schedule); the final schedule of each sequence, when it differs from source order, is run
     with `check_kernel` (and round-tripped through JSON).  Raises AssertionError listing the
     failing call chains if any accepted schedule computes something else than the reference.
+    `dtype` is the element type of random inputs; tolerances follow the arrays compared (an f32
+    kernel fed f32 `inputs=` is judged with f32 tolerances, see `check.tolerances_for`).
     """
     from ..schedule import Schedule
     from .check import check_kernel, random_inputs

@@ -1,0 +1,328 @@
+"""The `polyc` command line (also `python -m polyc`): look at a kernel without writing Python.
+
+    polyc codegen kernels.py::matmul --schedule "tile(i=32, j=32).parallel('i_outer')"
+    polyc codegen matmul.tc --target cuda --dtype f64
+    polyc dependences kernels.py::matmul
+    polyc outline kernels.py::matmul --schedule auto
+    polyc cache info
+    polyc cache clear
+
+A kernel file is either Python (`.py`: it is run, and its module-level `pc.kernel` objects are the
+kernels; `FILE::NAME` picks one when there are several) or Einstein-notation text (any other
+suffix; the kernel is named after the file).  A schedule is `source` (the loops as written, the
+default), `auto`, a primitive chain as written in Python after `kernel.schedule()`, or a JSON file
+written by `Schedule.to_json()`.  Every primitive is proven legal as usual; an illegal one is
+reported with its dependence, like every other polyc error, on stderr with exit status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .errors import PolycError
+
+#: Exit statuses: 0 success, 1 a polyc error (illegal schedule, parse error...), 2 a usage error.
+EXIT_ERROR, EXIT_USAGE = 1, 2
+
+
+class UsageError(Exception):
+    """A command-line mistake (missing file, unknown kernel name, malformed schedule text)."""
+
+
+# -- kernels from files -----------------------------------------------------------------------
+
+def load_kernels(path: Path) -> Dict[str, Any]:
+    """The kernels a file defines, by name: module-level `Kernel`s of a Python file, or the one
+    Einstein-notation kernel of a text file (named after the file's stem)."""
+    import polyc as pc
+    if not path.is_file():
+        raise UsageError(f"no such kernel file: {path}")
+    if path.suffix == ".py":
+        # Run as a script: the file's own folder comes first on sys.path, as for `python file.py`.
+        sys.path.insert(0, str(path.parent.resolve()))
+        try:
+            scope = runpy.run_path(str(path), run_name="__polyc_cli__")
+        except PolycError:
+            raise  # a kernel the file defines is wrong: reported like every polyc error
+        except Exception as e:  # noqa: BLE001 - the user's file failed: say where, without our frames
+            raise UsageError(f"running {path} failed{_where_in(path, e)}: {type(e).__name__}: {e}") from None
+        finally:
+            sys.path.pop(0)
+        found = {}
+        for value in scope.values():
+            if isinstance(value, pc.Kernel):
+                found.setdefault(value.name, value)
+        return found
+    from .frontend.einsum import program_from_einsum
+    name = path.stem.replace("-", "_") or "kernel"
+    # Built as pc.kernel does, but parse errors point into the file rather than into this module.
+    return {name: pc.Kernel(program_from_einsum(path.read_text(), name, {}, filename=str(path)))}
+
+
+def _where_in(path: Path, error: BaseException) -> str:
+    """` at line N` for the innermost frame of `error` inside the file `path` (or nothing)."""
+    import traceback
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == path]
+    return f" at line {frames[-1].lineno}" if frames else ""
+
+
+def pick_kernel(spec: str) -> Any:
+    """`FILE` or `FILE::NAME` -> the kernel (a file with several kernels needs the name)."""
+    file_part, _, name = spec.partition("::")
+    kernels = load_kernels(Path(file_part))
+    if not kernels:
+        raise UsageError(f"{file_part} defines no kernel (no module-level pc.kernel(...) object)")
+    if name:
+        if name not in kernels:
+            raise UsageError(f"{file_part} has no kernel {name!r}; it defines {', '.join(sorted(kernels))}")
+        return kernels[name]
+    if len(kernels) > 1:
+        raise UsageError(f"{file_part} defines several kernels ({', '.join(sorted(kernels))}); "
+                         f"pick one with {file_part}::NAME")
+    return next(iter(kernels.values()))
+
+
+# -- schedules --------------------------------------------------------------------------------
+
+def parse_chain(text: str) -> List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]]:
+    """`tile(i=32).parallel('i_outer')` -> [("tile", (), {"i": 32}), ("parallel", ("i_outer",), {})].
+
+    Only primitive calls with literal arguments are accepted (nothing is evaluated); a leading
+    `schedule().` or `kernel.schedule().` is ignored, so text copied from `Schedule.to_text` works.
+    """
+    source = text.strip()
+    if source.startswith("."):
+        source = source[1:]
+    try:
+        node = ast.parse(source, mode="eval").body
+    except SyntaxError as e:
+        raise UsageError(f"cannot read the schedule {text!r}: {e.msg} (expected primitive calls such as "
+                         f"tile(i=32, j=32).parallel('i_outer'))") from None
+    calls: List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]] = []
+    while True:
+        if not isinstance(node, ast.Call):
+            raise UsageError(f"cannot read the schedule {text!r}: expected a chain of primitive calls, "
+                             f"e.g. tile(i=32, j=32).parallel('i_outer')")
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name is None:
+            raise UsageError(f"cannot read the schedule {text!r}: {ast.unparse(func)} is not a primitive name")
+        try:
+            args = tuple(ast.literal_eval(a) for a in node.args)
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+        except ValueError:
+            raise UsageError(f"cannot read the schedule {text!r}: arguments of {name}(...) must be "
+                             f"literals (numbers, quoted strings, tuples)") from None
+        calls.append((name, args, kwargs))
+        if isinstance(func, ast.Name):
+            break
+        node = func.value
+        if isinstance(node, ast.Name):  # `kernel.schedule()` or `s.tile(...)`: the receiver
+            break
+    calls.reverse()
+    if calls and calls[0][0] == "schedule" and not calls[0][1] and not calls[0][2]:
+        calls = calls[1:]
+    return calls
+
+
+def build_schedule(kernel: Any, spec: Optional[str]) -> Any:
+    """None/"source", "auto", a JSON file of `Schedule.to_json`, or a primitive chain."""
+    from .schedule import Schedule
+    if spec is None or spec == "source":
+        return None
+    if spec == "auto":
+        return "auto"
+    if spec.endswith(".json") or (os.path.isfile(spec) and not spec.rstrip().endswith(")")):
+        path = Path(spec)
+        if not path.is_file():
+            raise UsageError(f"no such schedule file: {path}")
+        return Schedule.from_json(kernel, path.read_text())
+    s = kernel.schedule()
+    for name, args, kwargs in parse_chain(spec):
+        method = getattr(s, name, None)
+        if name.startswith("_") or not callable(method):
+            raise UsageError(f"{name!r} is not a schedule primitive (see help(polyc.Schedule))")
+        s = method(*args, **kwargs)
+    return s
+
+
+def _dtypes(kernel: Any, spec: Optional[str]) -> Dict[str, Any]:
+    """`--dtype f64` (every undeclared tensor) or `--dtype A=f32,B=f64`."""
+    from .ir import types as t
+    if not spec:
+        return {}
+
+    def one(name: str) -> Any:
+        d = getattr(t, name.strip(), None)
+        if d is None or not hasattr(d, "numpy"):
+            raise UsageError(f"unknown dtype {name!r}; use f32, f64, i32 or i64")
+        return d
+
+    if "=" not in spec:
+        d = one(spec)
+        return {x.name: d for x in kernel.program.tensors if x.dtype is None}  # declared types stay
+    out = {}
+    for part in spec.split(","):
+        name, _, dt = part.partition("=")
+        out[name.strip()] = one(dt)
+    return out
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+def cmd_codegen(args: argparse.Namespace) -> str:
+    import polyc as pc
+    kernel = pick_kernel(args.kernel)
+    return pc.codegen(kernel, build_schedule(kernel, args.schedule), target=args.target,
+                      dtypes=_dtypes(kernel, args.dtype))
+
+
+def cmd_dependences(args: argparse.Namespace) -> str:
+    kernel = pick_kernel(args.kernel)
+    text = str(kernel.dependences())
+    return text if text.strip() else f"{kernel.name}: no dependences"
+
+
+def cmd_outline(args: argparse.Namespace) -> str:
+    kernel = pick_kernel(args.kernel)
+    s = build_schedule(kernel, args.schedule)
+    if s is None:
+        s = kernel.schedule()
+    elif s == "auto":
+        from .schedule.auto import auto_schedule
+        s = auto_schedule(kernel)
+    return str(s)
+
+
+def cmd_cache(args: argparse.Namespace) -> str:
+    if args.action == "info":
+        return cache_info_text()
+    return cache_clear_text()
+
+
+# -- the cache ----------------------------------------------------------------------------------
+# `polyc.runtime.cache` is where the cache lives and is being extended with `cache_entries()` and
+# `clear_cache()`.  Where those exist they are used; until then this thin adapter reads the
+# module's `cache_dir()` and only ever touches files named as the cache names them
+# (`kernel-<hash>.c|.so`, `.tmp-*` leftovers), so a POLYC_CACHE_DIR shared with other files is safe.
+
+_CACHE_PATTERNS = ("kernel-*.c", "kernel-*.so", ".tmp-*")
+
+
+def _cache_paths() -> Tuple[Path, List[Path]]:
+    """(directory, files of its entries)."""
+    from .runtime import cache
+    directory = Path(cache.cache_dir())
+    entries = getattr(cache, "cache_entries", None)
+    if entries is not None:
+        files: List[Path] = []
+        for e in entries():
+            for attr in ("paths", "files"):
+                if hasattr(e, attr):
+                    files.extend(Path(x) for x in getattr(e, attr))
+                    break
+            else:
+                files.append(Path(getattr(e, "path", e)))
+        return directory, [f for f in files if f.exists()]
+    found = {f for pattern in _CACHE_PATTERNS for f in directory.glob(pattern) if f.is_file()}
+    return directory, sorted(found)
+
+
+def _size_text(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"  # pragma: no cover
+
+
+def cache_info_text() -> str:
+    directory, files = _cache_paths()
+    where = "POLYC_CACHE_DIR" if os.environ.get("POLYC_CACHE_DIR") else "the platform's cache directory"
+    libraries = [f for f in files if f.suffix == ".so"]
+    total = sum(f.stat().st_size for f in files)
+    return (f"cache directory: {directory} (from {where})\n"
+            f"compiled kernels: {len(libraries)}\n"
+            f"files: {len(files)}, {_size_text(total)}")
+
+
+def cache_clear_text() -> str:
+    from .runtime import cache
+    directory, files = _cache_paths()
+    total = sum(f.stat().st_size for f in files)
+    clear = getattr(cache, "clear_cache", None)
+    if clear is not None:
+        clear()
+    else:
+        for f in files:
+            try:
+                f.unlink()
+            except FileNotFoundError:  # another process cleared it first
+                pass
+    return f"removed {len(files)} files ({_size_text(total)}) from {directory}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="polyc", description=__doc__.split("\n\n")[0],
+                                 epilog="Kernel files: FILE.py (module-level pc.kernel objects; FILE.py::NAME "
+                                        "picks one) or Einstein-notation text in any other file.")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def kernel_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("kernel", metavar="FILE[::NAME]", help="kernel file, optionally ::kernel name")
+
+    def schedule_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-s", "--schedule", default=None,
+                       help="source (default), auto, a primitive chain such as \"tile(i=32).parallel('i_outer')\", "
+                            "or a JSON file from Schedule.to_json()")
+
+    p = sub.add_parser("codegen", help="print the generated C or CUDA of a kernel")
+    kernel_arg(p)
+    schedule_arg(p)
+    p.add_argument("-t", "--target", default="c", choices=("c", "cuda"), help="c (default) or cuda")
+    p.add_argument("--dtype", default=None,
+                   help="element type of undeclared tensors: f32 (default), f64, ... or A=f32,B=f64")
+    p.set_defaults(run=cmd_codegen)
+
+    p = sub.add_parser("dependences", aliases=["deps"], help="print a kernel's exact dependences")
+    kernel_arg(p)
+    p.set_defaults(run=cmd_dependences)
+
+    p = sub.add_parser("outline", help="print a schedule's loop outline")
+    kernel_arg(p)
+    schedule_arg(p)
+    p.set_defaults(run=cmd_outline)
+
+    p = sub.add_parser("cache", help="inspect or clear the cache of compiled kernels")
+    p.add_argument("action", choices=("info", "clear"))
+    p.set_defaults(run=cmd_cache)
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 polyc error, 2 usage error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        out = args.run(args)
+    except UsageError as e:
+        print(f"polyc {args.command}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except PolycError as e:
+        print(f"polyc {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        print(out.rstrip("\n"))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `polyc codegen ... | head`: the reader left, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m polyc` goes through polyc/__main__.py
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Arrays from other libraries through DLPack (`__dlpack__`), bound without copies.
+
+No third-party array library is needed: numpy arrays export DLPack themselves, and `Exported`
+below is an object that offers nothing but `__dlpack__`/`__dlpack_device__` (as a PyTorch CPU
+tensor or a JAX CPU array does), so polyc can only reach its memory through DLPack."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyc as pc
+from polyc.runtime.arguments import host_view
+
+
+class Exported:
+    """Only the DLPack protocol, over a numpy array's memory (optionally claiming another device)."""
+
+    def __init__(self, array: np.ndarray, device: tuple = None, refuse: bool = False):
+        self._array, self._device, self._refuse = array, device, refuse
+
+    def __dlpack__(self, **kwargs):
+        if self._refuse:
+            raise BufferError("cannot export a tensor that requires grad")
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._device or self._array.__dlpack_device__()
+
+
+SCALE = pc.kernel("y[i] = x[i] * 2", name="dl_scale")
+MATMUL = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="dl_matmul")
+
+
+def test_a_dlpack_only_object_is_viewed_not_copied():
+    x = np.arange(6.0)
+    view = host_view("x", Exported(x))
+    assert isinstance(view, np.ndarray) and np.shares_memory(view, x)
+    assert host_view("x", x) is x                     # numpy arrays pass through untouched
+    assert host_view("n", 3) == 3
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_inputs_and_outputs_through_dlpack(target):
+    rng = np.random.default_rng(0)
+    a, b = rng.random((5, 7)), rng.random((7, 4))
+    c = np.full((5, 4), np.nan)
+    f = pc.compile(MATMUL, target=target)
+    result = f(A=Exported(a), B=Exported(b), C=Exported(c))
+    np.testing.assert_allclose(c, a @ b)              # written in place: the caller's memory
+    assert np.shares_memory(result, c)
+    allocated = f(A=Exported(a), B=Exported(b))       # an output polyc allocates is a numpy array
+    assert isinstance(allocated, np.ndarray)
+    np.testing.assert_allclose(allocated, a @ b)
+
+
+def test_an_inout_array_through_dlpack_is_updated_in_place():
+    @pc.kernel
+    def dl_prefix(A: pc.f64["N"]):
+        for i in range(1, N):
+            A[i] = A[i] + A[i - 1]
+
+    a = np.arange(1.0, 6.0)
+    pc.compile(dl_prefix)(A=Exported(a))
+    np.testing.assert_array_equal(a, [1, 3, 6, 10, 15])
+
+
+def test_dlpack_arrays_get_the_usual_checks():
+    x = np.arange(4.0)
+    with pytest.raises(pc.ArgumentError, match="y and x alias"):
+        pc.compile(SCALE)(x=Exported(x), y=Exported(x))
+    frozen = np.zeros(4)
+    frozen.flags.writeable = False
+    with pytest.raises(pc.ArgumentError, match="y is read-only"):
+        pc.compile(SCALE)(x=Exported(x), y=Exported(frozen))
+    with pytest.raises(pc.ArgumentError, match="dtype"):
+        pc.compile(SCALE)(x=Exported(np.arange(4, dtype=np.int8)))
+
+
+def test_device_memory_and_refused_exports_are_argument_errors():
+    x = np.arange(4.0)
+    with pytest.raises(pc.ArgumentError, match=r"x is a Exported on DLPack device type 2, not in host memory"):
+        pc.compile(SCALE)(x=Exported(x, device=(2, 0)))
+    with pytest.raises(pc.ArgumentError, match="cannot view the Exported through DLPack without a copy.*requires grad"):
+        pc.compile(SCALE)(x=Exported(x, refuse=True))
