@@ -206,65 +206,34 @@ def cmd_cache(args: argparse.Namespace) -> str:
 
 
 # -- the cache ----------------------------------------------------------------------------------
-# `polyc.runtime.cache` is where the cache lives and is being extended with `cache_entries()` and
-# `clear_cache()`.  Where those exist they are used; until then this thin adapter reads the
-# module's `cache_dir()` and only ever touches files named as the cache names them
-# (`kernel-<hash>.c|.so`, `.tmp-*` leftovers), so a POLYC_CACHE_DIR shared with other files is safe.
+# `polyc.runtime.cache` owns the cache: where it lives, which files are entries, how they are
+# verified and removed.  These commands only print what it reports.
 
-_CACHE_PATTERNS = ("kernel-*.c", "kernel-*.so", ".tmp-*")
-
-
-def _cache_paths() -> Tuple[Path, List[Path]]:
-    """(directory, files of its entries)."""
-    from .runtime import cache
-    directory = Path(cache.cache_dir())
-    entries = getattr(cache, "cache_entries", None)
-    if entries is not None:
-        files: List[Path] = []
-        for e in entries():
-            for attr in ("paths", "files"):
-                if hasattr(e, attr):
-                    files.extend(Path(x) for x in getattr(e, attr))
-                    break
-            else:
-                files.append(Path(getattr(e, "path", e)))
-        return directory, [f for f in files if f.exists()]
-    found = {f for pattern in _CACHE_PATTERNS for f in directory.glob(pattern) if f.is_file()}
-    return directory, sorted(found)
-
-
-def _size_text(n: int) -> str:
+def _size_text(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+            return f"{int(n)} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} bytes"  # pragma: no cover
 
 
 def cache_info_text() -> str:
-    directory, files = _cache_paths()
+    from .runtime.cache import cache_dir, cache_entries
+    directory = cache_dir()
+    entries = cache_entries(directory)
     where = "POLYC_CACHE_DIR" if os.environ.get("POLYC_CACHE_DIR") else "the platform's cache directory"
-    libraries = [f for f in files if f.suffix == ".so"]
-    total = sum(f.stat().st_size for f in files)
+    total = sum(e.size + (e.source.stat().st_size if e.source else 0) for e in entries)
+    damaged = sum(1 for e in entries if not e.verified)
     return (f"cache directory: {directory} (from {where})\n"
-            f"compiled kernels: {len(libraries)}\n"
-            f"files: {len(files)}, {_size_text(total)}")
+            f"compiled kernels: {len(entries)}" + (f" ({damaged} unverified, rebuilt on next use)" if damaged else "")
+            + f"\nsize: {_size_text(total)}")
 
 
 def cache_clear_text() -> str:
-    from .runtime import cache
-    directory, files = _cache_paths()
-    total = sum(f.stat().st_size for f in files)
-    clear = getattr(cache, "clear_cache", None)
-    if clear is not None:
-        clear()
-    else:
-        for f in files:
-            try:
-                f.unlink()
-            except FileNotFoundError:  # another process cleared it first
-                pass
-    return f"removed {len(files)} files ({_size_text(total)}) from {directory}"
+    from .runtime.cache import cache_dir, clear_cache
+    directory = cache_dir()
+    removed = clear_cache(directory)
+    return f"removed {removed} files from {directory}"
 
 
 def build_parser() -> argparse.ArgumentParser:
