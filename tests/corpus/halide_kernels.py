@@ -166,6 +166,9 @@ def _iir_blur(input, alpha, blur1, blury_T, blur2, output):
     return dict(blur1=b1, blury_T=bt, blur2=b2, output=np.ascontiguousarray(b2.transpose(1, 0, 2)))
 
 
+#: Halide's uint16 buffers: declared `pc.u16[...]` once polyc has the type, shape-only until then.
+U16 = getattr(pc, "u16", pc.tensor)
+
 KERNELS = [
     # apps/harris/harris_generator.cpp (sum3x3 expanded)
     CorpusKernel(
@@ -234,7 +237,7 @@ output[x, y, c] = ratio[x, y] * input[x, y, c]""",
 blur_y[x, y] = (blur_x[x, y] + blur_x[x, y + 1] + blur_x[x, y + 2]) // 3""",
         lambda r: dict(input=r.integers(0, 60000, size=(12, 10)).astype(np.uint16)),
         lambda input: dict(blur_y=_blur_u16(input).astype(np.uint16)),
-        ("blur_y",), declared=dict(input=pc.tensor["W", "H"]),
+        ("blur_y",), declared=dict(input=U16["W", "H"]),
         xfail=UNSIGNED + "; " + QUASI_AFFINE),
     # apps/bilateral_grid/bilateral_grid_generator.cpp (the grid blur; the histogram is the input)
     CorpusKernel(
@@ -283,7 +286,7 @@ upy[x, y, c] = upx[x, (y + 1) // 2, c] + (upx[x, (y - 1) // 2, c] - upx[x, (y + 
         "denoised[x, y] = min(max(input[x, y], 0), max(max(max(input[x - 2, y], input[x + 2, y]), input[x, y - 2]), input[x, y + 2]))",
         lambda r: dict(input=r.integers(0, 1024, size=(9, 8)).astype(np.uint16)),
         lambda input: _hot_pixel(input), ("denoised",), regions=dict(denoised=(slice(2, 7), slice(2, 6))),
-        declared=dict(input=pc.tensor["W", "H"]), xfail=UNSIGNED),
+        declared=dict(input=U16["W", "H"]), xfail=UNSIGNED),
     # apps/camera_pipe/camera_pipe_generator.cpp (deinterleave; mux over 4 channels as a select chain)
     CorpusKernel(
         "halide_deinterleave", "halide/Halide: apps/camera_pipe/camera_pipe_generator.cpp",
@@ -295,7 +298,7 @@ upy[x, y, c] = upx[x, (y + 1) // 2, c] + (upx[x, (y - 1) // 2, c] - upx[x, (y + 
         lambda r: dict(raw=r.integers(0, 1024, size=(10, 8)).astype(np.uint16)),
         lambda raw: dict(deinterleaved=np.stack([raw[0::2, 0::2], raw[1::2, 0::2], raw[0::2, 1::2], raw[1::2, 1::2]],
                                                 axis=2)), ("deinterleaved",),
-        declared=dict(raw=pc.tensor["W", "H"]), xfail=UNSIGNED + "; " + QUASI_AFFINE),
+        declared=dict(raw=U16["W", "H"]), xfail=UNSIGNED + "; " + QUASI_AFFINE),
     # apps/camera_pipe/camera_pipe_generator.cpp (interleave_x of two uint16 planes)
     CorpusKernel(
         "halide_interleave_x", "halide/Halide: apps/camera_pipe/camera_pipe_generator.cpp",
@@ -304,7 +307,7 @@ upy[x, y, c] = upx[x, (y + 1) // 2, c] + (upx[x, (y - 1) // 2, c] - upx[x, (y + 
         lambda r: dict(a=r.integers(0, 1024, size=(5, 4)).astype(np.uint16),
                        b=r.integers(0, 1024, size=(5, 4)).astype(np.uint16)),
         lambda a, b: dict(out=np.stack([a, b], axis=1).reshape(10, 4)), ("out",),
-        declared=dict(a=pc.tensor["W", "H"], b=pc.tensor["W", "H"]), xfail=UNSIGNED + "; " + QUASI_AFFINE),
+        declared=dict(a=U16["W", "H"], b=U16["W", "H"]), xfail=UNSIGNED + "; " + QUASI_AFFINE),
     # apps/conv_layer/conv_layer_generator.cpp (pure definition then an update over RDom r(0, CI, 0, 3, 0, 3))
     CorpusKernel(
         "halide_conv_layer", "halide/Halide: apps/conv_layer/conv_layer_generator.cpp",

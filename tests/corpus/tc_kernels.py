@@ -82,6 +82,30 @@ KERNELS = [
         lambda r: dict(I=rand(r, 5, 7)),
         lambda I: dict(O=np.maximum(I, 0)), ("O",),
         declared=dict(I=F["B", "M"])),
+    # test/cuda/test_tc_mapper.cc (tensoraddstrided): `+=` without `!` accumulates into the O it is given
+    CorpusKernel(
+        "tc_tensoraddstrided", "facebookresearch/TensorComprehensions: test/cuda/test_tc_mapper.cc",
+        "accumulate into an existing output (+= without !)",
+        "O[n, m] += I0_view[n, m] + I1_view[n, m]",
+        lambda r: dict(I0_view=rand(r, 5, 6), I1_view=rand(r, 5, 6), O=rand(r, 5, 6)),
+        lambda I0_view, I1_view, O: dict(O=O + I0_view + I1_view), ("O",),
+        declared=dict(I0_view=F["N", "M"], I1_view=F["N", "M"])),
+    # test/cuda/test_corner_cases.cc (E6): a scalar broadcast over an explicit range
+    CorpusKernel(
+        "tc_scalar_fill", "facebookresearch/TensorComprehensions: test/cuda/test_corner_cases.cc",
+        "output range from where alone, float scalar input",
+        "b[i] = a where i in 0:10",
+        lambda r: dict(a=np.float32(2.5)),
+        lambda a: dict(b=np.full(10, a, np.float32)), ("b",),
+        declared=dict(a=pc.f32)),
+    # test/test_cuda_mapper_memory_promotion.cc (Strided.Stride2)
+    CorpusKernel(
+        "tc_strided_transpose", "facebookresearch/TensorComprehensions: test/test_cuda_mapper_memory_promotion.cc",
+        "transposed stride-2 read at offset 1",
+        "O[i, j] = I[j, 2 * i + 1]",
+        lambda r: dict(I=rand(r, 4, 9)),
+        lambda I: dict(O=I[:, 1::2].T.copy()), ("O",),
+        declared=dict(I=F["N", "M"]), xfail=QUASI_AFFINE),
     # tc/library/fcrelu.h
     CorpusKernel(
         "tc_fcrelu", "facebookresearch/TensorComprehensions: tc/library/fcrelu.h",
@@ -350,6 +374,20 @@ O2[i, j] +=! LUT2[I2[i, k], j]""",
         lambda r: dict(), lambda: dict(), ("O1", "O2"),
         declared=dict(LUT1=F["E1", "D"], I1=pc.i32["B", "L1"], LUT2=F["E2", "D"], I2=pc.i32["B", "L2"]),
         refused=REFUSAL_MESSAGE),
+    # test/test_cuda_mapper.cc (NonAffineBoundLHSInBinOp)
+    CorpusKernel(
+        "tc_shifted_lut", "facebookresearch/TensorComprehensions: test/test_cuda_mapper.cc",
+        "gather at a data-dependent index plus a constant",
+        "O[i, j] +=! LUT[I[i, k] + 1, j]",
+        lambda r: dict(), lambda: dict(), ("O",),
+        declared=dict(LUT=F["E", "D"], I=pc.i32["B", "L"]), refused=REFUSAL_MESSAGE),
+    # test/test_cuda_mapper.cc (NonAffineBoundRHSInBinOp)
+    CorpusKernel(
+        "tc_shifted_lut_mixed", "facebookresearch/TensorComprehensions: test/test_cuda_mapper.cc",
+        "subscript with affine and data-dependent parts",
+        "O[i, j] +=! LUT[1 + j + I[i, k], j]",
+        lambda r: dict(), lambda: dict(), ("O",),
+        declared=dict(LUT=F["E", "D"], I=pc.i32["B", "L"]), refused=REFUSAL_MESSAGE),
     # docs/source/inference.rst ("lut" made safe by clamping the data-dependent index)
     CorpusKernel(
         "tc_lut_clamped", "facebookresearch/TensorComprehensions: docs/source/inference.rst",
