@@ -16,6 +16,23 @@ import polyc as pc
 from .spec import (CorpusKernel, INDEX_AS_VALUE, MULTILINE, NEGATIVE_OFFSETS, SHAPE_FROM_FIRST_WRITE, QUASI_AFFINE, REFUSAL_MESSAGE,
                    UNDECLARED_RANGES, rand)
 
+def uniform_l(a: pc.f32["A"], n: int, m: int):
+    """test/test_loopy.py (test_unknown_arg_shape): {[i,j]: 0<=i<n and 0<=j<m}, sequential; loopy's
+    int32 `i/256` (i >= 0) is written `//`."""
+    for i in range(n):
+        gid = i // 256
+        start = gid * 256
+        for j in range(m):
+            a[start + j] = a[start + j] + j
+
+
+def _uniform_l(a, n, m):
+    out = a.copy()
+    for g in range(n // 256):
+        out[g * 256:g * 256 + m] += np.float32(256) * np.arange(m, dtype=np.float32)
+    return dict(a=out)
+
+
 KERNELS = [
     # test/test_scan.py (test_sequential_scan, stride=2): domain {[i,j]: 0<=i<n and 0<=j<=2*i}
     CorpusKernel(
@@ -143,6 +160,12 @@ pot[i] +=! select(i != j, 1 / sqrt(dist2[i, j]), 0)""",
         "c[2*i] = a[i]",
         lambda r: dict(a=rand(r, 6)),
         lambda a: dict(c=a.copy()), ("c",), regions=dict(c=(slice(0, 11, 2),))),
+    # test/test_loopy.py (test_unknown_arg_shape): local integers from i // 256 in subscripts (loops)
+    CorpusKernel(
+        "loopy_uniform_l", "inducer/loopy: test/test_loopy.py", "block start i // 256 * 256 in subscripts, int parameters",
+        uniform_l,
+        lambda r: dict(a=rand(r, 260), n=512, m=3),
+        _uniform_l, ("a",), xfail=QUASI_AFFINE),
 ]
 
 
