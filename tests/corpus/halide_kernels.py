@@ -17,8 +17,8 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import (CLAMPED_SUBSCRIPTS, CONSUMER_REGIONS, CorpusKernel, INDEX_AS_VALUE, MULTILINE, NEGATIVE_OFFSETS, QUASI_AFFINE,
-                   REFUSAL_MESSAGE, UNSIGNED, rand)
+from .spec import (CLAMPED_SUBSCRIPTS, CONSUMER_REGIONS, CorpusKernel, INDEX_AS_VALUE, MULTILINE, NEGATIVE_OFFSETS,
+                   QUASI_AFFINE, REFUSAL_MESSAGE, UNSIGNED, rand)
 
 
 def _harris(input):

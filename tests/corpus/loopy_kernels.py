@@ -13,7 +13,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import (CorpusKernel, INDEX_AS_VALUE, MULTILINE, NEGATIVE_OFFSETS, SHAPE_FROM_FIRST_WRITE, QUASI_AFFINE, REFUSAL_MESSAGE,
+from .spec import (CorpusKernel, INDEX_AS_VALUE, MULTILINE, QUASI_AFFINE, REFUSAL_MESSAGE, SHAPE_FROM_FIRST_WRITE,
                    UNDECLARED_RANGES, rand)
 
 def uniform_l(a: pc.f32["A"], n: int, m: int):
@@ -41,7 +41,7 @@ KERNELS = [
         lambda r: dict(a=np.zeros(7, np.int64)),
         lambda a: dict(a=np.array([sum(j * j for j in range(2 * i + 1)) for i in range(7)], np.int64)), ("a",),
         xfail=INDEX_AS_VALUE),
-    # test/test_scan.py (test_scan_with_different_lower_bound_from_sweep's sibling: out[i] = sum(j, a[j]**2))
+    # test/test_scan.py (test_local_parallel_scan): [n] -> {[i,j]: 0<=i<n and 0<=j<=i}, out[i] = sum(j, a[j]**2)
     CorpusKernel(
         "loopy_scan_triangular", "inducer/loopy: test/test_scan.py", "prefix sum of squares over a triangular range",
         "out[i] +=! pow(a[j], 2) where i in 0:N, j in 0:i+1",
@@ -55,7 +55,7 @@ KERNELS = [
         lambda r: dict(a=np.arange(1, 17, dtype=np.int64)),
         lambda a: dict(out=np.cumsum(a ** 2)), ("out",),
         xfail=UNDECLARED_RANGES),
-    # test/test_scan.py (test_scan_with_outer_parallel_iname's neighbour: <>tmp[i] = sum(k, 1); out[i] = sum(j, tmp[j]))
+    # test/test_scan.py (test_nested_scan, n fixed to 10): <>tmp[i] = sum(k, 1); out[i] = sum(j, tmp[j])
     CorpusKernel(
         "loopy_scan_of_scan", "inducer/loopy: test/test_scan.py", "reduction index used in no subscript, scan of a temporary",
         """tmp[i] +=! 1 where i in 0:N, k in 0:i+1
@@ -63,7 +63,7 @@ out[i] +=! tmp[j] where i in 0:N, j in 0:i+1""",
         lambda r: dict(out=np.zeros(10, np.int64)),
         lambda out: dict(out=np.cumsum(np.arange(1, 11)).astype(np.int64)), ("out",),
         xfail=INDEX_AS_VALUE),
-    # test/test_loopy.py (global barrier test): <>t[2*j] = j; t[2*j+1] = j; out[i] = t[2*i], 0<=i,j<8
+    # test/test_loopy.py (test_save_of_local_array): <>t[2*j] = j; t[2*j+1] = j; out[i] = t[2*i], 0<=i,j<8
     CorpusKernel(
         "loopy_strided_temporary", "inducer/loopy: test/test_loopy.py", "strided writes of an index value, constant ranges",
         """t[2*j] = j where j in 0:8
@@ -109,13 +109,13 @@ e[i, k] = g[i,k]*(2+h[i,k+1]) where i in 0:N, k in 0:M""",
         ("c", "e"),
         declared=dict(a=pc.f32["N", "L", "M"], b=pc.f32["N", "L", "M"], g=pc.f64["N", "M"],
                       h=pc.f64["N", "M + 1"])),
-    # test/test_loopy.py (matrix product in a dependency test): out[i,k] = sum(j, a[i,j]*b[j,k])
+    # test/test_loopy.py (test_ilp_loop_bound): out[i,k] = sum(j, a[i,j]*b[j,k])
     CorpusKernel(
         "loopy_matmul", "inducer/loopy: test/test_loopy.py", "contraction",
         "out[i,k] +=! a[i,j]*b[j,k]",
         lambda r: dict(a=rand(r, 5, 4), b=rand(r, 4, 6)),
         lambda a, b: dict(out=a @ b), ("out",)),
-    # test/test_loopy.py: c[i] = sum(j, a[i,j]*b[j])
+    # test/test_loopy.py (test_shape_mismatch_check): c[i] = sum(j, a[i,j]*b[j])
     CorpusKernel(
         "loopy_matvec", "inducer/loopy: test/test_loopy.py", "matrix-vector product",
         "c[i] +=! a[i,j]*b[j]",

@@ -27,7 +27,6 @@ UNDECLARED_RANGES = ("undeclared inputs with explicit ranges: the shape an undec
                      "is checked at definition time with an invented size instead of at call time")
 QUASI_AFFINE = "strided/quasi-affine subscripts, ranges and `//`, `%` (floor division and modulo by constants)"
 SELECT_GUARDS = "guards in select not restricting bounds: an affine select condition does not restrict its reads"
-INT_SCALARS = "integer scalars in subscripts and ranges"
 INDEX_AS_VALUE = "index used only as a value (no subscript uses it)"
 MULTILINE = "multi-line statements (continuation lines) are not parsed"
 UNSIGNED = "unsigned 8/16-bit types"
@@ -84,7 +83,3 @@ def rand(rng: np.random.Generator, *shape: int, dtype: Any = np.float32, lo: flo
          hi: float = 1.0) -> np.ndarray:
     """Uniform random array of `shape` in [lo, hi) with the given dtype."""
     return rng.uniform(lo, hi, size=shape).astype(dtype)
-
-
-def f32(x: Any) -> np.ndarray:
-    return np.asarray(x, dtype=np.float32)

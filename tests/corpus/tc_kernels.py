@@ -14,7 +14,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import (CorpusKernel, INDEX_AS_VALUE, MULTILINE, OUTPUTS_LOST, QUASI_AFFINE, REFUSAL_MESSAGE,
+from .spec import (CorpusKernel, MULTILINE, OUTPUTS_LOST, QUASI_AFFINE, REFUSAL_MESSAGE,
                    rand)
 
 F = pc.f32
@@ -397,4 +397,3 @@ O2[i, j] +=! LUT2[I2[i, k], j]""",
         declared=dict(B=F["J"], C=F["I"]), refused=REFUSAL_MESSAGE),
 ]
 
-__all__ = ["KERNELS", "REFUSED", "INDEX_AS_VALUE"]

@@ -15,7 +15,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import (CorpusKernel, INDEX_AS_VALUE, QUASI_AFFINE, REFUSAL_MESSAGE, SELECT_GUARDS, rand)
+from .spec import (CorpusKernel, QUASI_AFFINE, REFUSAL_MESSAGE, SELECT_GUARDS, rand)
 
 F = pc.f32
 
@@ -300,4 +300,3 @@ REFUSED = [
         declared=dict(data=F["N", "M"], indices=pc.i32[2, "K"]), refused=REFUSAL_MESSAGE),
 ]
 
-__all__ = ["KERNELS", "REFUSED", "INDEX_AS_VALUE"]
