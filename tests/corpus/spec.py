@@ -35,6 +35,8 @@ CLAMPED_SUBSCRIPTS = ("GAP (not in tc's list): clamped subscripts (Halide's repe
 
 SHAPE_FROM_FIRST_WRITE = ("GAP (not in tc's list): a tensor written by several statements takes its shape "
                           "from the first one, so the second statement's writes are refused as out of bounds")
+UNUSED_SIZE_INPUT = ("GAP (not in tc's list): an input declared only to name a size (TC's signature binds N from "
+                     "S's shape) is refused as 'declared but never used'")
 
 VARIANTS = ("source", "auto", "cuda-emu")
 

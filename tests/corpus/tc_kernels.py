@@ -14,8 +14,8 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import (CorpusKernel, MULTILINE, OUTPUTS_LOST, QUASI_AFFINE, REFUSAL_MESSAGE,
-                   rand)
+from .spec import (CorpusKernel, MULTILINE, OUTPUTS_LOST, QUASI_AFFINE, REFUSAL_MESSAGE, UNSIGNED,
+                   UNUSED_SIZE_INPUT, rand)
 
 F = pc.f32
 
@@ -106,6 +106,51 @@ KERNELS = [
         lambda r: dict(I=rand(r, 4, 9)),
         lambda I: dict(O=I[:, 1::2].T.copy()), ("O",),
         declared=dict(I=F["N", "M"]), xfail=QUASI_AFFINE),
+    # python/examples/min_distance.py (min_2d)
+    CorpusKernel(
+        "tc_min_2d", "facebookresearch/TensorComprehensions: python/examples/min_distance.py", "row minimum (min=!)",
+        "V[d] min=! S[d, r_nbyd]",
+        lambda r: dict(S=rand(r, 4, 6)),
+        lambda S: dict(V=S.min(axis=1)), ("V",),
+        declared=dict(S=F["D", "NBYD"])),
+    # python/examples/min_distance.py (min_1d): a 0-d output
+    CorpusKernel(
+        "tc_min_1d", "facebookresearch/TensorComprehensions: python/examples/min_distance.py", "scalar (0-d) output",
+        "v min=! V[r_d]",
+        lambda r: dict(V=rand(r, 7)),
+        lambda V: dict(v=np.float32(V.min())), ("v",),
+        declared=dict(V=F["D"])),
+    # python/examples/min_distance.py (argmin_2d; TC's `c ? a : b` is select; polyc's index values are int64)
+    CorpusKernel(
+        "tc_argmin_2d", "facebookresearch/TensorComprehensions: python/examples/min_distance.py",
+        "argmin as a min over index values and sizes, multi-line statement",
+        """MinIdx[d] min=!
+    select(S[d, r_nbyd] == v, d * NBYD + r_nbyd, NBYD * D)""",
+        lambda r: dict(S=np.array([[3, 1, 2], [5, 4, 4]], np.float32), v=np.float32(4)),
+        lambda S, v: dict(MinIdx=np.array([6, 4], np.int64)), ("MinIdx",),
+        declared=dict(S=F["D", "NBYD"], v=pc.f32), xfail=MULTILINE),
+    # python/examples/min_distance.py (argmin_1d): S is declared only to name the size N
+    CorpusKernel(
+        "tc_argmin_1d", "facebookresearch/TensorComprehensions: python/examples/min_distance.py",
+        "min over index values, a size as a value, an input used only for its size",
+        "min_idx min=! select(MinIdx[r_d] < N, r_d, N)",
+        lambda r: dict(S=rand(r, 6), MinIdx=np.array([6, 6, 2, 6], np.int32)),
+        lambda S, MinIdx: dict(min_idx=np.int64(2)), ("min_idx",),
+        declared=dict(S=F["N"], MinIdx=pc.i32["D"]), xfail=UNUSED_SIZE_INPUT),
+    # python/examples/masked_conv.py (TC's `c ? a : b` is select; line breaks as the author's)
+    CorpusKernel(
+        "tc_masked_convolve", "facebookresearch/TensorComprehensions: python/examples/masked_conv.py",
+        "convolution masked by a uint8 tensor, ReLU on the input, multi-line statement",
+        """Output[b, f, h, w] +=! select((Mask[f, r_c] == 1),
+    fmax(0.0, Input[b, r_c, h + r_k1, w + r_k2]) *
+    Weights[f, r_c, r_k1, r_k2],
+    0.0)""",
+        lambda r: dict(Input=rand(r, 2, 3, 6, 5), Weights=rand(r, 4, 3, 3, 3),
+                       Mask=r.integers(0, 2, size=(4, 3)).astype(np.uint8)),
+        lambda Input, Weights, Mask: dict(Output=_conv_nchw(np.maximum(Input, 0), Weights * (Mask == 1)[:, :, None, None])
+                                          .astype(np.float32)), ("Output",),
+        declared=dict(Input=F["B", "C", "H", "W"], Weights=F["F", "C", "K", "K"], Mask=getattr(pc, "u8", pc.tensor)["F", "C"]),
+        xfail=UNSIGNED),
     # tc/library/fcrelu.h
     CorpusKernel(
         "tc_fcrelu", "facebookresearch/TensorComprehensions: tc/library/fcrelu.h",
@@ -388,6 +433,15 @@ O2[i, j] +=! LUT2[I2[i, k], j]""",
         "O[i, j] +=! LUT[1 + j + I[i, k], j]",
         lambda r: dict(), lambda: dict(), ("O",),
         declared=dict(LUT=F["E", "D"], I=pc.i32["B", "L"]), refused=REFUSAL_MESSAGE),
+    # python/examples/min_distance.py (mindis): lookups at int32(Codes(n, r_m))
+    CorpusKernel(
+        "tc_mindis", "facebookresearch/TensorComprehensions: python/examples/min_distance.py",
+        "product-quantisation distances through uint8 codes, then min and argmin",
+        """S[n] +=! L[r_m, int32(Codes[n, r_m])]
+v  min=! S[r_n]
+min_idx  min=! select(S[r_n] == v, r_n, N)""",
+        lambda r: dict(), lambda: dict(), ("S", "v", "min_idx"),
+        declared=dict(L=F["M", 256]), refused=REFUSAL_MESSAGE),
     # docs/source/inference.rst ("lut" made safe by clamping the data-dependent index)
     CorpusKernel(
         "tc_lut_clamped", "facebookresearch/TensorComprehensions: docs/source/inference.rst",
