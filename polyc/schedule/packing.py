@@ -50,7 +50,7 @@ import islpy as isl
 
 from ..errors import IllegalScheduleError, PolycError
 from ..ir import Access, Affine, Binary, Expr, IndexExpr, Program, Statement
-from ..poly.islutil import isl_budget, isl_name, pw_aff_to_affine
+from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
 from .rewrite import dependences_of, finish, statement_name, step, time_vars
 from .schedule import Dim, Schedule, _fresh
 
@@ -193,10 +193,8 @@ def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, A
                              f"(no min/max): the loops of `{st.text}` must form a rectangular box")
         bounds.append((it, lo, hi))
     params = [dom.get_dim_name(isl.dim_type.param, k) for k in range(n_par)]
-    rename = {b: isl_name(b) for b in c.batch}
-
-    def text(a: Affine) -> str:
-        return str(a.rename(rename)) if rename else str(a)
+    # Bounds come back in user names (batch iterators among them); isl text spells them again.
+    text = affine_str
 
     cond = " and ".join(f"{text(lo)} <= {isl_name(it)} <= {text(hi)}" for it, lo, hi in bounds)
     box = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] : {cond} }}")

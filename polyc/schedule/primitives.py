@@ -237,8 +237,8 @@ def _separate_partial_groups(s: Schedule, moved: Schedule, k: int, pos: int, fac
     n = len(s.dims)
     t = time_vars(k + 1)
     head = ", ".join(t)
-    to_group = isl.Map(f"{s.model.pstr} -> {{ [{head}] -> [{', '.join(t[:k] + ['q'])}] : "
-                       f"{factor}q <= {t[k]} < {factor}q + {factor} }}")
+    to_group = isl.Map(f"{s.model.pstr} -> {{ [{head}] -> [{', '.join(t[:k] + ['g0'])}] : "
+                       f"{factor}g0 <= {t[k]} < {factor}g0 + {factor} }}")
     def at(m: isl.Map, value: int) -> isl.Map:
         return m.fix_val(isl.dim_type.out, pos, isl.Val.int_from_si(m.get_ctx(), value))
 
