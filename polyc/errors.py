@@ -89,3 +89,8 @@ class IslBudgetError(PolycError):
 
 class TargetUnavailableError(PolycError):
     """The requested target (e.g. CUDA) cannot run here: no driver, no GPU, or pycuda missing."""
+
+
+class NameClashError(PolycError, ValueError):
+    """A name given to a new loop (`split(..., outer="K")`) that the kernel already uses for a loop,
+    an index, a size, a scalar or a tensor: it would change what that name means."""

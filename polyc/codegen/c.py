@@ -25,9 +25,9 @@ PREAMBLE = """\
 #include <stdint.h>
 #include <stdlib.h>
 
-static inline int64_t pc_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t pc_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t pc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
+static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
+static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
 """
 
 

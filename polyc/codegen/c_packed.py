@@ -62,27 +62,28 @@ def _condition_c(params_set: str, name: Callable[[str], str]) -> str:
 
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors)."""
+    P = _P
     nr = nv * lanes
     vt = f"{name}_v"
-    acc = [[f"c{r}_{v}" for v in range(nv)] for r in range(mr)]
+    acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
     lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
-             f"static inline void {name}(int64_t kb, const {ctype} *restrict a, const {ctype} *restrict b, "
-             f"{ctype} *restrict c) {{"]
+             f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
+             f"{ctype} *restrict {P}c) {{"]
     for r in range(mr):
         for v in range(nv):
-            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, c + {r * nr + v * lanes}, sizeof({vt}));")
-    lines.append("  for (int64_t k = 0; k < kb; k++) {")
+            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r * nr + v * lanes}, sizeof({vt}));")
+    lines.append(f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{")
     for v in range(nv):
-        lines.append(f"    {vt} b{v}; memcpy(&b{v}, b + k * {nr} + {v * lanes}, sizeof({vt}));")
+        lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}b + {P}k * {nr} + {v * lanes}, sizeof({vt}));")
     for r in range(mr):
-        lines.append(f"    {{ const {ctype} a{r} = a[k * {mr} + {r}];")
+        lines.append(f"    {{ const {ctype} {P}a{r} = {P}a[{P}k * {mr} + {r}];")
         for v in range(nv):
-            lines.append(f"      {acc[r][v]} += a{r} * b{v};")
+            lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
         lines.append("    }")
     lines.append("  }")
     for r in range(mr):
         for v in range(nv):
-            lines.append(f"  memcpy(c + {r * nr + v * lanes}, &{acc[r][v]}, sizeof({vt}));")
+            lines.append(f"  memcpy({P}c + {r * nr + v * lanes}, &{acc[r][v]}, sizeof({vt}));")
     lines.append("}")
     return "\n".join(lines)
 

@@ -36,9 +36,9 @@ CUDA_PREAMBLE = """\
 #include <math.h>
 #pragma nv_diag_suppress 177
 
-static __device__ __forceinline__ int64_t pc_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static __device__ __forceinline__ int64_t pc_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static __device__ __forceinline__ int64_t pc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+static __device__ __forceinline__ int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
+static __device__ __forceinline__ int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
+static __device__ __forceinline__ int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
 """
 
 EMU_PREAMBLE = """\
@@ -46,9 +46,9 @@ EMU_PREAMBLE = """\
 #include <stdint.h>
 #include <stdlib.h>
 
-static inline int64_t pc_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t pc_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t pc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
+static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
+static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
 """
 
 _AXES = "xyz"

@@ -105,7 +105,8 @@ class CNames:
         """The names of `program`'s sizes and, given a schedule, of its loops, keyed by isl id."""
         ids: Dict[str, str] = {isl_name(s): mangle(SIZE, s) for s in program.sizes}
         if schedule is not None:
-            for d in schedule.dims:
-                if d.name is not None:
-                    ids[isl_name(d.name)] = mangle(INDEX, d.name)
+            for k, (d, it) in enumerate(zip(schedule.dims, schedule.iterator_names())):
+                # A scalar (ordering) dimension can still become a loop (one that runs a statement's
+                # instances in two groups, say): its iterator is polyc's own.
+                ids[it] = mangle(INDEX, d.name) if d.name is not None else f"{INTERNAL}s{k}"
         return CNames(ids)

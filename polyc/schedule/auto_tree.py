@@ -271,6 +271,7 @@ def flatten(model: PolyModel, node: Node, history: Tuple[str, ...] = (),
     """The `Schedule` for a decided tree."""
     flat = _flatten(node)
     program = model.program
+    # Loops keep the index names they iterate (`i`); made-up names (`t0`) avoid tensors, scalars, sizes.
     taken = {t.name for t in program.tensors} | {x.name for x in program.scalars} | set(program.sizes)
     dims: List[Dim] = []
     for lp in flat.loops:

@@ -318,14 +318,11 @@ def _tile_band(schedule: Schedule, band: Sequence[int], sizes: Sequence[int]) ->
     dims = list(schedule.dims)
     n = len(dims)
     outer_names, inner_names = [], []
-    used = set(d.name for d in dims if d.name)
+    from .rewrite import fresh_name, kernel_names
+    used = set(d.name for d in dims if d.name) | kernel_names(schedule.model.program)
 
     def fresh(stem: str) -> str:
-        name, k = stem, 1
-        while name in used:
-            name, k = f"{stem}{k}", k + 1
-        used.add(name)
-        return name
+        return fresh_name(stem, used)
 
     for k in band:
         outer_names.append(fresh(f"{dims[k].name}_outer"))

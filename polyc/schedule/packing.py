@@ -51,7 +51,7 @@ import islpy as isl
 from ..errors import IllegalScheduleError, PolycError
 from ..ir import Access, Affine, Binary, Expr, IndexExpr, Program, Statement
 from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
-from .rewrite import dependences_of, finish, statement_name, step, time_vars
+from .rewrite import dependences_of, finish, kernel_names, statement_name, step, time_vars
 from .schedule import Dim, Schedule, _fresh
 
 #: Micro-kernel shape and blocking defaults (measured on AVX-512 and AVX2 machines: an 8-row by
@@ -367,8 +367,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         if not _prefix_fixes_batch(s, c, p):
             raise BatchLoopsInside(f"pack({name}): the batch loops {', '.join(c.batch)} must be outside the loops "
                              f"{', '.join(c.m + c.n + c.k)} in the schedule")
-    taken = set(s.loop_names) | {t.name for t in program.tensors} | set(program.sizes) \
-        | {x.name for x in program.scalars}
+    taken = set(s.loop_names) | kernel_names(program)
     its = ", ".join(isl_name(i) for i in program.statement(name).iterators)
     if len(c.m) == len(c.n) == len(c.k) == 1:
         # The blocked order itself: n blocks, k blocks, m blocks, n panels, m panels, k, m, n.

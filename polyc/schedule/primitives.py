@@ -56,8 +56,8 @@ def _tile(s: Schedule, sizes: Sequence[Tuple[str, int]], st: Step,
     names = dict(names or {})
     outer_inner = {k: names.get(s.dims[k].name, (f"{s.dims[k].name}_outer", f"{s.dims[k].name}_inner"))
                    for k in order}
-    check_new_names(s, [n for k in order for n in outer_inner[k]
-                        if n not in {s.dims[k].name}])
+    check_new_names(s, [n for k in order for n in outer_inner[k] if n != s.dims[k].name],
+                    replacing=[s.dims[k].name for k in order])
     t = time_vars(len(s.dims))
     exprs: List[str] = []
     dims: List[Dim] = []
