@@ -80,11 +80,29 @@ class CNames:
 
     ids: Mapping[str, str] = field(default_factory=dict)
 
-    tensor = staticmethod(lambda name: mangle(TENSOR, name))
-    data = staticmethod(lambda name: mangle(DATA, name))
-    size = staticmethod(lambda name: mangle(SIZE, name))
-    scalar = staticmethod(lambda name: mangle(SCALAR, name))
-    index = staticmethod(lambda name: mangle(INDEX, name))
+    @staticmethod
+    def tensor(name: str) -> str:
+        """Tensor `name` as the C emitter indexes it (`t_A`, a pointer to a variable-length array;
+        CUDA indexes the flat data pointer instead)."""
+        return mangle(TENSOR, name)
+
+    @staticmethod
+    def data(name: str) -> str:
+        """The flat data pointer of tensor `name`, as the caller passes it (`d_A`)."""
+        return mangle(DATA, name)
+
+    @staticmethod
+    def size(name: str) -> str:
+        return mangle(SIZE, name)
+
+    @staticmethod
+    def scalar(name: str) -> str:
+        return mangle(SCALAR, name)
+
+    @staticmethod
+    def index(name: str) -> str:
+        """A loop or a statement index (both are iteration variables; `i_k`)."""
+        return mangle(INDEX, name)
 
     @staticmethod
     def given(size: str) -> str:

@@ -58,9 +58,22 @@ def inputs(seed: int = 0):
     return rng.random((m, k)), rng.random((k, n)), 1.5
 
 
-@pytest.mark.parametrize("schedule", [None, "auto"], ids=["source", "auto"])
-@pytest.mark.parametrize("target", ["c", "cuda-emu"])
-@pytest.mark.parametrize("group", list(GROUPS), ids=list(GROUPS))
+COMBOS = [("c", None), ("c", "auto"), ("cuda-emu", None), ("cuda-emu", "auto")]
+
+
+def matrix(offset: int):
+    """Every (group, target, schedule); the default run takes one combination per group, rotating
+    so that each combination meets several groups, and the rest is `slow`."""
+    out = []
+    for g, group in enumerate(GROUPS):
+        for c, (target, schedule) in enumerate(COMBOS):
+            marks = () if (g + offset) % len(COMBOS) == c else (pytest.mark.slow,)
+            label = f"{group}-{target}-{schedule or 'source'}"
+            out.append(pytest.param(group, target, schedule, id=label, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("group, target, schedule", matrix(0))
 def test_hostile_names_in_a_contraction(group, target, schedule):
     n = GROUPS[group]
     a, b, s = inputs()
@@ -69,9 +82,7 @@ def test_hostile_names_in_a_contraction(group, target, schedule):
     np.testing.assert_allclose(got, a @ b * s, rtol=1e-12)
 
 
-@pytest.mark.parametrize("schedule", [None, "auto"], ids=["source", "auto"])
-@pytest.mark.parametrize("target", ["c", "cuda-emu"])
-@pytest.mark.parametrize("group", list(GROUPS), ids=list(GROUPS))
+@pytest.mark.parametrize("group, target, schedule", matrix(1))
 def test_hostile_names_in_a_pointwise_kernel(group, target, schedule):
     n = GROUPS[group]
     a = np.random.default_rng(1).random((4, 6))

@@ -52,7 +52,7 @@ def test_split_with_fresh_names_and_keeping_the_loop_name_still_work():
         np.testing.assert_allclose(pc.compile(mm, s)(A=a, B=b, alpha=2.0), a @ b * 2.0, rtol=1e-12)
 
 
-@pytest.mark.parametrize("size", ["t0", "u1", "i0", "MOD", "and_"])
+@pytest.mark.parametrize("size", ["t0", "MOD"] + [pytest.param(x, marks=pytest.mark.slow) for x in ("u1", "i0", "and_")])
 def test_sizes_named_like_isl_internals_or_keywords(size):
     """Time maps use `t0, t1, ...` over the kernel's sizes, and isl names unnamed dimensions `i0`,
     `o0`, `e0`: a size of that name used to be read as equal to a time dimension (wrong results)."""
