@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Sequence as Seq, Tuple, Union
 import islpy as isl
 
 from ..poly.model import PolyModel
-from .schedule import Dim, Schedule, _fresh
+from .rewrite import fresh_name
+from .schedule import Dim, Schedule
 
 
 class UnsupportedTree(Exception):
@@ -278,7 +279,7 @@ def flatten(model: PolyModel, node: Node, history: Tuple[str, ...] = (),
         if lp.name is None:
             dims.append(Dim(None))
         else:
-            dims.append(Dim(_fresh(lp.name, taken), unroll=lp.unroll, origin=lp.origin))
+            dims.append(Dim(fresh_name(lp.name, taken), unroll=lp.unroll, origin=lp.origin))
     n = len(dims)
     maps = []
     for st in program.statements:
