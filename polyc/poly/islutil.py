@@ -47,7 +47,7 @@ def isl_name(name: str) -> str:
         return name
     from ..codegen.names import ascii_spelling
     body = ascii_spelling(name)
-    if not ("a" <= name[:1].lower() <= "z"):
+    if not (name[:1].isascii() and name[:1].isalpha()):
         body = _ODD_START + body
     return body + "_"
 
@@ -69,8 +69,11 @@ def user_name(isl_id: str) -> str:
             out.append("_")
             k += 2
         else:
-            end = body.index("_", k + 1)
-            out.append(chr(int(body[k + 1:end], 16)))
+            end = body.find("_", k + 1)
+            try:
+                out.append(chr(int(body[k + 1:end], 16)))
+            except ValueError:        # not a spelling isl_name makes: a name of isl's or polyc's own
+                return isl_id
             k = end + 1
     return "".join(out)
 

@@ -120,3 +120,15 @@ def test_mangling_is_injective_and_readable():
     assert mangle("t", "X") == "t_X" and mangle("d", "X") == "d_X" and mangle("n", "M") == "n_M"
     assert all(v.isascii() and v.isidentifier() and not v.startswith("pc_") for v in spelled.values())
     assert ascii_spelling("α_1") == "_3b1___1"      # α, then `_` doubled, then 1
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from("tdnsi"), st.text(min_size=1, max_size=8), st.sampled_from("tdnsi"),
+       st.text(min_size=1, max_size=8))
+def test_mangling_never_collides(kind_a, a, kind_b, b):
+    ma, mb = mangle(kind_a, a), mangle(kind_b, b)
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ma) and not ma.startswith(("pc_", "polyc_"))
+    assert (ma == mb) == ((kind_a, a) == (kind_b, b))

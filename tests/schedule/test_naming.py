@@ -78,3 +78,17 @@ def test_errors_speak_user_names():
     """Sizes read back from isl (sample points in messages) are the user's names, not isl's."""
     with pytest.raises(pc.OutOfBoundsError, match=r"with MOD = \d+, at mod = \d+"):
         pc.kernel("B[mod] = A[mod + 1]", A=pc.f64["MOD"], B=pc.f64["MOD"])
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_names, _names)
+def test_isl_name_round_trips_and_never_collides(a, b):
+    ea, eb = isl_name(a), isl_name(b)
+    assert user_name(ea) == a and ea.isascii()
+    assert (ea == eb) == (a == b)
+    assert not ea.startswith("_") and ea.lower() not in {"and", "or", "mod", "min", "max", "floor", "infty"}
