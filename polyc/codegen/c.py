@@ -17,7 +17,7 @@ from ..runtime.signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
 from .cexpr import CExprPrinter
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
-from .names import CNames, kernel_symbol, mangle, TENSOR
+from .names import TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
 from .typing import Typing
 
 PREAMBLE = """\
@@ -86,11 +86,6 @@ def _array_access(acc: Access, printer: CExprPrinter) -> str:
     return view + "".join(f"[{printer.affine(e)}]" for e in acc.indices)
 
 
-def _ascii(name: str) -> str:
-    from .names import ascii_spelling
-    return ascii_spelling(name)
-
-
 def _ids(e) -> set:
     return {e.value} if e.op == "id" else set().union(*(_ids(a) for a in e.args)) if e.args else set()
 
@@ -131,7 +126,7 @@ class _Emitter:
             return None
         batch = [strip_parens(self._c(args[b])) for b in plan.contraction.batch]
         parallel = plan.m_block_loop in self.parallel_loops and not in_parallel
-        symbol = f"{self.signature.symbol}_{_ascii(plan.statement)}_packed{'_par' if parallel else ''}"
+        symbol = f"{self.signature.symbol}_{ascii_spelling(plan.statement)}_packed{'_par' if parallel else ''}"
         if not any(h.startswith(f"/* {symbol} */") for h in self.helpers):
             params, prologue = self.parameters()
             self.helpers.append(f"/* {symbol} */\n" + packed_helper(
