@@ -6,8 +6,8 @@ on numpy arrays.  This module only re-exports the public API.
 """
 from . import codegen as _codegen_package  # noqa: F401  (load it first: see below)
 from .api import Kernel, codegen, compile, kernel
-from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, OutOfBoundsError,
-                     ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
+from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, NameClashError,
+                     OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
 from .ir import DType, TensorType, f32, f64, i32, i64, tensor
 from .schedule import Schedule
@@ -24,4 +24,5 @@ __all__ = [
     "f32", "f64", "i32", "i64", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
+    "NameClashError",
 ]

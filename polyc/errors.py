@@ -124,3 +124,8 @@ class PolycWarning(UserWarning):
 
 class CacheWarning(PolycWarning):
     """The compiled-kernel cache fell back to a private directory or refused an entry."""
+
+
+class NameClashError(PolycError, ValueError):
+    """A name given to a new loop (`split(..., outer="K")`) that the kernel already uses for a loop,
+    an index, a size, a scalar or a tensor: it would change what that name means."""

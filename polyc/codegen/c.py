@@ -1,12 +1,12 @@
 """Loop AST -> C source (OpenMP + SIMD pragmas) through cgen.
 
 The generated function takes every tensor as a flat pointer (re-typed as a pointer to a
-variable-length array so accesses read `C[i][j]`), every size as `int64_t` and every scalar
-parameter by value.  Sizes stay symbolic, so one compiled kernel serves every size.
+variable-length array so accesses read `t_C[i_i][i_j]`), every size as `int64_t` and every scalar
+parameter by value.  Sizes stay symbolic, so one compiled kernel serves every size.  Every
+identifier comes from `polyc.codegen.names` (user names by kind, polyc's own under `pc_`).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -17,6 +17,7 @@ from ..runtime.signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
 from .cexpr import CExprPrinter
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
+from .names import TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
 from .typing import Typing
 
 PREAMBLE = """\
@@ -24,9 +25,9 @@ PREAMBLE = """\
 #include <stdint.h>
 #include <stdlib.h>
 
-static inline int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
+static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
+static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
 """
 
 
@@ -66,7 +67,8 @@ class GeneratedC:
 
 
 def c_symbol(name: str) -> str:
-    return "polyc_" + re.sub(r"\W", "_", name)
+    """The exported symbol of kernel `name` (see `names.kernel_symbol`)."""
+    return kernel_symbol(name)
 
 
 def kernel_signature(program: Program, typing: Typing) -> KernelSignature:
@@ -78,9 +80,10 @@ def kernel_signature(program: Program, typing: Typing) -> KernelSignature:
 
 
 def _array_access(acc: Access, printer: CExprPrinter) -> str:
+    view = mangle(TENSOR, acc.tensor)
     if not acc.indices:
-        return f"{acc.tensor}[0]"
-    return acc.tensor + "".join(f"[{printer.affine(e)}]" for e in acc.indices)
+        return f"{view}[0]"
+    return view + "".join(f"[{printer.affine(e)}]" for e in acc.indices)
 
 
 def _ids(e) -> set:
@@ -88,9 +91,10 @@ def _ids(e) -> set:
 
 
 class _Emitter:
-    def __init__(self, program: Program, typing: Typing, plans=None, parallel_loops=frozenset(),
-                 fixed_sizes=None):
+    def __init__(self, program: Program, typing: Typing, names: CNames, plans=None,
+                 parallel_loops=frozenset(), fixed_sizes=None):
         self.program = program
+        self.names = names
         self.fixed_sizes = dict(fixed_sizes or {})
         self.typing = typing
         self.statements = {s.name: s for s in program.statements}
@@ -120,14 +124,14 @@ class _Emitter:
         args = dict(zip(st.iterators, calls[0].args))
         if any(_ids(args[b]) & inner for b in plan.contraction.batch):
             return None
-        batch = [strip_parens(c_text(args[b])) for b in plan.contraction.batch]
+        batch = [strip_parens(self._c(args[b])) for b in plan.contraction.batch]
         parallel = plan.m_block_loop in self.parallel_loops and not in_parallel
-        symbol = f"{self.signature.symbol}_{plan.statement}_packed{'_par' if parallel else ''}"
+        symbol = f"{self.signature.symbol}_{ascii_spelling(plan.statement)}_packed{'_par' if parallel else ''}"
         if not any(h.startswith(f"/* {symbol} */") for h in self.helpers):
             params, prologue = self.parameters()
             self.helpers.append(f"/* {symbol} */\n" + packed_helper(
                 plan, self.program, self.typing, symbol, [str(p.inline()) for p in params],
-                [str(line) for line in prologue], parallel, _array_access))
+                [str(line) for line in prologue], parallel, _array_access, self.names))
         call_args = self._call_arguments() + batch
         fallback = c.Block(self.node(n, in_parallel, packed=False))
         return [c.If(f"!{symbol}({', '.join(call_args)})", fallback)]
@@ -141,7 +145,7 @@ class _Emitter:
         if isinstance(n, Guard):
             then = c.Block(self.node(n.then, in_parallel))
             orelse = c.Block(self.node(n.orelse, in_parallel)) if n.orelse is not None else None
-            return [c.If(strip_parens(c_text(n.cond)), then, orelse)]
+            return [c.If(strip_parens(self._c(n.cond)), then, orelse)]
         if isinstance(n, Loop):
             marks = n.dim.marks if n.dim is not None else frozenset()
             if packed and "packed" in marks:
@@ -163,7 +167,8 @@ class _Emitter:
             elif n.dim is not None and n.dim.unroll:
                 pragmas.append(c.Pragma(f"GCC unroll {n.dim.unroll if n.dim.unroll > 0 else 64}"))
             self._atomic_depth = getattr(self, "_atomic_depth", 0) + reduction_here
-            self._scope.append(n.iterator)
+            it = self.names.id(n.iterator)
+            self._scope.append(it)
             try:
                 if parallel_here and not simd and not reduction_here:
                     body = c.Block([self._outlined(n)])
@@ -172,18 +177,22 @@ class _Emitter:
             finally:
                 self._atomic_depth -= reduction_here
                 self._scope.pop()
-            loop = c.For(f"int64_t {n.iterator} = {strip_parens(c_text(n.init))}", strip_parens(c_text(n.cond)),
-                         f"{n.iterator} += {n.step}" if n.step != 1 else f"{n.iterator}++", body)
+            loop = c.For(f"int64_t {it} = {strip_parens(self._c(n.init))}", strip_parens(self._c(n.cond)),
+                         f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
             return pragmas + [loop]
         if isinstance(n, Call):
             st = self.statements[n.statement]
-            index_text = {it: strip_parens(c_text(a)) for it, a in zip(st.iterators, n.args)}
-            printer = CExprPrinter(self.typing, index_text, _array_access)
+            index_text = {it: strip_parens(self._c(a)) for it, a in zip(st.iterators, n.args)}
+            printer = CExprPrinter(self.typing, index_text, _array_access, self.names)
             line = c.Line(printer.statement(st))
             if st.update and getattr(self, "_atomic_depth", 0):
                 return [c.Pragma("omp atomic" if st.update in ("+", "*") else "omp critical"), line]
             return [line]
         raise TypeError(n)
+
+    def _c(self, e) -> str:
+        """C text of a loop-AST expression, its ids spelled as C identifiers."""
+        return c_text(e, self.names.id)
 
     def _outlined(self, n: Loop):
         """The body of parallel loop `n` as a call of a static helper taking the arrays as restrict
@@ -202,32 +211,34 @@ class _Emitter:
 
     def _call_arguments(self) -> List[str]:
         """The kernel function's own parameters, passed on to a helper."""
-        return [_given(p.name) if p.kind == "size" and p.name in self.fixed_sizes
-                else p.name + ("_data" if p.kind == "array" else "") for p in self.signature.params]
+        return [self.names.given(p.name) if p.kind == "size" and p.name in self.fixed_sizes
+                else p.c_name for p in self.signature.params]
 
     def parameters(self):
         """The kernel function's C parameters and the prologue that re-types array pointers."""
         params = []
         # A specialised size keeps its place among the parameters (the caller passes it as always)
         # but is a compile-time constant inside.
-        prologue: List = [c.Line(f"const int64_t {k} = {v}; (void){_given(k)};")
+        names = self.names
+        prologue: List = [c.Line(f"const int64_t {names.size(k)} = {v}; (void){names.given(k)};")
                           for k, v in sorted(self.fixed_sizes.items())]
         for p in self.signature.params:
             if p.kind == "array":
                 t = self.program.tensor(p.name)
                 ctype = p.dtype.c_name
-                params.append(c.Value(f"{ctype} *restrict", f"{p.name}_data"))
+                view = names.tensor(p.name)
+                params.append(c.Value(f"{ctype} *restrict", p.c_name))
                 shape = t.shape or ()
                 if len(shape) <= 1:
-                    prologue.append(c.Line(f"{ctype} *restrict {p.name} = {p.name}_data;"))
+                    prologue.append(c.Line(f"{ctype} *restrict {view} = {p.c_name};"))
                 else:
-                    printer = CExprPrinter(self.typing, {}, _array_access)
+                    printer = CExprPrinter(self.typing, {}, _array_access, names)
                     tail = "".join(f"[{printer.affine(e)}]" for e in shape[1:])
-                    prologue.append(c.Line(f"{ctype} (*restrict {p.name}){tail} = ({ctype} (*){tail}) {p.name}_data;"))
+                    prologue.append(c.Line(f"{ctype} (*restrict {view}){tail} = ({ctype} (*){tail}) {p.c_name};"))
             elif p.kind == "size" and p.name in self.fixed_sizes:
-                params.append(c.Value(p.dtype.c_name, _given(p.name)))
+                params.append(c.Value(p.dtype.c_name, names.given(p.name)))
             else:
-                params.append(c.Value(p.dtype.c_name, p.name))
+                params.append(c.Value(p.dtype.c_name, p.c_name))
         return params, prologue
 
     def function(self, loops: Node, signature: KernelSignature) -> str:
@@ -240,10 +251,6 @@ class _Emitter:
         return PREAMBLE + vector_math_declarations(self.program) + extra + "\n" + helpers + str(fn) + "\n"
 
 
-def _given(size: str) -> str:
-    return f"polyc_given_{size}"
-
-
 def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] = None) -> GeneratedC:
     """C source and its signature for `schedule` of a kernel, specialised to `typing` and, when
     given, to the values of some sizes (`fixed_sizes`; the function still takes every size, and the
@@ -254,5 +261,5 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     from ..schedule.packing import packing_plans
     plans = packing_plans(schedule) if schedule.option("packing") else {}
     parallel = frozenset(d.name for d in schedule.dims if d.name is not None and "parallel" in d.marks)
-    emitter = _Emitter(program, typing, plans, parallel, fixed_sizes)
+    emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes)
     return GeneratedC(emitter.function(loops, signature), signature)

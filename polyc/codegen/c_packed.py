@@ -17,18 +17,28 @@ its buffers; the caller then runs the plain loops of the same schedule.
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Callable, List, NamedTuple, Tuple
 
 import islpy as isl
 
 from ..ir import Program
+from ..poly.islutil import isl_name
 from ..schedule.packing import PackPlan, vector_bytes
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
+from .names import INTERNAL, CNames
 from .typing import Typing
 
-#: Statement iterators and sizes never collide with these local names (they carry the prefix).
-_P = "polyc_"
+#: polyc's local names; user names (iterators `i_k`, sizes `n_K`, ...) never carry this prefix.
+_P = INTERNAL
+
+
+class _Groups(NamedTuple):
+    """The C names of the contraction's m, n and k loops (the statement's iterators)."""
+
+    m: Tuple[str, ...]
+    n: Tuple[str, ...]
+    k: Tuple[str, ...]
 
 
 def packable_types(plan: PackPlan, program: Program, typing: Typing) -> bool:
@@ -42,36 +52,38 @@ def packable_types(plan: PackPlan, program: Program, typing: Typing) -> bool:
     return a == t and b == t
 
 
-def _condition_c(params_set: str) -> str:
-    """An isl set of parameters (sizes, batch iterators, ...) as a C condition on those names."""
+def _condition_c(params_set: str, name: Callable[[str], str]) -> str:
+    """An isl set of parameters (sizes, batch iterators, ...) as a C condition on those names
+    (`name` spells an isl id in C)."""
     where = isl.Set(params_set)
     build = isl.AstBuild.from_context(isl.Set.universe(where.get_space()))
-    return strip_parens(c_text(lexpr(build.expr_from_set(where))))
+    return strip_parens(c_text(lexpr(build.expr_from_set(where)), name))
 
 
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors)."""
+    P = _P
     nr = nv * lanes
     vt = f"{name}_v"
-    acc = [[f"c{r}_{v}" for v in range(nv)] for r in range(mr)]
+    acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
     lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
-             f"static inline void {name}(int64_t kb, const {ctype} *restrict a, const {ctype} *restrict b, "
-             f"{ctype} *restrict c) {{"]
+             f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
+             f"{ctype} *restrict {P}c) {{"]
     for r in range(mr):
         for v in range(nv):
-            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, c + {r * nr + v * lanes}, sizeof({vt}));")
-    lines.append("  for (int64_t k = 0; k < kb; k++) {")
+            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r * nr + v * lanes}, sizeof({vt}));")
+    lines.append(f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{")
     for v in range(nv):
-        lines.append(f"    {vt} b{v}; memcpy(&b{v}, b + k * {nr} + {v * lanes}, sizeof({vt}));")
+        lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}b + {P}k * {nr} + {v * lanes}, sizeof({vt}));")
     for r in range(mr):
-        lines.append(f"    {{ const {ctype} a{r} = a[k * {mr} + {r}];")
+        lines.append(f"    {{ const {ctype} {P}a{r} = {P}a[{P}k * {mr} + {r}];")
         for v in range(nv):
-            lines.append(f"      {acc[r][v]} += a{r} * b{v};")
+            lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
         lines.append("    }")
     lines.append("  }")
     for r in range(mr):
         for v in range(nv):
-            lines.append(f"  memcpy(c + {r * nr + v * lanes}, &{acc[r][v]}, sizeof({vt}));")
+            lines.append(f"  memcpy({P}c + {r * nr + v * lanes}, &{acc[r][v]}, sizeof({vt}));")
     lines.append("}")
     return "\n".join(lines)
 
@@ -188,7 +200,7 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str) -> List[str]:
 
 def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str, params: List[str],
                   prologue: List[str], parallel: bool,
-                  access_text) -> str:
+                  access_text, names: CNames) -> str:
     """The C function `symbol(params..., batch iterators...)` running the packed contraction.
 
     Each group of loops (m, n, k) runs as one linear index from 0; the loops' own values are
@@ -203,15 +215,21 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     nr = nv * lanes
     mc = max(mr, plan.mc // mr * mr)
     nc = max(nr, plan.nc // nr * nr)
-    printer = CExprPrinter(typing, {}, access_text)
+    iterators = c.m + c.n + c.k + tuple(c.batch)
+    printer = CExprPrinter(typing, {x: names.index(x) for x in iterators}, access_text, names)
+    by_isl = {isl_name(x): names.index(x) for x in iterators}
+
+    def name(isl_id: str) -> str:
+        return by_isl[isl_id] if isl_id in by_isl else names.id(isl_id)
 
     m_factor = printer.expr(c.m_factor, dtype)
     n_factor = printer.expr(c.n_factor, dtype)
     target = printer.access(st.target)
     ukr = f"{symbol}_ukr"
-    batch = [f"int64_t {b}" for b in c.batch]
+    batch = [f"int64_t {names.index(b)}" for b in c.batch]
     P = _P
-    loops = c.m + c.n + c.k
+    g = _Groups(*(tuple(names.index(x) for x in group) for group in (c.m, c.n, c.k)))
+    loops = g.m + g.n + g.k
 
     def size(group) -> str:
         return " * ".join(f"{P}e_{x}" for x in group)
@@ -219,13 +237,13 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes), "",
              f"static int {symbol}({', '.join(params + batch)}) {{"]
     lines += ["  " + line for line in prologue]
-    lines.append(f"  if (!({_condition_c(plan.nonempty)})) return 1;")
-    for x in loops:
-        lo, hi = plan.bound(x)
+    lines.append(f"  if (!({_condition_c(plan.nonempty, name)})) return 1;")
+    for user_x, x in zip(c.m + c.n + c.k, loops):
+        lo, hi = plan.bound(user_x)
         lines.append(f"  const int64_t {P}lo_{x} = {printer.affine(lo)}, {P}e_{x} = {printer.affine(hi)} - {P}lo_{x} + 1;")
     lines += [
         f"  if ({' || '.join(f'{P}e_{x} <= 0' for x in loops)}) return 1;",
-        f"  const int64_t {P}M = {size(c.m)}, {P}N = {size(c.n)}, {P}K = {size(c.k)};",
+        f"  const int64_t {P}M = {size(g.m)}, {P}N = {size(g.n)}, {P}K = {size(g.k)};",
         f"  int {P}threads = 1;",
     ]
     if parallel:
@@ -250,8 +268,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                   f"    const int {P}tid = 0;", "#endif"]
         tid = f"{P}tid"
     omp_for = ["    #pragma omp for schedule(static)"] if parallel else []
-    tile = (_masked_tile(c, nr, target, ukr, _condition_c(plan.mask)) if plan.mask
-            else _whole_or_edge_tile(c, mr, nr, target, ukr))
+    tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
+            else _whole_or_edge_tile(g, mr, nr, target, ukr))
     lines += [
         f"    {ctype} *restrict {P}Ap = (void *)((char *){P}Aall + {P}asize * (size_t){tid});",
         f"    {ctype} {P}tile[{mr * nr}] __attribute__((aligned(64)));",
@@ -265,8 +283,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"      {ctype} *restrict {P}dst = {P}Bp + {P}jp * {P}kb;",
         f"      const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};",
         f"      for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        *_decode(c.k, f"{P}pc + {P}kk", "        "),
-        *_run_loop(c.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
+        *_decode(g.k, f"{P}pc + {P}kk", "        "),
+        *_run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
                    lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", "        "),
         f"        for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;",
         "      }",
@@ -279,8 +297,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
         f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
         f"        for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        *_decode(c.k, f"{P}pc + {P}kk", "          "),
-        *_run_loop(c.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
+        *_decode(g.k, f"{P}pc + {P}kk", "          "),
+        *_run_loop(g.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
                    lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "          "),
         f"          for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;",
         "        }",

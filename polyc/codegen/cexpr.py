@@ -40,15 +40,21 @@ class CExprPrinter:
     """Prints one statement's expressions, with original iterators replaced by loop expressions."""
 
     def __init__(self, typing: Typing, index_text: Dict[str, str],
-                 access_text: Callable[[Access, "CExprPrinter"], str]):
+                 access_text: Callable[[Access, "CExprPrinter"], str], names=None):
         self.typing = typing
         self.index_text = index_text
         self._access_text = access_text
+        #: `polyc.codegen.names.CNames` (or anything with `.size(name)` and `.scalar(name)`): how
+        #: sizes and scalars are spelled; None prints them as written.
+        self.names = names
+
+    def _size(self, name: str) -> str:
+        return self.names.size(name) if self.names is not None else name
 
     def affine(self, a: Affine) -> str:
         parts = []
         for v, c in a.terms:
-            term = self.index_text.get(v, v)
+            term = self.index_text[v] if v in self.index_text else self._size(v)
             if any(ch in term for ch in " +-*/?") and not (term.startswith("(") and term.endswith(")")):
                 term = f"({term})"
             parts.append(term if c == 1 else f"-{term}" if c == -1 else f"{c} * {term}")
@@ -66,7 +72,7 @@ class CExprPrinter:
         if isinstance(e, Const):
             return literal(e.value, e.dtype or want or t.default_float)
         if isinstance(e, ScalarRef):
-            return e.name
+            return self.names.scalar(e.name) if self.names is not None else e.name
         if isinstance(e, IndexExpr):
             return f"({self.affine(e.value)})"
         if isinstance(e, Access):

@@ -28,6 +28,7 @@ from .cexpr import CExprPrinter, literal
 from .cuda_ir import (REDUCE_THREADS, Barrier, GPUKernel, GPUProgram, IdxGuard, IdxGuardU, KNode, Mapped, Raw, Reduce,
                       Region, UGuard, ULoop, USeq, build_gpu_program)
 from .loop_ast import Block, Call, Guard, Loop, c_text, strip_parens
+from .names import CNames
 from .typing import Typing
 
 CUDA_PREAMBLE = """\
@@ -35,9 +36,9 @@ CUDA_PREAMBLE = """\
 #include <math.h>
 #pragma nv_diag_suppress 177
 
-static __device__ __forceinline__ int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static __device__ __forceinline__ int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static __device__ __forceinline__ int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+static __device__ __forceinline__ int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
+static __device__ __forceinline__ int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
+static __device__ __forceinline__ int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
 """
 
 EMU_PREAMBLE = """\
@@ -45,9 +46,9 @@ EMU_PREAMBLE = """\
 #include <stdint.h>
 #include <stdlib.h>
 
-static inline int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
+static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
+static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
 """
 
 _AXES = "xyz"
@@ -69,7 +70,7 @@ class Dialect:
 
 CUDA = Dialect("cuda", "__restrict__", "(int64_t)blockIdx.{a}", "(int64_t)gridDim.{a}", "(int64_t)threadIdx.{a}",
                "(int64_t)blockDim.{a}", "__syncthreads();", "__shared__ ")
-EMU = Dialect("emu", "restrict", "_b{a}", "_g{a}", "_t{a}", "_n{a}", None, "")
+EMU = Dialect("emu", "restrict", "pc_b{a}", "pc_g{a}", "pc_t{a}", "pc_n{a}", None, "")
 
 
 @dataclass(frozen=True)
@@ -102,23 +103,30 @@ def flat_index(program: Program, acc: Access, printer: CExprPrinter) -> str:
 
 
 class _Printer:
-    def __init__(self, program: Program, typing: Typing, dialect: Dialect):
+    def __init__(self, program: Program, typing: Typing, dialect: Dialect, names: CNames):
         self.program = program
+        self.names = names
         self.typing = typing
         self.d = dialect
         self.statements = {s.name: s for s in program.statements}
         self.private: tuple = ()
 
     def _access(self, acc: Access, printer: CExprPrinter) -> str:
-        return f"{acc.tensor}[{flat_index(self.program, acc, printer)}]"
+        return f"{self.names.data(acc.tensor)}[{flat_index(self.program, acc, printer)}]"
+
+    def _c(self, e) -> str:
+        """C text of a loop-AST expression without outer parentheses, ids as C identifiers."""
+        return strip_parens(c_text(e, self.names.id))
 
     def call(self, n: Call) -> List:
         st = self.statements[n.statement]
-        index_text = {it: strip_parens(c_text(a)) for it, a in zip(st.iterators, n.args)}
-        printer = CExprPrinter(self.typing, index_text, self._access)
+        index_text = {it: self._c(a) for it, a in zip(st.iterators, n.args)}
+        printer = CExprPrinter(self.typing, index_text, self._access, self.names)
         return [c.Line(printer.statement(st))]
 
     def loop(self, it: str, init: str, cond: str, step: str, body: List) -> c.For:
+        """A for loop over the loop-AST iterator `it` (an isl id)."""
+        it = self.names.id(it)
         return c.For(f"int64_t {it} = {init}", cond, f"{it} += {step}" if step != "1" else f"{it}++", c.Block(body))
 
     def node(self, n: KNode) -> List:
@@ -133,22 +141,20 @@ class _Printer:
             idx, dim = (d.block_idx, d.grid_dim) if n.kind == "block" else (d.thread_idx, d.block_dim)
             idx, dim = idx.format(a=a), dim.format(a=a)
             scale = f" * {lp.step}" if lp.step != 1 else ""
-            start = strip_parens(c_text(lp.init))
+            start = self._c(lp.init)
             init = f"{idx}{scale}" if start == "0" else f"{start} + {idx}{scale}"
-            return [self.loop(lp.iterator, init, strip_parens(c_text(lp.cond)), f"{dim}{scale}", self.node(n.body))]
+            return [self.loop(lp.iterator, init, self._c(lp.cond), f"{dim}{scale}", self.node(n.body))]
         if isinstance(n, ULoop):
             lp = n.loop
             body = self.node(n.body)
             if n.sync and d.barrier:
                 body.append(c.Line(d.barrier))
-            return [self.loop(lp.iterator, strip_parens(c_text(lp.init)), strip_parens(c_text(lp.cond)),
-                              str(lp.step), body)]
+            return [self.loop(lp.iterator, self._c(lp.init), self._c(lp.cond), str(lp.step), body)]
         if isinstance(n, Loop):
-            return [self.loop(n.iterator, strip_parens(c_text(n.init)), strip_parens(c_text(n.cond)),
-                              str(n.step), self.node(n.body))]
+            return [self.loop(n.iterator, self._c(n.init), self._c(n.cond), str(n.step), self.node(n.body))]
         if isinstance(n, (UGuard, Guard)):
             orelse = c.Block(self.node(n.orelse)) if n.orelse is not None else None
-            return [c.If(strip_parens(c_text(n.cond)), c.Block(self.node(n.then)), orelse)]
+            return [c.If(self._c(n.cond), c.Block(self.node(n.then)), orelse)]
         if isinstance(n, Reduce):
             return [x for m in self.reduce_nodes(n) for x in self.node(m)]
         if isinstance(n, (IdxGuard, IdxGuardU)):
@@ -161,7 +167,7 @@ class _Printer:
                 return [c.Block(body)]    # own scope: regions may declare the same names
             inner: List = body
             for a in "xyz":   # threads run backwards: order-dependent mappings fail visibly
-                inner = [c.For(f"int64_t _t{a} = _n{a} - 1", f"_t{a} >= 0", f"_t{a}--", c.Block(inner))]
+                inner = [c.For(f"int64_t pc_t{a} = pc_n{a} - 1", f"pc_t{a} >= 0", f"pc_t{a}--", c.Block(inner))]
             return inner
         if isinstance(n, Barrier):
             return [c.Line(d.barrier)] if d.barrier else []
@@ -175,8 +181,8 @@ class _Printer:
         """A tree reduction in regions and barriers (see `cuda_ir.Reduce`)."""
         st = self.statements[n.call.statement]
         dt = self.typing.tensors[st.target.tensor]
-        index_text = {it: strip_parens(c_text(a)) for it, a in zip(st.iterators, n.call.args)}
-        printer = CExprPrinter(self.typing, index_text, self._access)
+        index_text = {it: self._c(a) for it, a in zip(st.iterators, n.call.args)}
+        printer = CExprPrinter(self.typing, index_text, self._access, self.names)
         value, target = printer.expr(st.value, dt), printer.access(st.target)
         op = st.update or "+"
 
@@ -190,14 +196,14 @@ class _Printer:
         identity = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}[op]
         lp, red, nt = n.loop, n.scratch, REDUCE_THREADS
         scale = f" * {lp.step}" if lp.step != 1 else ""
-        start = strip_parens(c_text(lp.init))
+        start = self._c(lp.init)
         start = f"$tid{scale}" if start == "0" else f"{start} + $tid{scale}"
+        it = self.names.id(lp.iterator)
         nodes: List[KNode] = [Region(Raw((
-            f"{dt.c_name} polyc_part = {literal(identity, dt)};",
-            f"for (int64_t {lp.iterator} = {start}; "
-            f"{strip_parens(c_text(lp.cond))}; {lp.iterator} += {nt}{scale})",
-            f"  polyc_part = {comb('polyc_part', value)};",
-            f"{red}[$tid] = polyc_part;")), False), Barrier()]
+            f"{dt.c_name} pc_part = {literal(identity, dt)};",
+            f"for (int64_t {it} = {start}; {self._c(lp.cond)}; {it} += {nt}{scale})",
+            f"  pc_part = {comb('pc_part', value)};",
+            f"{red}[$tid] = pc_part;")), False), Barrier()]
         half = nt // 2
         while half >= 1:
             nodes += [Region(Raw((f"if ($tid < {half}) {red}[$tid] = {comb(f'{red}[$tid]', f'{red}[$tid + {half}]')};",)),
@@ -221,17 +227,17 @@ class _Printer:
         line = line.replace("$tid", d.thread_idx.format(a="x"))
         if d.name == "emu":
             for name, _, _ in self.private:
-                line = re.sub(rf"\b{name}\[", f"{name}[_tx][", line)
+                line = re.sub(rf"\b{name}\[", f"{name}[pc_tx][", line)
         return line
 
     def params(self, signature: KernelSignature, kernel: GPUKernel) -> List:
         out = []
         for p in signature.params:
             if p.kind == "array":
-                out.append(c.Value(f"{p.dtype.c_name} *{self.d.restrict}", p.name))
+                out.append(c.Value(f"{p.dtype.c_name} *{self.d.restrict}", p.c_name))
             else:
-                out.append(c.Value(p.dtype.c_name, p.name))
-        out += [c.Value("int64_t", h) for h in kernel.host_iterators]
+                out.append(c.Value(p.dtype.c_name, p.c_name))
+        out += [c.Value("int64_t", self.names.id(h)) for h in kernel.host_iterators]
         return out
 
     def cuda_kernel(self, signature: KernelSignature, kernel: GPUKernel) -> str:
@@ -254,9 +260,9 @@ class _Printer:
         block_body += self.node(kernel.body)
         inner: List = block_body
         for a in "xyz":   # blocks run backwards too
-            inner = [c.For(f"int64_t _b{a} = _g{a} - 1", f"_b{a} >= 0", f"_b{a}--", c.Block(inner))]
+            inner = [c.For(f"int64_t pc_b{a} = pc_g{a} - 1", f"pc_b{a} >= 0", f"pc_b{a}--", c.Block(inner))]
         params = self.params(signature, kernel)
-        params += [c.Value("int64_t", f"_g{a}") for a in "xyz"] + [c.Value("int64_t", f"_n{a}") for a in "xyz"]
+        params += [c.Value("int64_t", f"pc_g{a}") for a in "xyz"] + [c.Value("int64_t", f"pc_n{a}") for a in "xyz"]
         decl = c.FunctionDeclaration(c.Value("void", kernel.symbol + "_emu"), params)
         return str(c.FunctionBody(decl, c.Block(inner)))
 
@@ -304,8 +310,9 @@ def generate_cuda(schedule: Schedule, typing: Typing) -> GeneratedCUDA:
 def print_program(program: Program, typing: Typing, signature: KernelSignature, gpu: GPUProgram,
                   schedule: Schedule) -> GeneratedCUDA:
     """Print a GPU program as CUDA and as emulation C."""
-    cuda = _Printer(program, typing, CUDA)
-    emu = _Printer(program, typing, EMU)
+    names = CNames.for_program(program, schedule)
+    cuda = _Printer(program, typing, CUDA, names)
+    emu = _Printer(program, typing, EMU, names)
     cuda_src = CUDA_PREAMBLE + "\n" + "\n\n".join(cuda.cuda_kernel(signature, k) for k in gpu.kernels) + "\n"
     emu_src = EMU_PREAMBLE + "\n" + "\n\n".join(emu.emu_kernel(signature, k) for k in gpu.kernels) + "\n"
     return GeneratedCUDA(cuda_src, signature, gpu, emu_src, schedule)

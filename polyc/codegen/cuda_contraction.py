@@ -28,6 +28,7 @@ from .cexpr import CExprPrinter, literal
 from .cuda_ir import (Barrier, GPUKernel, GPUProgram, HostSeq, Launch, Mapped, Raw, Region, ULoop, USeq,
                       build_gpu_program)
 from .loop_ast import LExpr, Loop
+from .names import CNames
 from .typing import Typing
 
 BM, BN, BK, TM, TN = 128, 128, 16, 8, 8
@@ -35,9 +36,11 @@ THREADS = (BM // TM) * (BN // TN)          # 256
 
 
 def _affine_lexpr(a: Affine) -> LExpr:
+    """`a` (over sizes) as a loop-AST expression: its ids are isl names, as in isl's own AST."""
     out: Optional[LExpr] = None
     for v, c in a.terms:
-        term = LExpr("id", value=v) if c == 1 else LExpr("*", (LExpr("int", value=c), LExpr("id", value=v)))
+        var = LExpr("id", value=isl_name(v))
+        term = var if c == 1 else LExpr("*", (LExpr("int", value=c), var))
         out = term if out is None else LExpr("+", (out, term))
     if a.constant or out is None:
         k = LExpr("int", value=a.constant)
@@ -137,67 +140,70 @@ def contraction_kernel(m: _Match, program: Program, typing: Typing, symbol: str)
     ext = m.extents
     from .cuda import flat_index
 
+    names = CNames.for_program(program)
+
     def access(acc: Access, index_text: Dict[str, str]) -> str:
-        printer = CExprPrinter(typing, index_text, lambda a, p: f"{a.tensor}[{flat_index(program, a, p)}]")
+        printer = CExprPrinter(typing, index_text, lambda a, p: f"{names.data(a.tensor)}[{flat_index(program, a, p)}]",
+                               names)
         return printer.access(acc)
 
-    sizes = CExprPrinter(typing, {}, lambda a, p: "")
+    sizes = CExprPrinter(typing, {}, lambda a, p: "", names)
     EI, EJ, EK = (sizes.affine(ext[v]) for v in (m.i, m.j, m.k))
-    bvar = {m.batch: "pb"} if m.batch else {}
-    row, col = "(pi0 + polyc_r)", "(pj0 + polyc_c)"
-    a_load = access(m.a, {m.i: "(pi0 + polyc_r)", m.k: "(pk0 + polyc_c)", **bvar})
-    b_load = access(m.b, {m.k: "(pk0 + polyc_r)", m.j: "(pj0 + polyc_c)", **bvar})
+    bvar = {m.batch: "pc_batch"} if m.batch else {}
+    row, col = "(pc_i0 + pc_r)", "(pc_j0 + pc_c)"
+    a_load = access(m.a, {m.i: "(pc_i0 + pc_r)", m.k: "(pc_k0 + pc_c)", **bvar})
+    b_load = access(m.b, {m.k: "(pc_k0 + pc_r)", m.j: "(pc_j0 + pc_c)", **bvar})
     target = access(m.st.target, {m.i: row, m.j: col, **bvar})
-    value_printer = CExprPrinter(typing, {}, lambda a, p: "polyc_af[polyc_m]" if a == m.a else "polyc_bf[polyc_n]")
+    value_printer = CExprPrinter(typing, {}, lambda a, p: "pc_af[pc_m]" if a == m.a else "pc_bf[pc_n]", names)
     value = value_printer.expr(m.st.value, dt)
     zero = literal(0, dt)
-    ty_tx = [f"const int polyc_tx = (int)$tid % {BN // TN};", f"const int polyc_ty = (int)$tid / {BN // TN};"]
+    ty_tx = [f"const int pc_tcol = (int)$tid % {BN // TN};", f"const int pc_trow = (int)$tid / {BN // TN};"]
     # A thread owns rows ty*4 + {0..3} and BM/2 + ty*4 + {0..3} (same for columns): runs of four
     # consecutive, 16-byte aligned shared-memory words, which nvcc reads with vector loads.
-    rm = f"(polyc_ty * {TM // 2} + (polyc_m % {TM // 2}) + (polyc_m / {TM // 2}) * {BM // 2})"
-    cn = f"(polyc_tx * {TN // 2} + (polyc_n % {TN // 2}) + (polyc_n / {TN // 2}) * {BN // 2})"
+    rm = f"(pc_trow * {TM // 2} + (pc_m % {TM // 2}) + (pc_m / {TM // 2}) * {BM // 2})"
+    cn = f"(pc_tcol * {TN // 2} + (pc_n % {TN // 2}) + (pc_n / {TN // 2}) * {BN // 2})"
     if m.init is not None:
-        start = [f"polyc_acc[polyc_m][polyc_n] = {CExprPrinter(typing, {}, None).expr(m.init.value, dt)};"]
+        start = [f"pc_acc[pc_m][pc_n] = {CExprPrinter(typing, {}, None, names).expr(m.init.value, dt)};"]
     else:
-        start = [f"const int64_t polyc_r = {rm};",
-                 f"const int64_t polyc_c = {cn};",
-                 f"polyc_acc[polyc_m][polyc_n] = ({row} < {EI} && {col} < {EJ}) ? {target} : {zero};"]
-    init = Raw(tuple(ty_tx + [f"for (int polyc_m = 0; polyc_m < {TM}; polyc_m++)",
-                              f"  for (int polyc_n = 0; polyc_n < {TN}; polyc_n++) {{"]
+        start = [f"const int64_t pc_r = {rm};",
+                 f"const int64_t pc_c = {cn};",
+                 f"pc_acc[pc_m][pc_n] = ({row} < {EI} && {col} < {EJ}) ? {target} : {zero};"]
+    init = Raw(tuple(ty_tx + [f"for (int pc_m = 0; pc_m < {TM}; pc_m++)",
+                              f"  for (int pc_n = 0; pc_n < {TN}; pc_n++) {{"]
                      + ["    " + s for s in start] + ["  }"]))
     load = Raw((
-        f"for (int polyc_l = (int)$tid; polyc_l < {BM * BK}; polyc_l += {THREADS}) {{",
-        f"  const int polyc_r = polyc_l / {BK}, polyc_c = polyc_l % {BK};",
-        f"  polyc_As[polyc_c][polyc_r] = (pi0 + polyc_r < {EI} && pk0 + polyc_c < {EK}) ? {a_load} : {zero};",
+        f"for (int pc_l = (int)$tid; pc_l < {BM * BK}; pc_l += {THREADS}) {{",
+        f"  const int pc_r = pc_l / {BK}, pc_c = pc_l % {BK};",
+        f"  pc_As[pc_c][pc_r] = (pc_i0 + pc_r < {EI} && pc_k0 + pc_c < {EK}) ? {a_load} : {zero};",
         "}",
-        f"for (int polyc_l = (int)$tid; polyc_l < {BK * BN}; polyc_l += {THREADS}) {{",
-        f"  const int polyc_r = polyc_l / {BN}, polyc_c = polyc_l % {BN};",
-        f"  polyc_Bs[polyc_r][polyc_c] = (pk0 + polyc_r < {EK} && pj0 + polyc_c < {EJ}) ? {b_load} : {zero};",
+        f"for (int pc_l = (int)$tid; pc_l < {BK * BN}; pc_l += {THREADS}) {{",
+        f"  const int pc_r = pc_l / {BN}, pc_c = pc_l % {BN};",
+        f"  pc_Bs[pc_r][pc_c] = (pc_k0 + pc_r < {EK} && pc_j0 + pc_c < {EJ}) ? {b_load} : {zero};",
         "}",
     ))
-    step = [f"  {ct} polyc_af[{TM}], polyc_bf[{TN}];",
+    step = [f"  {ct} pc_af[{TM}], pc_bf[{TN}];",
             "  #pragma unroll",
-            f"  for (int polyc_m = 0; polyc_m < {TM}; polyc_m++) polyc_af[polyc_m] = polyc_As[polyc_kk][{rm}];",
+            f"  for (int pc_m = 0; pc_m < {TM}; pc_m++) pc_af[pc_m] = pc_As[pc_kk][{rm}];",
             "  #pragma unroll",
-            f"  for (int polyc_n = 0; polyc_n < {TN}; polyc_n++) polyc_bf[polyc_n] = polyc_Bs[polyc_kk][{cn}];",
+            f"  for (int pc_n = 0; pc_n < {TN}; pc_n++) pc_bf[pc_n] = pc_Bs[pc_kk][{cn}];",
             "  #pragma unroll",
-            f"  for (int polyc_m = 0; polyc_m < {TM}; polyc_m++)",
+            f"  for (int pc_m = 0; pc_m < {TM}; pc_m++)",
             "    #pragma unroll",
-            f"    for (int polyc_n = 0; polyc_n < {TN}; polyc_n++)",
-            f"      polyc_acc[polyc_m][polyc_n] += {value};"]
+            f"    for (int pc_n = 0; pc_n < {TN}; pc_n++)",
+            f"      pc_acc[pc_m][pc_n] += {value};"]
     # Full K tiles (all but maybe the last) run a constant trip count the compiler unrolls.
-    compute = Raw(tuple(ty_tx + [f"if (pk0 + {BK} <= {EK}) {{", "#pragma unroll",
-                                 f"for (int polyc_kk = 0; polyc_kk < {BK}; polyc_kk++) {{"] + step + ["}", "} else {",
-                                 f"for (int polyc_kk = 0; polyc_kk < {EK} - pk0; polyc_kk++) {{"] + step + ["}", "}"]))
+    compute = Raw(tuple(ty_tx + [f"if (pc_k0 + {BK} <= {EK}) {{", "#pragma unroll",
+                                 f"for (int pc_kk = 0; pc_kk < {BK}; pc_kk++) {{"] + step + ["}", "} else {",
+                                 f"for (int pc_kk = 0; pc_kk < {EK} - pc_k0; pc_kk++) {{"] + step + ["}", "}"]))
     store = Raw(tuple(ty_tx + [
-        f"for (int polyc_m = 0; polyc_m < {TM}; polyc_m++)",
-        f"  for (int polyc_n = 0; polyc_n < {TN}; polyc_n++) {{",
-        f"    const int64_t polyc_r = {rm};",
-        f"    const int64_t polyc_c = {cn};",
-        f"    if ({row} < {EI} && {col} < {EJ}) {target} = polyc_acc[polyc_m][polyc_n];",
+        f"for (int pc_m = 0; pc_m < {TM}; pc_m++)",
+        f"  for (int pc_n = 0; pc_n < {TN}; pc_n++) {{",
+        f"    const int64_t pc_r = {rm};",
+        f"    const int64_t pc_c = {cn};",
+        f"    if ({row} < {EI} && {col} < {EJ}) {target} = pc_acc[pc_m][pc_n];",
         "  }",
     ]))
-    k_loop = Loop("pk0", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pk0"), _affine_lexpr(ext[m.k]))),
+    k_loop = Loop("pc_k0", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pc_k0"), _affine_lexpr(ext[m.k]))),
                   BK, None, None)  # type: ignore[arg-type]
     body = USeq((Region(init, False), ULoop(k_loop, USeq((Region(load, False), Barrier(), Region(compute, False))),
                                              sync=True), Region(store, False)))
@@ -207,17 +213,17 @@ def contraction_kernel(m: _Match, program: Program, typing: Typing, symbol: str)
         lp = Loop(it, LExpr("int", value=0), LExpr("<", (LExpr("id", value=it), _ceil_div(extent, tile))), 1, None, None)  # type: ignore[arg-type]
         return Mapped("block", axis, lp, USeq((Raw((f"const int64_t {var} = {tile} * {it};",)), inner)))
 
-    body = grid_loop("pj0", BN, ext[m.j], 0, body)
-    body = grid_loop("pi0", BM, ext[m.i], 1, body)
+    body = grid_loop("pc_j0", BN, ext[m.j], 0, body)
+    body = grid_loop("pc_i0", BM, ext[m.i], 1, body)
     grid = [_ceil_div(ext[m.j], BN), _ceil_div(ext[m.i], BM), None]
     if m.batch:
-        lp = Loop("pb", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pb"), _affine_lexpr(ext[m.batch]))), 1, None, None)  # type: ignore[arg-type]
+        lp = Loop("pc_batch", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pc_batch"), _affine_lexpr(ext[m.batch]))), 1, None, None)  # type: ignore[arg-type]
         body = Mapped("block", 2, lp, body)
         grid[2] = _affine_lexpr(ext[m.batch])
     return GPUKernel(symbol, body, (), tuple(grid), (LExpr("int", value=THREADS), None, None),  # type: ignore[arg-type]
                      statements=(m.st.name,) + ((m.init.name,) if m.init else ()),
-                     shared=(("polyc_As", ct, (BK, BM + 4)), ("polyc_Bs", ct, (BK, BN))),
-                     private=(("polyc_acc", ct, (TM, TN)),), fixed_block=True,
+                     shared=(("pc_As", ct, (BK, BM + 4)), ("pc_Bs", ct, (BK, BN))),
+                     private=(("pc_acc", ct, (TM, TN)),), fixed_block=True,
                      min_blocks=2)   # <= 128 registers: two blocks per SM hide latency (measured on H100)
 
 

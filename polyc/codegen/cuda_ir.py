@@ -264,7 +264,7 @@ class _KernelBuilder:
                 return Mapped("block", axis, n, self.uniform(n.body, blocks + (axis,)))
             if kind == "thread" and "reduction_parallel" in _marks(n):
                 if self.n_thread == 1 and isinstance(n.body, Call):
-                    red = Reduce(n, n.body, f"polyc_red{len(self.reductions)}")
+                    red = Reduce(n, n.body, f"pc_red{len(self.reductions)}")
                     self.reductions.append(red)
                     self.thread_loops.append((n.iterator, 0))
                     if self.n_block and len(blocks) < self.n_block:

@@ -6,7 +6,7 @@ Python, for the CUDA emulator) without isl's macros.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Callable, Dict, Iterator, Optional, Tuple, Union
 
 import islpy as isl
 
@@ -60,17 +60,18 @@ def lexpr(e: isl.AstExpr) -> LExpr:
     raise PolycError(f"unsupported isl AST expression: {e.to_C_str()}")
 
 
-def c_text(e: LExpr) -> str:
-    """C spelling; `floord`, `min`, `max` are helpers defined in the generated preamble."""
+def c_text(e: LExpr, name: Optional[Callable[[str], str]] = None) -> str:
+    """C spelling; `floord`, `min`, `max` are helpers defined in the generated preamble.  `name` turns
+    an id (isl's name of a loop or size) into its C identifier (`polyc.codegen.names.CNames.id`)."""
     if e.op == "int":
         return str(e.value)
     if e.op == "id":
-        return str(e.value)
-    a = [c_text(x) for x in e.args]
+        return name(str(e.value)) if name is not None else str(e.value)
+    a = [c_text(x, name) for x in e.args]
     if e.op == "neg":
         return f"(-{a[0]})"
     if e.op in ("min", "max", "floord"):
-        return f"polyc_{e.op}({a[0]}, {a[1]})"
+        return f"pc_{e.op}({a[0]}, {a[1]})"
     if e.op == "?":
         return f"({a[0]} ? {a[1]} : {a[2]})"
     return f"({a[0]} {e.op} {a[1]})"

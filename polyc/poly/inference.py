@@ -55,6 +55,25 @@ class _SizeClasses:
             self.binding[r] = extent
 
 
+def kernel_names_in(program: Program) -> Set[str]:
+    """Every name `program` already uses: sizes, tensors, scalars and statement indices."""
+    return (set(program.sizes) | {t.name for t in program.tensors} | {s.name for s in program.scalars}
+            | {i for st in program.statements for i in st.iterators})
+
+
+def fresh_size_name(base: str, taken: Set[str]) -> str:
+    """The name of a new size: `base` (`I` for index `i`) when the kernel uses no name `base`, else
+    `base_size`, `base_size2`, ...  A size must never share a name with an index, tensor or scalar
+    (with `C[I, J] +=! A[I, K] * B[K, J]`, index `I` spanning a size `I` made the loop empty).
+    Adds the name to `taken`."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_size" if k == 2 else f"{base}_size{k - 1}"
+    taken.add(name)
+    return name
+
+
 def _placeholder(tensor: str, dim: int) -> str:
     return f"__{tensor}_{dim}"
 
@@ -264,7 +283,7 @@ class _Inference:
         return self._finish(resolved)
 
     def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:
-        taken: Set[str] = set(self.p.sizes) | {t.name for t in self.p.tensors} | {s.name for s in self.p.scalars}
+        taken = kernel_names_in(self.p)
         names: Dict[str, str] = {}
         new_sizes: List[str] = []
         for ph in self.classes.parent:
@@ -276,9 +295,7 @@ class _Inference:
             if not hint:
                 tensor, dim = ph[2:].rsplit("_", 1)
                 candidate = f"{tensor}_dim{dim}"
-            while candidate in taken:
-                candidate += "_"
-            taken.add(candidate)
+            candidate = fresh_size_name(candidate, taken)
             names[r] = candidate
             new_sizes.append(candidate)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from typing import Iterable, Iterator, Optional, Sequence, Tuple
 
 import islpy as isl
@@ -17,13 +18,64 @@ from ..ir import Affine, Constraint
 #: Default hard limit of isl operations for one guarded computation (0 = unlimited).
 DEFAULT_BUDGET = int(os.environ.get("POLYC_ISL_BUDGET", "20000000"))
 
+#: isl keywords, compared case-insensitively (isl reads `MOD` and `Infty` as keywords too).
 _ISL_KEYWORDS = {"and", "or", "not", "exists", "mod", "floor", "ceil", "min", "max", "infty",
-                 "true", "false", "implies", "rat", "domain", "range", "div", "cdiv_q", "fdiv_q"}
+                 "true", "false", "implies", "rat", "domain", "range", "div", "cdiv_q", "fdiv_q",
+                 "nan", "inf", "infinity", "xor", "to", "list", "fail", "ceild", "floord"}
+
+#: Names polyc uses inside isl text for its own variables (time dimensions `t0`, `u3`, ...), and the
+#: names isl gives unnamed dimensions when it prints (`i0`, `o1`, `e0`): a lowercase letter and
+#: digits, or a leading underscore.  No user name is spelled like this in isl (see `isl_name`).
+_INTERNAL = re.compile(r"([a-z][0-9]+|_.*)\Z")
+_VERBATIM = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+#: Marks the spelling of a name that does not start with an ASCII letter (`_g` never occurs in an
+#: escaped body, where `_` is followed by `_` or a hex digit).
+_ODD_START = "u_g"
 
 
 def isl_name(name: str) -> str:
-    """A user name made safe for isl's parser (isl keywords get a trailing underscore)."""
-    return name + "_" if name in _ISL_KEYWORDS else name
+    """A user name as an isl identifier: injective, never an isl keyword, never one of polyc's
+    internal isl names, always ASCII.
+
+    Plain names (an ASCII letter, then letters, digits and `_`, not ending in `_`) stay as they are.
+    Every other name ends in `_` (which plain names never do): keywords `and` -> `and_`, internal
+    look-alikes `t0` -> `t0_`, `and_` -> `and___` (inner `_` doubled), and names that are not plain
+    ASCII are spelled out (`α` -> `u_g_3b1__`, see `polyc.codegen.names.ascii_spelling`).
+    """
+    if _VERBATIM.match(name) and not name.endswith("_") and name.lower() not in _ISL_KEYWORDS \
+            and not _INTERNAL.match(name):
+        return name
+    from ..codegen.names import ascii_spelling
+    body = ascii_spelling(name)
+    if not (name[:1].isascii() and name[:1].isalpha()):
+        body = _ODD_START + body
+    return body + "_"
+
+
+def user_name(isl_id: str) -> str:
+    """The name `isl_name` turned into `isl_id` (ids it cannot have produced come back unchanged)."""
+    if not isl_id.endswith("_") or not isl_id[:1].isalpha():
+        return isl_id
+    body = isl_id[:-1]
+    if body.startswith(_ODD_START):
+        body = body[len(_ODD_START):]
+    out, k = [], 0
+    while k < len(body):
+        ch = body[k]
+        if ch != "_":
+            out.append(ch)
+            k += 1
+        elif body[k + 1:k + 2] == "_":
+            out.append("_")
+            k += 2
+        else:
+            end = body.find("_", k + 1)
+            try:
+                out.append(chr(int(body[k + 1:end], 16)))
+            except ValueError:        # not a spelling isl_name makes: a name of isl's or polyc's own
+                return isl_id
+            k = end + 1
+    return "".join(out)
 
 
 def affine_str(a: Affine) -> str:
@@ -109,7 +161,7 @@ def aff_to_affine(aff: isl.Aff) -> Optional[Affine]:
         for k in range(aff.dim(kind)):
             c = aff.get_coefficient_val(kind, k).to_python()
             if c:
-                coeffs[aff.get_dim_name(kind, k)] = int(c)
+                coeffs[user_name(aff.get_dim_name(kind, k))] = int(c)
     return Affine.from_dict(coeffs, int(aff.get_constant_val().to_python()))
 
 
@@ -129,7 +181,7 @@ def sample_point_values(s: isl.Set) -> Tuple[dict, Tuple[int, ...]]:
     """Parameter values and coordinates of one point of a non-empty set (isl picks it)."""
     point = s.sample_point()
     space = s.get_space()
-    params = {space.get_dim_name(isl.dim_type.param, k):
+    params = {user_name(space.get_dim_name(isl.dim_type.param, k)):
               point.get_coordinate_val(isl.dim_type.param, k).to_python()
               for k in range(space.dim(isl.dim_type.param))}
     coords = tuple(point.get_coordinate_val(isl.dim_type.set, k).to_python()

@@ -33,7 +33,8 @@ LaunchFn = Callable[[GPUKernel, Tuple[int, int, int], Tuple[int, int, int], Tupl
 
 def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -> None:
     """Run the host side of `program`: host loops and guards in Python, kernels through `launch`."""
-    env: Dict[str, int] = dict(sizes)
+    from ..poly.islutil import isl_name
+    env: Dict[str, int] = {isl_name(k): v for k, v in sizes.items()}   # the loop AST's ids are isl names
 
     def run(n: HNode) -> None:
         if isinstance(n, HostSeq):

@@ -19,9 +19,11 @@ PARAM_KINDS = ("array", "size", "scalar")
 class KernelParam:
     """One parameter of the generated C function.
 
-    - kind "array": `<ctype> *restrict name` (the tensor's element type is `dtype`);
-    - kind "size": `int64_t name` (a size symbol; `dtype` should be `i64`);
-    - kind "scalar": `<ctype> name` (`float`, `double`, `int32_t` or `int64_t`).
+    - kind "array": `<ctype> *restrict d_<name>` (the tensor's element type is `dtype`);
+    - kind "size": `int64_t n_<name>` (a size symbol; `dtype` should be `i64`);
+    - kind "scalar": `<ctype> s_<name>` (`float`, `double`, `int32_t` or `int64_t`).
+
+    `name` is the user's name (arguments bind by it); `c_name` is its C identifier.
     """
 
     name: str
@@ -32,13 +34,20 @@ class KernelParam:
         if self.kind not in PARAM_KINDS:
             raise ValueError(f"kernel parameter {self.name!r}: kind must be one of {PARAM_KINDS}, got {self.kind!r}")
 
+    @property
+    def c_name(self) -> str:
+        """The C identifier of this parameter: the user's name mangled by kind (`d_A` for tensor A's
+        data pointer, `n_N`, `s_alpha`; see polyc.codegen.names), never a C keyword or macro."""
+        from ..codegen.names import DATA, SCALAR, SIZE, mangle
+        return mangle({"array": DATA, "size": SIZE, "scalar": SCALAR}[self.kind], self.name)
+
     def c_declaration(self) -> str:
-        """The C spelling of this parameter, e.g. `float *restrict A` or `int64_t N`."""
+        """The C spelling of this parameter, e.g. `float *restrict d_A` or `int64_t n_N`."""
         if self.kind == "array":
-            return f"{self.dtype.c_name} *restrict {self.name}"
+            return f"{self.dtype.c_name} *restrict {self.c_name}"
         if self.kind == "size":
-            return f"int64_t {self.name}"
-        return f"{self.dtype.c_name} {self.name}"
+            return f"int64_t {self.c_name}"
+        return f"{self.dtype.c_name} {self.c_name}"
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class KernelSignature:
     params: Tuple[KernelParam, ...]
 
     def c_prototype(self) -> str:
-        """`void symbol(float *restrict A, int64_t N)` (without the trailing semicolon)."""
+        """`void symbol(float *restrict d_A, int64_t n_N)` (without the trailing semicolon)."""
         args = ", ".join(p.c_declaration() for p in self.params) or "void"
         return f"void {self.symbol}({args})"
 

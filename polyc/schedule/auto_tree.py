@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Sequence as Seq, Tuple, Union
 import islpy as isl
 
 from ..poly.model import PolyModel
-from .schedule import Dim, Schedule, _fresh
+from .rewrite import fresh_name
+from .schedule import Dim, Schedule
 
 
 class UnsupportedTree(Exception):
@@ -271,13 +272,14 @@ def flatten(model: PolyModel, node: Node, history: Tuple[str, ...] = (),
     """The `Schedule` for a decided tree."""
     flat = _flatten(node)
     program = model.program
+    # Loops keep the index names they iterate (`i`); made-up names (`t0`) avoid tensors, scalars, sizes.
     taken = {t.name for t in program.tensors} | {x.name for x in program.scalars} | set(program.sizes)
     dims: List[Dim] = []
     for lp in flat.loops:
         if lp.name is None:
             dims.append(Dim(None))
         else:
-            dims.append(Dim(_fresh(lp.name, taken), unroll=lp.unroll, origin=lp.origin))
+            dims.append(Dim(fresh_name(lp.name, taken), unroll=lp.unroll, origin=lp.origin))
     n = len(dims)
     maps = []
     for st in program.statements:

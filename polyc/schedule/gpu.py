@@ -267,7 +267,8 @@ def _separate(schedule: Schedule, labels: Dict[Tuple[int, Tuple[int, ...]], Tupl
     assert values is not None
     columns: List[Tuple[int, Optional[Tuple]]] = []
     new_dims: List[Dim] = []
-    used = set(d.name for d in schedule.dims if d.name)
+    from .rewrite import fresh_name, kernel_names
+    used = set(d.name for d in schedule.dims if d.name) | kernel_names(schedule.model.program)
     index: Dict[Tuple[int, Tuple], int] = {}
 
     def label(name: str, k: int) -> Tuple:
@@ -284,13 +285,7 @@ def _separate(schedule: Schedule, labels: Dict[Tuple[int, Tuple[int, ...]], Tupl
             if lab not in seen:
                 seen.append(lab)
         for n, lab in enumerate(seen):
-            dname = d.name
-            if n:
-                suffix = n
-                while f"{d.name}_{suffix}" in used:
-                    suffix += 1
-                dname = f"{d.name}_{suffix}"
-                used.add(dname)
+            dname = fresh_name(d.name, used) if n else d.name     # d.name, d.name_1, ...
             index[(k, lab)] = len(new_dims)
             columns.append((k, lab if len(seen) > 1 else None))
             new_dims.append(replace(d, name=dname))
@@ -318,14 +313,11 @@ def _tile_band(schedule: Schedule, band: Sequence[int], sizes: Sequence[int]) ->
     dims = list(schedule.dims)
     n = len(dims)
     outer_names, inner_names = [], []
-    used = set(d.name for d in dims if d.name)
+    from .rewrite import fresh_name, kernel_names
+    used = set(d.name for d in dims if d.name) | kernel_names(schedule.model.program)
 
     def fresh(stem: str) -> str:
-        name, k = stem, 1
-        while name in used:
-            name, k = f"{stem}{k}", k + 1
-        used.add(name)
-        return name
+        return fresh_name(stem, used)
 
     for k in band:
         outer_names.append(fresh(f"{dims[k].name}_outer"))

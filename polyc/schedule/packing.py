@@ -50,10 +50,10 @@ import islpy as isl
 
 from ..errors import IllegalScheduleError, PolycError
 from ..ir import Access, Affine, Binary, Expr, IndexExpr, Program, Statement
-from ..poly.islutil import isl_budget, isl_name, pw_aff_to_affine
+from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
 from .integers import optional_positive_int
-from .rewrite import dependences_of, finish, statement_name, step, time_vars
-from .schedule import Dim, Schedule, _fresh
+from .rewrite import dependences_of, finish, fresh_name, kernel_names, statement_name, step, time_vars
+from .schedule import Dim, Schedule
 
 #: Micro-kernel shape and blocking defaults (measured on AVX-512 and AVX2 machines: an 8-row by
 #: two-vector register tile keeps 16 accumulators plus 2 operands in registers).
@@ -198,10 +198,8 @@ def _box_bounds(s: Schedule, c: Contraction) -> Tuple[Tuple[Tuple[str, Affine, A
                              f"(no min/max): the loops of `{st.text}` must form a rectangular box")
         bounds.append((it, lo, hi))
     params = [dom.get_dim_name(isl.dim_type.param, k) for k in range(n_par)]
-    rename = {b: isl_name(b) for b in c.batch}
-
-    def text(a: Affine) -> str:
-        return str(a.rename(rename)) if rename else str(a)
+    # Bounds come back in user names (batch iterators among them); isl text spells them again.
+    text = affine_str
 
     cond = " and ".join(f"{text(lo)} <= {isl_name(it)} <= {text(hi)}" for it, lo, hi in bounds)
     box = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(names)}] : {cond} }}")
@@ -374,15 +372,14 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         if not _prefix_fixes_batch(s, c, p):
             raise BatchLoopsInside(f"pack({name}): the batch loops {', '.join(c.batch)} must be outside the loops "
                              f"{', '.join(c.m + c.n + c.k)} in the schedule")
-    taken = set(s.loop_names) | {t.name for t in program.tensors} | set(program.sizes) \
-        | {x.name for x in program.scalars}
+    taken = set(s.loop_names) | kernel_names(program)
     its = ", ".join(isl_name(i) for i in program.statement(name).iterators)
     if len(c.m) == len(c.n) == len(c.k) == 1:
         # The blocked order itself: n blocks, k blocks, m blocks, n panels, m panels, k, m, n.
         m1, n1, k1 = c.m[0], c.n[0], c.k[0]
-        loop_names = [_fresh(f"{n1}_block", taken), _fresh(f"{k1}_block", taken), _fresh(f"{m1}_block", taken),
-                      _fresh(f"{n1}_panel", taken), _fresh(f"{m1}_panel", taken), _fresh(f"{k1}_packed", taken),
-                      _fresh(f"{m1}_row", taken), _fresh(f"{n1}_lane", taken)]
+        loop_names = [fresh_name(f"{n1}_block", taken), fresh_name(f"{k1}_block", taken), fresh_name(f"{m1}_block", taken),
+                      fresh_name(f"{n1}_panel", taken), fresh_name(f"{m1}_panel", taken), fresh_name(f"{k1}_packed", taken),
+                      fresh_name(f"{m1}_row", taken), fresh_name(f"{n1}_lane", taken)]
         M, N, K = isl_name(m1), isl_name(n1), isl_name(k1)
         packed = [f"floor({N}/{nc})", f"floor({K}/{kc})", f"floor({M}/{mc})", f"floor({N}/{nr})",
                   f"floor({M}/{mr})", K, M, N]
@@ -393,7 +390,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         # in the loops, so the schedule records the order of the groups (n, k, m) and the proof
         # rests on `_check_order_kept`: only the order of updates per element is observable.
         origins = list(c.n + c.k + c.m)
-        loop_names = [_fresh(f"{x}_packed", taken) for x in origins]
+        loop_names = [fresh_name(f"{x}_packed", taken) for x in origins]
         packed = [isl_name(x) for x in origins]
         m_block = loop_names[len(c.n) + len(c.k)]
     n_old = len(s.dims)

@@ -51,8 +51,8 @@ def _tile(s: Schedule, sizes: Sequence[Tuple[str, int]], st: Step,
     names = dict(names or {})
     outer_inner = {k: names.get(s.dims[k].name, (f"{s.dims[k].name}_outer", f"{s.dims[k].name}_inner"))
                    for k in order}
-    check_new_names(s, [n for k in order for n in outer_inner[k]
-                        if n not in {s.dims[k].name}])
+    check_new_names(s, [n for k in order for n in outer_inner[k] if n != s.dims[k].name],
+                    replacing=[s.dims[k].name for k in order])
     t = time_vars(len(s.dims))
     exprs: List[str] = []
     dims: List[Dim] = []
@@ -234,8 +234,8 @@ def _separate_partial_groups(s: Schedule, moved: Schedule, k: int, pos: int, fac
     n = len(s.dims)
     t = time_vars(k + 1)
     head = ", ".join(t)
-    to_group = isl.Map(f"{s.model.pstr} -> {{ [{head}] -> [{', '.join(t[:k] + ['q'])}] : "
-                       f"{factor}q <= {t[k]} < {factor}q + {factor} }}")
+    to_group = isl.Map(f"{s.model.pstr} -> {{ [{head}] -> [{', '.join(t[:k] + ['g0'])}] : "
+                       f"{factor}g0 <= {t[k]} < {factor}g0 + {factor} }}")
     def at(m: isl.Map, value: int) -> isl.Map:
         return m.fix_val(isl.dim_type.out, pos, isl.Val.int_from_si(m.get_ctx(), value))
 

@@ -16,15 +16,15 @@ Dependences are computed once per `PolyModel` and cached (weakly, so models can 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import List, Mapping, Optional, Sequence, Tuple, Union
+from typing import List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import islpy as isl
 
-from ..errors import PolycError
+from ..errors import NameClashError, PolycError
 from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import isl_budget
 from ..poly.model import PolyModel
-from .schedule import Dim, Schedule
+from .schedule import Dim, Schedule, _fresh
 
 #: Largest trip count a fully unrolled loop may have.
 MAX_FULL_UNROLL = 1024
@@ -84,16 +84,43 @@ def statement_name(s: Schedule, statement: Union[str, int]) -> str:
     raise PolycError(f"no statement named {statement!r}; the statements are: {', '.join(names)}")
 
 
-def check_new_names(s: Schedule, names: Sequence[str]) -> None:
-    """Refuse loop names that already exist or repeat (names must identify loops uniquely)."""
-    taken = set(s.loop_names)
-    seen = set()
+def kernel_names(program) -> Set[str]:
+    """Every name the kernel itself uses: tensors, scalars, sizes and statement indices.  A new loop
+    must not take one of them (a loop named `K` beside the size `K` changes what `K` means)."""
+    return ({t.name for t in program.tensors} | {x.name for x in program.scalars} | set(program.sizes)
+            | {i for st in program.statements for i in st.iterators})
+
+
+def fresh_name(base: str, taken: Set[str]) -> str:
+    """The one helper for names polyc makes up for loops: `base`, or `base_1`, ... not in `taken`
+    (which it extends).  Callers pass `kernel_names(program)` plus the schedule's loop names."""
+    return _fresh(base, taken)
+
+
+def check_new_names(s: Schedule, names: Sequence[str], replacing: Sequence[str] = ()) -> None:
+    """Refuse new loop names that are not identifiers, repeat, or are already in use as a loop, an
+    index, a size, a scalar or a tensor of the kernel (NameClashError).  `replacing`: the loops the
+    primitive removes, whose names may be reused."""
+    program = s.model.program
+    loops = set(s.loop_names) - set(replacing)
+    kinds = [("loop", loops), ("tensor", {t.name for t in program.tensors}),
+             ("scalar", {x.name for x in program.scalars}), ("size", set(program.sizes)),
+             ("index", {i for st in program.statements for i in st.iterators})]
+    def article(kind: str) -> str:
+        return "an" if kind[0] in "aeiou" else "a"
+
+    seen: Set[str] = set()
     for n in names:
-        if n in taken or n in seen:
-            raise PolycError(f"a loop named {n!r} already exists; loop names must be unique "
-                             f"(the loops are {', '.join(s.loop_names)})")
-        if not n.isidentifier():
+        if not isinstance(n, str) or not n.isidentifier():
             raise PolycError(f"loop name {n!r} is not an identifier")
+        if n in seen:
+            raise NameClashError(f"the name {n!r} is given to two new loops; loop names must be unique")
+        for kind, taken in kinds:
+            if n in taken:
+                raise NameClashError(
+                    f"cannot name a new loop {n!r}: the kernel already has {article(kind)} {kind} named {n!r}, and a loop "
+                    f"of the same name would change what {n!r} means; choose another name (the loops are "
+                    f"{', '.join(s.loop_names)})")
         seen.add(n)
 
 

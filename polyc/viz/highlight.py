@@ -23,7 +23,7 @@ TYPES = frozenset("""
 """.split())
 
 BUILTINS = frozenset("""
-    threadIdx blockIdx blockDim gridDim __syncthreads polyc_min polyc_max polyc_floord
+    threadIdx blockIdx blockDim gridDim __syncthreads pc_min pc_max pc_floord
     min max floor ceil sqrt exp log fabs pow
 """.split())
 

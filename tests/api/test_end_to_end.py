@@ -20,7 +20,7 @@ def test_issue_example_matmul():
     C = f(A=A, B=B)
     assert C.dtype == np.float32 and C.shape == (300, 50)
     np.testing.assert_allclose(C, A @ B, rtol=1e-4)
-    assert "C[i][j] += (A[i][k] * B[k][j]);" in f.source and "int64_t K" in f.source
+    assert "t_C[i_i][i_j] += (t_A[i_i][i_k] * t_B[i_k][i_j]);" in f.source and "int64_t n_K" in f.source
 
 
 def test_one_compiled_kernel_serves_every_size_and_dtype():

@@ -16,9 +16,9 @@ def test_parallel_loops_run_their_bodies_in_restrict_helpers(monkeypatch):
     sched = mv.schedule().parallel("i")
     src = pc.codegen(mv, sched, dtypes={"A": pc.f64, "x": pc.f64})
     helper = src[src.index("static void polyc_mv_par_loop1("):]
-    assert "double *restrict A_data" in helper.splitlines()[0]
+    assert "double *restrict d_A" in helper.splitlines()[0]
     assert "#pragma omp parallel for schedule(static)" in src
-    assert "polyc_mv_par_loop1(y_data, A_data, x_data, I, J, i);" in src
+    assert "polyc_mv_par_loop1(d_y, d_A, d_x, n_I, n_J, i_i);" in src
     rng = np.random.default_rng(0)
     a, x = rng.random((37, 29)), rng.random(29)
     np.testing.assert_allclose(pc.compile(mv, sched)(A=a, x=x), a @ x, rtol=1e-12)
@@ -28,7 +28,7 @@ def test_parallel_loops_inside_sequential_loops_receive_their_iterators():
     k = pc.kernel("B[t, i] = A[t, i] * 2.0", name="outer_seq")
     sched = k.schedule().parallel("i")
     src = pc.codegen(k, sched, dtypes={"A": pc.f64})
-    assert "int64_t t, int64_t i)" in src          # the helper takes the enclosing t and its own i
+    assert "int64_t i_t, int64_t i_i)" in src          # the helper takes the enclosing t and its own i
     a = np.random.default_rng(1).random((5, 9))
     np.testing.assert_array_equal(pc.compile(k, sched)(A=a), a * 2.0)
 

@@ -68,7 +68,7 @@ def test_compiled_function_runs_on_numpy_arrays(private_cache):
 
 def test_signature_prints_the_c_prototype():
     assert AXPY_SIGNATURE.c_prototype() == (
-        "void axpy(float *restrict y, float *restrict x, int64_t n, float a)")
+        "void axpy(float *restrict d_y, float *restrict d_x, int64_t n_n, float s_a)")
     with pytest.raises(ValueError, match="kind must be one of"):
         KernelParam("z", "pointer", f32)
 

@@ -26,10 +26,10 @@ def test_auto_compiles_small_sizes_in_as_constants():
         f = pc.compile(lk.kernel, schedule="auto")
     _call(f, lk, dict(N=1, C=20, H=40, W=40, F=24, KH=3, KW=3))
     src = f.source
-    assert "const int64_t KH = 3;" in src and "const int64_t N = 1;" in src
+    assert "const int64_t n_KH = 3;" in src and "const int64_t n_N = 1;" in src
     # isl drops the loop over the single batch image; the packed code must still be used.
     assert "polyc_conv2d_S1_packed" in src
-    assert "const int64_t C =" not in src          # 20 > SMALL_SIZE: stays symbolic
+    assert "const int64_t n_C =" not in src          # 20 > SMALL_SIZE: stays symbolic
     assert SMALL_SIZE < 20
 
 
@@ -51,7 +51,7 @@ def test_explicit_schedules_specialise_only_when_asked():
     a, b = np.random.default_rng(1).random((5, 7)), np.random.default_rng(2).random((7, 3))
     plain = pc.compile(mm)
     plain(A=a, B=b)
-    assert "const int64_t I" not in plain.source
+    assert "const int64_t n_I" not in plain.source
     fixed = pc.compile(mm, specialise=True)
     np.testing.assert_allclose(fixed(A=a, B=b), a @ b, rtol=1e-12)
-    assert "const int64_t I = 5;" in fixed.source and "const int64_t K = 7;" in fixed.source
+    assert "const int64_t n_I = 5;" in fixed.source and "const int64_t n_K = 7;" in fixed.source

@@ -26,10 +26,10 @@ def test_full_groups_carry_no_guards():
     k = pc.kernel(ROWSUM, name="rowsum_guards")
     plain = pc.codegen(k, k.schedule().unroll_and_jam("i", 4), dtypes={"A": pc.f64})
     separated = pc.codegen(k, k.schedule().unroll_and_jam("i", 4, separate=True), dtypes={"A": pc.f64})
-    full = separated[separated.rindex("for (int64_t i_outer"):]      # the full groups' nest
+    full = separated[separated.rindex("for (int64_t i_i_outer"):]      # the full groups' nest
     full = "\n".join(full.splitlines()[:10])
     assert "if (" not in full and full.count("+=") == 4, full        # four updates, no guards
-    assert "if (" in plain[plain.index("for (int64_t j"):]
+    assert "if (" in plain[plain.index("for (int64_t i_j"):]
 
 
 def test_separate_round_trips_through_json():

@@ -88,7 +88,7 @@ def test_tile_names_and_order_and_result():
     assert s.loop_names == ("i_outer", "j_outer", "i_inner", "j_inner", "k")
     run_matmul(s)
     src = pc.codegen(matmul, s, dtypes=F64)
-    assert "for (int64_t i_outer" in src and "for (int64_t j_inner" in src
+    assert "for (int64_t i_i_outer" in src and "for (int64_t i_j_inner" in src
 
 
 def test_tile_three_loops_with_odd_sizes():

@@ -138,7 +138,7 @@ def test_compiled_view_highlights_source_and_shows_flags_and_cache_path():
     assert path.endswith(".so")
     assert '<span class="pc-kw" style="color:#0000c0;font-weight:bold">for</span>' in html
     assert '<span class="pc-type" style="color:#00808a">double</span>' in html
-    assert "&lt; I" in html            # `i < I` escaped inside the code
+    assert "&lt; n_I" in html          # `i_i < n_I` escaped inside the code
     assert "<math.h>" not in html and "&lt;math.h&gt;" in html
     assert f._repr_html_() == html
 
