@@ -13,7 +13,7 @@ is inferred from tensor shapes by `polyc.poly.inference` (which needs isl).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Set, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
@@ -56,8 +56,9 @@ def _names_in(node: Node) -> List[Node]:
 
 class _Lowering:
     def __init__(self, statements: List[SourceStatement], declared: Mapping[str, Declaration], name: str,
-                 source: str):
+                 source: str, outputs: Optional[Sequence[str]] = None):
         self.src = statements
+        self.outputs = None if outputs is None else tuple(outputs)
         self.declared = dict(declared)
         self.name = name
         self.source = source
@@ -184,6 +185,7 @@ class _Lowering:
         self._collect_tensors()
         statements: List[Statement] = []
         first_write: Dict[str, int] = {}
+        last_write: Dict[str, int] = {}
         read_at: Dict[str, List[int]] = {}
         accumulate_first: Set[str] = set()
         for n, st in enumerate(self.src):
@@ -212,6 +214,7 @@ class _Lowering:
             target = Access(st.target, target_subs)
             for acc in value.accesses():
                 read_at.setdefault(acc.tensor, []).append(n)
+            last_write[st.target] = n
             if st.target not in first_write:
                 first_write[st.target] = n
                 if op is not None and not bang:
@@ -232,12 +235,15 @@ class _Lowering:
                 domain=(tuple(c for i in iters for c in ranges.get(i, ())),),
                 target=target, value=value, update=op, order=(len(statements),) + (0,) * len(iters),
                 reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges), **common))
-        return Program(name=self.name, tensors=self._tensors(first_write, read_at, accumulate_first),
+        return Program(name=self.name, tensors=self._tensors(first_write, read_at, accumulate_first, last_write),
                        statements=tuple(statements), sizes=tuple(self.sizes), scalars=self._scalars(),
                        source=self.source, frontend="einsum")
 
     def _tensors(self, first_write: Dict[str, int], read_at: Dict[str, List[int]],
-                 accumulate_first: Set[str]) -> Tuple[TensorDecl, ...]:
+                 accumulate_first: Set[str], last_write: Dict[str, int]) -> Tuple[TensorDecl, ...]:
+        """Roles: a tensor whose last write is the kernel's last word about it (no statement reads it
+        afterwards) is returned; one that is read after its last write is an intermediate.  With
+        `outputs=[...]` the user names the returned tensors (as Tensor Comprehensions' signature does)."""
         out = []
         for name in self.tensor_names:
             decl = self.tensor_decls.get(name)
@@ -247,10 +253,16 @@ class _Lowering:
             elif name in accumulate_first or any(r < first_write[name] for r in reads) or \
                     any(r == first_write[name] for r in reads):
                 role = "inout"
-            elif reads:
-                role = "temp"
             else:
                 role = "output"
+            if role != "input" and (name not in self.outputs if self.outputs is not None
+                                    else any(r > last_write[name] for r in reads)):
+                if role == "inout":
+                    if self.outputs is not None:
+                        raise ParseError(f"{name!r} is read before this kernel writes it, so it is updated in "
+                                         f"place and must be one of the outputs; add it to outputs=[...]")
+                else:
+                    role = "temp"
             out.append(TensorDecl(name, decl.dtype if decl else None, decl.shape if decl else None, role,
                                   declared=decl is not None))
         return tuple(out)
@@ -261,15 +273,27 @@ class _Lowering:
 
 
 def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Mapping[str, Declaration]] = None,
-                        filename: str = "<kernel>") -> Program:
-    """Parse and lower Einstein-notation `source`; `declared` maps names to tensor or scalar types."""
+                        filename: str = "<kernel>", outputs: Optional[Sequence[str]] = None) -> Program:
+    """Parse and lower Einstein-notation `source`; `declared` maps names to tensor or scalar types.
+
+    `outputs` names the tensors a call returns; by default every written tensor that no statement
+    reads after its last write."""
+    if outputs is not None:
+        if isinstance(outputs, str) or not all(isinstance(o, str) for o in outputs):
+            raise ParseError(f"outputs must be a list of tensor names, like outputs=['O'], not {outputs!r}")
     declared = dict(declared or {})
     for k, v in declared.items():
         if not isinstance(v, (TensorType, DType)):
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
                              f"type (pc.f32)")
     statements = parse_einsum(source, filename)
-    program = _Lowering(statements, declared, name, source).lower()
+    program = _Lowering(statements, declared, name, source, outputs).lower()
+    if outputs is not None:
+        written = {st.target.tensor for st in program.statements}
+        for o in outputs:
+            if o not in written:
+                raise ParseError(f"outputs names {o!r}, which no statement of the kernel writes"
+                                 + ("" if o in program.tensor_map else " (no tensor has that name)"))
     used = {a.tensor for st in program.statements for a in (st.target,) + st.value.accesses()}
     used |= {e.name for st in program.statements for e in st.value.walk() if isinstance(e, ScalarRef)}
     for k in declared:
