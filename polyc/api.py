@@ -25,7 +25,10 @@ class Kernel:
         self.source_program = program
         self.program: Program = infer_shapes(program)
         self.model = PolyModel(self.program)
-        check_bounds(self.model)
+        requirements = check_bounds(self.model)
+        if requirements:  # sizes only the call knows (undeclared inputs, int parameters): checked then
+            self.program = self.program.with_(assumptions=self.program.assumptions + requirements)
+            self.model = PolyModel(self.program)
         check_initialized(self.model)
         self.function = function
         self._default: Optional["CompiledKernel"] = None

@@ -73,6 +73,7 @@ class _Lowering:
         self.ranks: Dict[str, int] = {k: t.rank for k, t in self.tensor_decls.items()}
         self.tensor_names: List[str] = list(self.tensor_decls)
         self.scalars: List[str] = []
+        self.int_params: List[str] = []
         self.written_before: Set[str] = set()
 
     # -- classification ------------------------------------------------------------------------
@@ -128,8 +129,11 @@ class _Lowering:
         for ix in rhs_subscripts:
             add_from(ix)
         for w in st.wheres:
-            if w.index not in order:
-                raise ParseError(f"'where' names {w.index!r}, which no subscript of this statement uses", w.loc)
+            if w.index in order:
+                continue
+            if not any(n.value == w.index for n in _names_in(st.rhs)):
+                raise ParseError(f"'where' names {w.index!r}, which no subscript or value of this statement uses", w.loc)
+            order.append(w.index)  # an index used only as a value, like loopy's sum(j, j**2)
         return order
 
     # -- expressions -----------------------------------------------------------------------------
@@ -180,9 +184,54 @@ class _Lowering:
             return Call(fn, args)  # type: ignore[arg-type]
         raise ParseError("unsupported expression", node.loc)
 
+    def _promote_int_params(self) -> None:
+        """Declared integer scalars used in subscripts or `where` bounds become isl parameters.
+
+        (Tensor Comprehensions' shift and dilation sizes: `O[i] = A[i + s]` with `s=pc.i64`.)
+        """
+        def subscripts(node: Node) -> List[Node]:
+            out = list(node.args) if node.kind == "access" else []
+            for a in node.args:
+                out.extend(subscripts(a))
+            return out
+
+        for st in self.src:
+            affine_parts = list(st.target_indices) + subscripts(st.rhs)
+            affine_parts += [b for w in st.wheres for b in (w.lower, w.upper)]
+            for n in (m for part in affine_parts for m in _names_in(part)):
+                name = n.value
+                dtype = self.scalar_decls.get(name)  # type: ignore[arg-type]
+                if dtype is None:
+                    continue
+                if dtype.is_float:
+                    raise ParseError(f"scalar {name!r} is declared {dtype!r} but used in a subscript or "
+                                     f"range, which must be integer; declare it {name}=pc.i64", n.loc)
+                self.int_params.append(name)  # type: ignore[arg-type]
+                self.sizes.append(name)  # type: ignore[arg-type]
+                del self.scalar_decls[name]  # type: ignore[arg-type]
+
+    def _check_reduction_index(self, st: SourceStatement, name: str) -> None:
+        """A right-only name needs a range: a bare subscript (shape) or a `where` clause.
+
+        Without either it would silently become a one-point reduction (TC's `A[i, j - SHIFT]`)."""
+        if any(w.index == name for w in st.wheres):
+            return
+
+        def bare(node: Node) -> bool:
+            if node.kind == "access" and any(a.kind == "name" and a.value == name for a in node.args):
+                return True
+            return any(bare(a) for a in node.args)
+
+        if not bare(st.rhs):
+            raise ParseError(f"{name!r} appears only on the right-hand side and never alone as a subscript, "
+                             f"so no tensor shape gives its range: if it is an integer parameter declare it "
+                             f"({name}=pc.i64); if it is a reduction index state its range "
+                             f"('where {name} in lo:hi')", st.loc)
+
     # -- statements ----------------------------------------------------------------------------
     def lower(self) -> Program:
         self._collect_tensors()
+        self._promote_int_params()
         statements: List[Statement] = []
         first_write: Dict[str, int] = {}
         last_write: Dict[str, int] = {}
@@ -194,6 +243,8 @@ class _Lowering:
             lhs_vars = [v for a in target_subs for v in a.variables if v in indices]
             value = self._expr(st.rhs, indices)
             rhs_only = [i for i in indices if i not in lhs_vars]
+            for i in rhs_only:
+                self._check_reduction_index(st, i)
             bang = st.op.endswith("!")
             op = st.op.rstrip("!").rstrip("=") or None
             if op is None and rhs_only:
@@ -237,7 +288,7 @@ class _Lowering:
                 reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges), **common))
         return Program(name=self.name, tensors=self._tensors(first_write, read_at, accumulate_first, last_write),
                        statements=tuple(statements), sizes=tuple(self.sizes), scalars=self._scalars(),
-                       source=self.source, frontend="einsum")
+                       source=self.source, frontend="einsum", int_params=tuple(dict.fromkeys(self.int_params)))
 
     def _tensors(self, first_write: Dict[str, int], read_at: Dict[str, List[int]],
                  accumulate_first: Set[str], last_write: Dict[str, int]) -> Tuple[TensorDecl, ...]:
@@ -296,6 +347,7 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
                                  + ("" if o in program.tensor_map else " (no tensor has that name)"))
     used = {a.tensor for st in program.statements for a in (st.target,) + st.value.accesses()}
     used |= {e.name for st in program.statements for e in st.value.walk() if isinstance(e, ScalarRef)}
+    used |= set(program.int_params)
     for k in declared:
         if k not in used:
             raise ParseError(f"{k!r} is declared but the kernel never uses it")

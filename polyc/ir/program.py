@@ -126,6 +126,9 @@ class Program:
     frontend: str = "einsum"
     #: Affine facts about sizes that hold for every call (e.g. `N - 1 >= 0`).
     assumptions: Tuple[Constraint, ...] = field(default_factory=tuple)
+    #: Sizes that are integer parameters rather than extents (an Einstein `s=pc.i64` used in a
+    #: subscript): any integer, negative included, where extents are assumed >= 1.
+    int_params: Tuple[str, ...] = ()
 
     def tensor(self, name: str) -> TensorDecl:
         for t in self.tensors:

@@ -5,13 +5,14 @@ witness (sizes and a statement instance), which the error message shows.
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
 from ..errors import OutOfBoundsError, UninitializedReadError
-from ..ir import Statement
-from .islutil import affine_str, isl_budget, sample_point_values, union_map_pieces as _maps
+from ..ir import Constraint, Statement
+from .islutil import (affine_str, isl_budget, params_set_to_constraints, sample_point_values,
+                      union_map_pieces as _maps)
 from .model import PolyModel, tuple_str
 
 
@@ -30,9 +31,30 @@ def _where(st: Statement) -> str:
     return f"statement `{st.text or st.name}`{loc}"
 
 
-def check_bounds(model: PolyModel) -> None:
-    """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes."""
+def _call_time_requirement(model: PolyModel, acc, bad: isl.Set) -> Optional[Tuple[Constraint, ...]]:
+    """The sizes for which `acc` stays in bounds, as constraints to check at call time, or None.
+
+    Only for what the definition cannot know: the shape of an undeclared input (its extents are
+    whatever the caller passes) and integer parameters (a shift given per call).  A read that is
+    out of bounds for every size, or whose safe sizes are no single conjunction, stays an error.
+    """
+    t = model.program.tensor(acc.tensor)
+    if not (t.role == "input" and not t.declared) and not model.program.int_params:
+        return None
+    good = model.context.subtract(bad.params())
+    if good.is_empty():
+        return None
+    return params_set_to_constraints(good.gist(model.context))
+
+
+def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
+    """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes.
+
+    Returns the call-time requirements on sizes under which the remaining accesses stay in bounds
+    (see `_call_time_requirement`); the caller adds them to the program's assumptions.
+    """
     program = model.program
+    requirements: List[Constraint] = []
     for info in model.accesses:
         st, acc = info.statement, info.access
         shape = program.tensor(acc.tensor).shape or ()
@@ -45,6 +67,10 @@ def check_bounds(model: PolyModel) -> None:
             bad = bad.intersect(model.domains[st.name]).intersect_params(model.context)
             if bad.is_empty():
                 continue
+            needed = _call_time_requirement(model, acc, bad)
+            if needed is not None:
+                requirements.extend(c for c in needed if c not in requirements)
+                continue
             params, coords = sample_point_values(bad)
         env = dict(params)
         env.update(zip(st.iterators, coords))
@@ -56,6 +82,7 @@ def check_bounds(model: PolyModel) -> None:
             f"({', '.join(map(str, shape))}): e.g. with {_sizes_text(params)}, at "
             f"{describe_instance(st, coords)} it {verb} {acc.tensor}[{element}] but the shape is ({shape_text}). "
             f"Restrict the index range (a 'where' clause or a loop bound) or declare a larger shape.")
+    return tuple(requirements)
 
 
 def check_initialized(model: PolyModel) -> None:

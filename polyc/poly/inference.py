@@ -95,7 +95,7 @@ class _Inference:
     # -- isl helpers ---------------------------------------------------------------------------
     def _context(self) -> isl.Set:
         ps = self.context_params
-        cond = " and ".join(f"{isl_name(p)} >= 1" for p in ps) or "true"
+        cond = " and ".join(f"{isl_name(p)} >= 1" for p in ps if p not in self.p.int_params) or "true"
         return isl.Set(f"{params_str(ps)} -> {{ : {cond} }}")
 
     def _range_from_reads(self, st: Statement, x: str, ranges: Dict[str, Tuple[Constraint, ...]],
@@ -145,6 +145,11 @@ class _Inference:
                 return None
             lo = pw_aff_to_affine(good.dim_min(0), ctx)
             hi = pw_aff_to_affine(good.dim_max(0), ctx)
+        if (lo is None or hi is None) and base is not None:
+            # The reads' bounds depend on an integer parameter or on which size is smaller: the
+            # bare subscript's dimension is the range, and the other reads become call-time
+            # requirements (undeclared inputs, parameters) or errors, checked after inference.
+            return Affine.const(0), base
         if lo is None or hi is None:
             raise ShapeInferenceError(
                 f"cannot infer one affine range for index {x!r} from the tensor shapes (the bounds would "

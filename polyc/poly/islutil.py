@@ -142,3 +142,25 @@ def union_map_pieces(umap: isl.UnionMap) -> list:
     out: list = []
     umap.foreach_map(out.append)
     return out
+
+
+def params_set_to_constraints(s: isl.Set) -> Optional[Tuple[Constraint, ...]]:
+    """A parameter set as one conjunction of affine constraints, or None when it needs several
+    pieces or integer divisions (then it cannot be stated as simple call-time checks)."""
+    s = s.coalesce()
+    pieces = s.get_basic_sets()
+    if len(pieces) != 1 or pieces[0].dim(isl.dim_type.div) > 0:
+        return None
+    out = []
+    for c in pieces[0].get_constraints():
+        if c.dim(isl.dim_type.div) > 0 and any(not c.get_coefficient_val(isl.dim_type.div, k).is_zero()
+                                               for k in range(c.dim(isl.dim_type.div))):
+            return None
+        coeffs = {}
+        for k in range(c.dim(isl.dim_type.param)):
+            v = c.get_coefficient_val(isl.dim_type.param, k).to_python()
+            if v:
+                coeffs[c.get_dim_name(isl.dim_type.param, k)] = int(v)
+        expr = Affine.from_dict(coeffs, int(c.get_constant_val().to_python()))
+        out.append(Constraint("eq" if c.is_equality() else "ge", expr))
+    return tuple(out)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Dict, List, Tuple
 import islpy as isl
 
 from ..ir import Access, Program, Statement
-from .islutil import affine_str, disjunction_str, isl_name, params_str
+from .islutil import affine_str, constraint_str, disjunction_str, isl_name, params_str
 
 if TYPE_CHECKING:
     from .dependences import Dependences
@@ -50,16 +50,21 @@ class PolyModel:
     def pstr(self) -> str:
         return params_str(self.params)
 
+    def _params_set(self, least: int) -> isl.Set:
+        """Extents >= `least`, integer parameters free, and the program's assumptions."""
+        free = set(self.program.int_params)
+        conds = [f"{isl_name(p)} >= {least}" for p in self.params if p not in free]
+        conds += [constraint_str(c) for c in self.program.assumptions]
+        return isl.Set(f"{self.pstr} -> {{ : {' and '.join(conds) or 'true'} }}")
+
     @cached_property
     def context(self) -> isl.Set:
-        cond = " and ".join(f"{isl_name(p)} >= 1" for p in self.params) or "true"
-        return isl.Set(f"{self.pstr} -> {{ : {cond} }}")
+        return self._params_set(1)
 
     @cached_property
     def codegen_context(self) -> isl.Set:
         """Sizes >= 0: generated code must be correct for empty tensors too."""
-        cond = " and ".join(f"{isl_name(p)} >= 0" for p in self.params) or "true"
-        return isl.Set(f"{self.pstr} -> {{ : {cond} }}")
+        return self._params_set(0)
 
     def statement_domain(self, st: Statement) -> isl.Set:
         return isl.Set(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {disjunction_str(st.domain)} }}")

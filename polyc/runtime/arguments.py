@@ -270,9 +270,14 @@ def _extents(t: TensorDecl, sizes: Mapping[str, int], origins: Mapping[str, str]
 
 # -- sizes and shapes ---------------------------------------------------------------------------
 
-def _check_size_keyword(name: str, value: Any) -> int:
+def _check_size_keyword(name: str, value: Any, any_sign: bool = False) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ArgumentError(f"size {name} must be an integer but got {type(value).__name__} {value!r}")
+    if any_sign:  # an integer parameter (a shift, a stride), not an extent
+        lo, hi = _INT_RANGES[64]
+        if not lo <= int(value) <= hi:
+            raise ArgumentError(f"{name} = {int(value)} does not fit in int64")
+        return int(value)
     if int(value) < 0:
         raise ArgumentError(f"size {name} must be a non-negative integer but got {int(value)}")
     return int(value)
@@ -285,7 +290,7 @@ def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Map
     origins: Dict[str, str] = {}
     for name in size_names:
         if name in kwargs:
-            sizes[name] = _check_size_keyword(name, kwargs[name])
+            sizes[name] = _check_size_keyword(name, kwargs[name], name in program.int_params)
             origins[name] = f"the keyword {name}={sizes[name]}"
     shaped = [(t, passed[t.name]) for t in program.tensors if t.name in passed and t.shape is not None]
     for t, array in shaped:

@@ -1,0 +1,35 @@
+"""Item 3: an undeclared input read under explicit ranges needs a shape checked at call time."""
+import numpy as np
+import pytest
+
+import polyc as pc
+
+from .tc_helpers import check_all
+
+rng = np.random.default_rng(2)
+
+
+def test_prefix_sum_over_undeclared_input():
+    k = pc.kernel("out[i] +=! a[j] where i in 0:N, j in 0:i+1")
+    a = rng.random(6)
+    check_all(k, dict(a=a, N=6), np.cumsum(a))
+    check_all(k, dict(a=a, N=4), np.cumsum(a)[:4])
+
+
+def test_too_short_input_is_an_argument_error_naming_the_size():
+    k = pc.kernel("out[i] +=! a[j] where i in 0:N, j in 0:i+1")
+    with pytest.raises(pc.ArgumentError, match=r"a_dim0 is 5 from a.shape\[0\]"):
+        k(a=np.ones(5), N=6)
+
+
+def test_triangular_matrix_vector():
+    k = pc.kernel("y[i] +=! L[i, k] * v[k] where k in 0:i+1")
+    L, v = rng.random((5, 5)), rng.random(5)
+    check_all(k, dict(L=L, v=v), np.tril(L) @ v)
+    with pytest.raises(pc.ArgumentError, match="v_dim0"):
+        k(L=L, v=v[:4])
+
+
+def test_declared_shape_too_small_is_still_a_definition_error():
+    with pytest.raises(pc.OutOfBoundsError):
+        pc.kernel("out[i] +=! a[j] where i in 0:N, j in 0:i+1", a=pc.f64["N - 1"])
