@@ -50,8 +50,9 @@ class _SizeClasses:
 
     def bind(self, p: str, extent: Affine) -> None:
         r = self.find(p)
-        if r not in self.binding and not (extent.as_single_var() and self.parent.get(extent.as_single_var()) is not None
-                                          and self.find(extent.as_single_var()) == r):
+        # Never bind a class to an extent mentioning itself (an intermediate's shape derived from
+        # this very input, like `I_dim0 - 1`): that would be a cycle, not a size.
+        if r not in self.binding and not any(v in self.parent and self.find(v) == r for v in extent.variables):
             self.binding[r] = extent
 
 
@@ -82,6 +83,9 @@ class _Inference:
             else:
                 self.shapes[t.name] = None
         self.context_params: List[str] = list(program.sizes) + list(self.classes.parent)
+        #: First element written, per dimension, of tensors whose shape inference derived from
+        #: their writes (a stencil's intermediate starts at its halo, not at 0).
+        self.lows: Dict[str, Tuple[Affine, ...]] = {}
 
     def canon(self, a: Affine) -> Affine:
         """`a` with each placeholder replaced by its class's binding or representative."""
@@ -106,14 +110,15 @@ class _Inference:
             shape = self.shapes.get(acc.tensor)
             if shape is None:
                 continue
-            for e, extent in zip(acc.indices, shape):
+            lows = self.lows.get(acc.tensor, (Affine.const(0),) * len(shape))
+            for e, extent, low in zip(acc.indices, shape, lows):
                 if x in e.variables and not any(v in st.iterators and v not in ranges and v != x
                                                 for v in e.variables):
-                    uses.append((e, self.canon(extent)))
+                    uses.append((e, self.canon(extent), self.canon(low)))
         # Quantify only over the indices these subscripts involve (and those their ranges depend
         # on): an unrelated index with a possibly empty range would make every x vacuously good.
         others: List[str] = []
-        frontier = [v for e, _ in uses for v in e.variables if v in ranges and v != x]
+        frontier = [v for e, _, _ in uses for v in e.variables if v in ranges and v != x]
         while frontier:
             v = frontier.pop()
             if v in others:
@@ -122,8 +127,8 @@ class _Inference:
             frontier.extend(w for c in ranges[v] for w in c.expr.variables if w in ranges and w != x)
         dims = [x] + others
         bound_cs = [c for i in others for c in ranges[i]]
-        bads = [f"({conjunction_str(bound_cs)}) and ({affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(extent)})"
-                for e, extent in uses]
+        bads = [f"({conjunction_str(bound_cs)}) and ({affine_str(e)} < {affine_str(low)} or "
+                f"{affine_str(e)} >= {affine_str(extent)})" for e, extent, low in uses]
         usable = bool(uses)
         if not usable and base is None:
             return None
@@ -230,9 +235,11 @@ class _Inference:
             return Affine.var(placeholders[0])
         return None
 
-    def _target_shape(self, st: Statement, ranges: Dict[str, Tuple[Constraint, ...]]) -> Tuple[Affine, ...]:
-        """The shape an undeclared tensor needs to hold every element the statement writes."""
-        dims = []
+    def _target_shape(self, st: Statement, ranges: Dict[str, Tuple[Constraint, ...]]
+                      ) -> Tuple[Tuple[Affine, ...], Tuple[Affine, ...]]:
+        """The shape an undeclared tensor needs to hold every element the statement writes, and
+        the first element written per dimension (0 where that is not one affine expression)."""
+        dims, lows = [], []
         cs = [Constraint(c.kind, self.canon(c.expr), c.modulus) for i in st.iterators for c in ranges[i]]
         ps = params_str(self.context_params)
         tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
@@ -242,12 +249,14 @@ class _Inference:
                 s = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
                 img = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(s).range()
                 hi = pw_aff_to_affine(img.intersect_params(ctx).dim_max(0), ctx)
+                lo = pw_aff_to_affine(img.intersect_params(ctx).dim_min(0), ctx)
+            lows.append(lo if lo is not None else Affine.const(0))
             if hi is None:
                 raise ShapeInferenceError(
                     f"cannot infer dimension {d} of {st.target.tensor!r}; declare its shape "
                     f"(e.g. {st.target.tensor}=pc.f32[...])", st.location)
             dims.append(hi + 1)
-        return tuple(dims)
+        return tuple(dims), tuple(lows)
 
     # -- whole program -------------------------------------------------------------------------
     def run(self) -> Program:
@@ -265,7 +274,7 @@ class _Inference:
             for st in group:
                 resolved[st.name] = {i: ranges[i] for i in st.iterators}
             if self.shapes.get(full.target.tensor) is None:
-                self.shapes[full.target.tensor] = self._target_shape(full, ranges)
+                self.shapes[full.target.tensor], self.lows[full.target.tensor] = self._target_shape(full, ranges)
         return self._finish(resolved)
 
     def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:

@@ -1,0 +1,36 @@
+"""Item 2: intermediates of chained stencils cover the region actually written (negative offsets)."""
+import numpy as np
+
+import polyc as pc
+
+from .tc_helpers import check_all
+
+rng = np.random.default_rng(3)
+
+
+def test_chained_stencil_with_negative_offset():
+    k = pc.kernel("B[x] = A[x - 1] + A[x + 1]\nC[x] = B[x] * 2.0")
+    a = rng.random(9)
+    expected = np.zeros(8)  # C covers x in [1, N - 1); element 0 is not written (zero-filled)
+    expected[1:] = (a[:-2] + a[2:]) * 2.0
+    check_all(k, dict(A=a), expected)
+
+
+def test_unsharp_mask_2d_chain():
+    k = pc.kernel("""
+        bx[x, y] = (I[x - 1, y] + I[x, y] + I[x + 1, y]) / 3.0
+        by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3.0
+        O[x, y] = 2.0 * I[x, y] - by[x, y]
+    """)
+    img = rng.random((7, 6))
+    bx = (img[:-2] + img[1:-1] + img[2:]) / 3.0
+    by = (bx[:, :-2] + bx[:, 1:-1] + bx[:, 2:]) / 3.0
+    expected = np.zeros((6, 5))
+    expected[1:, 1:] = 2.0 * img[1:-1, 1:-1] - by
+    check_all(k, dict(I=img), expected)
+
+
+def test_region_is_in_the_output_shape():
+    k = pc.kernel("B[x] = A[x - 1] + A[x + 1]\nC[x] = B[x] * 2.0")
+    assert str(k.program.tensor("C").shape[0]) == "A_dim0 - 1"
+    assert any(str(c) == "x - 1 >= 0" for c in k.program.statements[1].domain[0])
