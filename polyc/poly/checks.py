@@ -64,7 +64,7 @@ def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
                               for e, n in zip(acc.indices, shape))
         with isl_budget(f"checking the bounds of {acc}"):
             bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
-            bad = bad.intersect(model.domains[st.name]).intersect_params(model.context)
+            bad = bad.intersect(model.guarded_domain(st, info.guard)).intersect_params(model.context)
             if bad.is_empty():
                 continue
             needed = _call_time_requirement(model, acc, bad)

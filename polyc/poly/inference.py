@@ -19,7 +19,9 @@ import islpy as isl
 
 from ..errors import ShapeInferenceError
 from ..ir import Affine, Constraint, Program, Statement, TensorDecl, lower_bound, upper_bound_exclusive
-from .islutil import conjunction_str, isl_budget, isl_name, params_str, affine_str, pw_aff_to_affine
+from ..ir.guards import ALWAYS, guarded_accesses
+from .islutil import (conjunction_str, disjunction_str, isl_budget, isl_name, params_str, affine_str,
+                      pw_aff_to_affine)
 
 
 class _SizeClasses:
@@ -106,19 +108,25 @@ class _Inference:
                           base: Optional[Affine]) -> Optional[Tuple[Affine, Affine]]:
         """The largest [lo, hi) of `x` keeping every read using `x` in bounds, via isl; None if unknown."""
         uses = []
-        for acc in st.value.accesses() + ((st.target,) if st.update else ()):
+        reads = guarded_accesses(st.value) + (((st.target, None),) if st.update else ())
+        for acc, guard in reads:
             shape = self.shapes.get(acc.tensor)
             if shape is None:
                 continue
+            guard_vars = {v for conj in guard or () for c in conj for v in c.expr.variables}
+            if any(v in st.iterators and v not in ranges and v != x for v in guard_vars):
+                guard = None  # it names an index still without range: ignore it (over-approximate)
             lows = self.lows.get(acc.tensor, (Affine.const(0),) * len(shape))
             for e, extent, low in zip(acc.indices, shape, lows):
                 if x in e.variables and not any(v in st.iterators and v not in ranges and v != x
                                                 for v in e.variables):
-                    uses.append((e, self.canon(extent), self.canon(low)))
+                    uses.append((e, self.canon(extent), self.canon(low), guard))
         # Quantify only over the indices these subscripts involve (and those their ranges depend
         # on): an unrelated index with a possibly empty range would make every x vacuously good.
         others: List[str] = []
-        frontier = [v for e, _, _ in uses for v in e.variables if v in ranges and v != x]
+        frontier = [v for e, _, _, g in uses
+                    for v in e.variables + tuple(w for conj in g or () for c in conj for w in c.expr.variables)
+                    if v in ranges and v != x]
         while frontier:
             v = frontier.pop()
             if v in others:
@@ -127,8 +135,10 @@ class _Inference:
             frontier.extend(w for c in ranges[v] for w in c.expr.variables if w in ranges and w != x)
         dims = [x] + others
         bound_cs = [c for i in others for c in ranges[i]]
-        bads = [f"({conjunction_str(bound_cs)}) and ({affine_str(e)} < {affine_str(low)} or "
-                f"{affine_str(e)} >= {affine_str(extent)})" for e, extent, low in uses]
+        # A read under a `select` happens only where its affine condition holds.
+        bads = [f"({conjunction_str(bound_cs)}) and ({disjunction_str(g or ALWAYS)}) and "
+                f"({affine_str(e)} < {affine_str(low)} or {affine_str(e)} >= {affine_str(extent)})"
+                for e, extent, low, g in uses]
         usable = bool(uses)
         if not usable and base is None:
             return None
