@@ -19,32 +19,12 @@ from ..errors import ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
+from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
 
 Declaration = Union[TensorType, DType]
 
 _IDENTITY = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}
-
-
-def _affine(node: Node, what: str) -> Affine:
-    """Convert a syntax node to an affine expression, or explain why it is not one."""
-    if node.kind == "num" and not node.is_float:
-        return Affine.const(node.value)  # type: ignore[arg-type]
-    if node.kind == "name":
-        return Affine.var(node.value)  # type: ignore[arg-type]
-    if node.kind == "un" and node.value == "-":
-        return -_affine(node.args[0], what)
-    if node.kind == "bin" and node.value in ("+", "-"):
-        a, b = _affine(node.args[0], what), _affine(node.args[1], what)
-        return a + b if node.value == "+" else a - b
-    if node.kind == "bin" and node.value == "*":
-        a, b = _affine(node.args[0], what), _affine(node.args[1], what)
-        if a.is_constant:
-            return b.scale(a.constant)
-        if b.is_constant:
-            return a.scale(b.constant)
-    raise ParseError(f"{what} must be affine: sums of indices and sizes times integer constants "
-                     f"(like `i + 1` or `2 * j`)", node.loc)
 
 
 def _names_in(node: Node) -> List[Node]:
@@ -74,6 +54,8 @@ class _Lowering:
         self.tensor_names: List[str] = list(self.tensor_decls)
         self.scalars: List[str] = []
         self.int_params: List[str] = []
+        self._divs: Optional[Divisions] = None
+        self.derived: List[Tuple[str, Affine, int]] = []
         self.written_before: Set[str] = set()
 
     # -- classification ------------------------------------------------------------------------
@@ -158,10 +140,17 @@ class _Lowering:
                 self.scalars.append(name)  # type: ignore[arg-type]
             return ScalarRef(name)  # type: ignore[arg-type]
         if k == "access":
-            subs = tuple(_affine(a, f"the subscripts of {node.value}") for a in node.args)
+            subs = tuple(to_affine(a, f"the subscripts of {node.value}", self._divs) for a in node.args)
             return Access(node.value, subs)  # type: ignore[arg-type]
         if k == "un":
             return Unary(node.value, self._expr(node.args[0], indices))  # type: ignore[arg-type]
+        if k == "bin" and node.value in ("//", "%") and is_integer_affine(
+                node, lambda n: n in indices or n in self.sizes):
+            # Quasi-affine in indices and sizes: exact through a quotient iterator (isl).
+            return IndexExpr(to_affine(node, "an integer division", self._divs))
+        if k == "bin" and node.value == "//":
+            return Call("floor", (Binary("/", self._expr(node.args[0], indices),
+                                         self._expr(node.args[1], indices)),))
         if k == "bin":
             return Binary(node.value, self._expr(node.args[0], indices),  # type: ignore[arg-type]
                           self._expr(node.args[1], indices))
@@ -237,9 +226,12 @@ class _Lowering:
         last_write: Dict[str, int] = {}
         read_at: Dict[str, List[int]] = {}
         accumulate_first: Set[str] = set()
+        reserved = {n.value for st in self.src for part in (st.rhs,) + st.target_indices for n in _names_in(part)}
+        reserved |= {w.index for st in self.src for w in st.wheres}
         for n, st in enumerate(self.src):
             indices = self._statement_indices(st)
-            target_subs = tuple(_affine(a, f"the subscripts of {st.target}") for a in st.target_indices)
+            divs = self._divs = Divisions(reserved, self.derived, lambda v: v not in indices)  # type: ignore[arg-type]
+            target_subs = tuple(to_affine(a, f"the subscripts of {st.target}", None) for a in st.target_indices)
             lhs_vars = [v for a in target_subs for v in a.variables if v in indices]
             value = self._expr(st.rhs, indices)
             rhs_only = [i for i in indices if i not in lhs_vars]
@@ -252,16 +244,20 @@ class _Lowering:
                                  f"to reduce over it write '+=!' (or '*=!', 'max=!', 'min=!')", st.loc)
             ranges: Dict[str, Tuple[Constraint, ...]] = {}
             for w in st.wheres:
-                lo = _affine(w.lower, "a 'where' bound")
-                hi = _affine(w.upper, "a 'where' bound")
+                lo = to_affine(w.lower, "a 'where' bound", divs)
+                hi = to_affine(w.upper, "a 'where' bound", divs)
                 # A name in a bound that is no index is a size symbol (bound at call time).
-                for v in lo.variables + hi.variables:
+                for v in divs.plain_variables(lo) + divs.plain_variables(hi):
                     if v not in indices and v not in self.sizes:
                         if v in self.tensor_names or v in self.scalar_decls:
                             raise ParseError(f"{v!r} in a 'where' bound must be an index or a size, "
                                              f"not a tensor or scalar", w.loc)
                         self.sizes.append(v)
                 ranges[w.index] = (lower_bound(w.index, lo), upper_bound_exclusive(w.index, hi))
+            for d_name, num, _ in self.derived:  # sizes defined by quotients (`H // 2`) are sizes
+                for v in num.variables + (d_name,):
+                    if v not in self.sizes:
+                        self.sizes.append(v)
             target = Access(st.target, target_subs)
             for acc in value.accesses():
                 read_at.setdefault(acc.tensor, []).append(n)
@@ -272,23 +268,38 @@ class _Lowering:
                     accumulate_first.add(st.target)
             lhs_iters = tuple(i for i in indices if i in lhs_vars)
             common = dict(location=st.loc, text=st.text)
+            for q in divs.names:
+                ranges[q] = divs.constraints(q)
             if op is not None and bang:
+                lhs_cs = [c for i in lhs_iters for c in ranges.get(i, ())]
+                init_divs = divs.needed_by(v for c in lhs_cs for v in c.expr.variables)
+                init_iters = lhs_iters + init_divs
                 statements.append(Statement(
-                    name=f"S{len(statements)}", iterators=lhs_iters,
-                    domain=(tuple(c for i in lhs_iters for c in ranges.get(i, ())),),
-                    target=target, value=Const(_IDENTITY[op]), order=(len(statements),) + (0,) * len(lhs_iters),
-                    inferred=tuple(i for i in lhs_iters if i not in ranges), **common))
+                    name=f"S{len(statements)}", iterators=init_iters,
+                    domain=(tuple(c for i in init_iters for c in ranges.get(i, ())),),
+                    target=target, value=Const(_IDENTITY[op]), order=(len(statements),) + (0,) * len(init_iters),
+                    inferred=tuple(i for i in lhs_iters if i not in ranges), divisions=init_divs, **common))
             if op is not None:
                 read_at.setdefault(st.target, []).append(n) if not bang else None
-            iters = tuple(indices)
+            iters = tuple(indices) + divs.names
             statements.append(Statement(
                 name=f"S{len(statements)}", iterators=iters,
                 domain=(tuple(c for i in iters for c in ranges.get(i, ())),),
                 target=target, value=value, update=op, order=(len(statements),) + (0,) * len(iters),
-                reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges), **common))
+                reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges),
+                divisions=divs.names, **common))
         return Program(name=self.name, tensors=self._tensors(first_write, read_at, accumulate_first, last_write),
                        statements=tuple(statements), sizes=tuple(self.sizes), scalars=self._scalars(),
-                       source=self.source, frontend="einsum", int_params=tuple(dict.fromkeys(self.int_params)))
+                       source=self.source, frontend="einsum", int_params=tuple(dict.fromkeys(self.int_params)),
+                       derived_sizes=tuple(self.derived), assumptions=self._derived_assumptions())
+
+    def _derived_assumptions(self) -> Tuple[Constraint, ...]:
+        """`d*D <= num <= d*D + d - 1` for every size `D = floor(num / d)`: isl reasons with it."""
+        out: List[Constraint] = []
+        for name, num, d in self.derived:
+            q = Affine.var(name).scale(d)
+            out += [Constraint("ge", num - q), Constraint("ge", q + (d - 1) - num)]
+        return tuple(out)
 
     def _tensors(self, first_write: Dict[str, int], read_at: Dict[str, List[int]],
                  accumulate_first: Set[str], last_write: Dict[str, int]) -> Tuple[TensorDecl, ...]:

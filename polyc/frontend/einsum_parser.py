@@ -5,7 +5,7 @@ Grammar (one statement per line, or separated by `;`; `#` starts a comment)::
     statement := target OP expr [where NAME in affine:affine {, NAME in affine:affine}]
     target    := NAME [ '[' affine {, affine} ']' ]
     OP        := = | += | *= | max= | min= | +=! | *=! | max=! | min=!
-    expr      := usual precedence: or < and < not < comparisons < + - < * / % < unary - < atoms
+    expr      := usual precedence: or < and < not < comparisons < + - < * / // % < unary - < atoms
     atom      := number | NAME | NAME[affine, ...] | NAME(expr, ...) | ( expr )
 
 The syntax tree keeps every node's source location; `einsum.py` resolves names and lowers it to IR.
@@ -189,7 +189,7 @@ class _Parser:
 
     def term(self) -> Node:
         node = self.unary()
-        while self.peek().kind == "op" and self.peek().text in ("*", "/", "%"):
+        while self.peek().kind == "op" and self.peek().text in ("*", "/", "//", "%"):
             tok = self.next()
             node = Node("bin", self.loc(tok), tok.text, (node, self.unary()))
         return node

@@ -44,7 +44,7 @@ def _call_time_requirement(model: PolyModel, acc, bad: isl.Set) -> Optional[Tupl
     good = model.context.subtract(bad.params())
     if good.is_empty():
         return None
-    return params_set_to_constraints(good.gist(model.context))
+    return params_set_to_constraints(good.gist(model.context), model.program.derived_sizes)
 
 
 def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:

@@ -20,8 +20,8 @@ import islpy as isl
 from ..errors import ShapeInferenceError
 from ..ir import Affine, Constraint, Program, Statement, TensorDecl, lower_bound, upper_bound_exclusive
 from ..ir.guards import ALWAYS, guarded_accesses
-from .islutil import (conjunction_str, disjunction_str, isl_budget, isl_name, params_str, affine_str,
-                      pw_aff_to_affine)
+from .islutil import (conjunction_str, constraint_str, disjunction_str, isl_budget, isl_name, params_str,
+                      affine_str, pw_aff_to_affine, pw_aff_to_floor_form)
 
 
 class _SizeClasses:
@@ -58,6 +58,21 @@ class _SizeClasses:
             self.binding[r] = extent
 
 
+def _through_divisions(st: Statement, variables, ranges: Dict[str, Tuple[Constraint, ...]]) -> Set[str]:
+    """`variables` plus, for each floor-division quotient among them, what its definition uses."""
+    out = set(variables)
+    frontier = [v for v in out if v in st.divisions]
+    while frontier:
+        q = frontier.pop()
+        for c in ranges.get(q, ()):
+            for w in c.expr.variables:
+                if w not in out:
+                    out.add(w)
+                    if w in st.divisions:
+                        frontier.append(w)
+    return out
+
+
 def _placeholder(tensor: str, dim: int) -> str:
     return f"__{tensor}_{dim}"
 
@@ -88,6 +103,8 @@ class _Inference:
         #: First element written, per dimension, of tensors whose shape inference derived from
         #: their writes (a stencil's intermediate starts at its halo, not at 0).
         self.lows: Dict[str, Tuple[Affine, ...]] = {}
+        #: Sizes defined as `floor(numerator / divisor)` (strided extents like `(H - K) // 2 + 1`).
+        self.derived: List[Tuple[str, Affine, int]] = []
 
     def canon(self, a: Affine) -> Affine:
         """`a` with each placeholder replaced by its class's binding or representative."""
@@ -101,8 +118,37 @@ class _Inference:
     # -- isl helpers ---------------------------------------------------------------------------
     def _context(self) -> isl.Set:
         ps = self.context_params
-        cond = " and ".join(f"{isl_name(p)} >= 1" for p in ps if p not in self.p.int_params) or "true"
-        return isl.Set(f"{params_str(ps)} -> {{ : {cond} }}")
+        conds = [f"{isl_name(p)} >= 1" for p in ps if p not in self.p.int_params]
+        conds += [constraint_str(c) for c in self.p.assumptions + tuple(self._derived_constraints())]
+        return isl.Set(f"{params_str(ps)} -> {{ : {' and '.join(conds) or 'true'} }}")
+
+    def _derived_constraints(self) -> List[Constraint]:
+        out = []
+        for name, num, d in self.derived:
+            q = Affine.var(name).scale(d)
+            out += [Constraint("ge", self.canon(num) - q), Constraint("ge", q + (d - 1) - self.canon(num))]
+        return out
+
+    def _extent(self, pa: isl.PwAff, ctx: isl.Set, hint: str) -> Optional[Affine]:
+        """`pa` as an Affine of sizes; a floor division becomes a new derived size (named after
+        `hint`), computed at call time; None if neither works."""
+        a = pw_aff_to_affine(pa, ctx)
+        if a is not None:
+            return a
+        form = pw_aff_to_floor_form(pa, ctx)
+        if form is None:
+            return None
+        rest, c, num, d = form
+        for name, n, dd in self.derived:
+            if n == num and dd == d:
+                return rest + Affine.var(name).scale(c)
+        taken = set(self.context_params) | {t.name for t in self.p.tensors} | {sc.name for sc in self.p.scalars}
+        name = hint.upper()
+        while name in taken or not name.isidentifier():
+            name += "_"
+        self.derived.append((name, num, d))
+        self.context_params.append(name)
+        return rest + Affine.var(name).scale(c)
 
     def _range_from_reads(self, st: Statement, x: str, ranges: Dict[str, Tuple[Constraint, ...]],
                           base: Optional[Affine]) -> Optional[Tuple[Affine, Affine]]:
@@ -118,8 +164,8 @@ class _Inference:
                 guard = None  # it names an index still without range: ignore it (over-approximate)
             lows = self.lows.get(acc.tensor, (Affine.const(0),) * len(shape))
             for e, extent, low in zip(acc.indices, shape, lows):
-                if x in e.variables and not any(v in st.iterators and v not in ranges and v != x
-                                                for v in e.variables):
+                seen = _through_divisions(st, e.variables, ranges)
+                if x in seen and not any(v in st.iterators and v not in ranges and v != x for v in seen):
                     uses.append((e, self.canon(extent), self.canon(low), guard))
         # Quantify only over the indices these subscripts involve (and those their ranges depend
         # on): an unrelated index with a possibly empty range would make every x vacuously good.
@@ -159,7 +205,7 @@ class _Inference:
             if good.is_empty():
                 return None
             lo = pw_aff_to_affine(good.dim_min(0), ctx)
-            hi = pw_aff_to_affine(good.dim_max(0), ctx)
+            hi = self._extent(good.dim_max(0), ctx, x)
         if (lo is None or hi is None) and base is not None:
             # The reads' bounds depend on an integer parameter or on which size is smaller: the
             # bare subscript's dimension is the range, and the other reads become call-time
@@ -258,7 +304,9 @@ class _Inference:
             with isl_budget(f"inferring the shape of {st.target.tensor}"):
                 s = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
                 img = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(s).range()
-                hi = pw_aff_to_affine(img.intersect_params(ctx).dim_max(0), ctx)
+                v = e.as_single_var()
+                hi = self._extent(img.intersect_params(ctx).dim_max(0), ctx,
+                                  v if v is not None and v in st.iterators else f"{st.target.tensor}_dim{d}")
                 lo = pw_aff_to_affine(img.intersect_params(ctx).dim_min(0), ctx)
             lows.append(lo if lo is not None else Affine.const(0))
             if hi is None:
@@ -289,6 +337,7 @@ class _Inference:
 
     def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:
         taken: Set[str] = set(self.p.sizes) | {t.name for t in self.p.tensors} | {s.name for s in self.p.scalars}
+        taken |= {name for name, _, _ in self.derived}
         names: Dict[str, str] = {}
         new_sizes: List[str] = []
         for ph in self.classes.parent:
@@ -332,7 +381,9 @@ class _Inference:
             tensors.append(TensorDecl(t.name, t.dtype, tuple(resolve(e) for e in shape) if shape is not None else (),
                                       t.role, t.declared))
         return self.p.with_(statements=tuple(statements), tensors=tuple(tensors),
-                            sizes=tuple(self.p.sizes) + tuple(new_sizes))
+                            sizes=tuple(self.p.sizes) + tuple(new_sizes) + tuple(n for n, _, _ in self.derived),
+                            assumptions=self.p.assumptions + tuple(fix(c) for c in self._derived_constraints()),
+                            derived_sizes=self.p.derived_sizes + tuple((n, resolve(num), d) for n, num, d in self.derived))
 
 
 def infer_shapes(program: Program) -> Program:

@@ -302,6 +302,10 @@ def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Map
     progress = True
     while progress:
         progress = False
+        for name, num, d in program.derived_sizes:  # e.g. a strided output extent floor((H - K) / 2)
+            if name not in sizes and all(v in sizes for v in num.variables):
+                sizes[name], origins[name] = num.evaluate(sizes) // d, f"floor(({num}) / {d})"
+                progress = True
         for t, array in shaped:
             for d, entry in enumerate(t.shape):
                 unknown = [v for v in entry.variables if v not in sizes]
