@@ -19,6 +19,7 @@ from ..errors import ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
+from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
 
@@ -27,11 +28,24 @@ Declaration = Union[TensorType, DType]
 _IDENTITY = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}
 
 
-def _names_in(node: Node) -> List[Node]:
-    out = [node] if node.kind == "name" else []
-    for a in node.args:
-        out.extend(_names_in(a))
+def _walk(node: Node) -> List[Node]:
+    """`node` and every node below it, parents first, in source order (iterative: trees may be deep)."""
+    out: List[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.args))
     return out
+
+
+def _names_in(node: Node) -> List[Node]:
+    return [n for n in _walk(node) if n.kind == "name"]
+
+
+def _subscripts_in(node: Node) -> List[Node]:
+    """The subscript expressions of every tensor access in `node`, in source order."""
+    return [a for n in _walk(node) if n.kind == "access" for a in n.args]
 
 
 class _Lowering:
@@ -70,17 +84,12 @@ class _Lowering:
             self.tensor_names.append(name)
 
     def _collect_tensors(self) -> None:
-        def visit(node: Node) -> None:
-            if node.kind == "access":
-                self._note_tensor(node.value, len(node.args), node.loc)  # type: ignore[arg-type]
-            for a in node.args:
-                visit(a)
-
         for st in self.src:
             self._note_tensor(st.target, len(st.target_indices), st.target_loc)
-            for ix in st.target_indices:
-                visit(ix)
-            visit(st.rhs)
+            for part in st.target_indices + (st.rhs,):
+                for node in _walk(part):
+                    if node.kind == "access":
+                        self._note_tensor(node.value, len(node.args), node.loc)  # type: ignore[arg-type]
 
     def _statement_indices(self, st: SourceStatement) -> List[str]:
         """Index names of a statement in order: left-hand side first, then right-hand side."""
@@ -96,18 +105,7 @@ class _Lowering:
 
         for ix in st.target_indices:
             add_from(ix)
-        rhs_subscripts: List[Node] = []
-
-        def subs(node: Node) -> None:
-            if node.kind == "access":
-                rhs_subscripts.extend(node.args)
-            for a in node.args:
-                if node.kind != "access":
-                    subs(a)
-                else:
-                    subs(a)
-
-        subs(st.rhs)
+        rhs_subscripts = _subscripts_in(st.rhs)
         for ix in rhs_subscripts:
             add_from(ix)
         for w in st.wheres:
@@ -119,7 +117,27 @@ class _Lowering:
         return order
 
     # -- expressions -----------------------------------------------------------------------------
-    def _expr(self, node: Node, indices: List[str]) -> Expr:
+    def _expr(self, root: Node, indices: List[str]) -> Expr:
+        """Lower a syntax tree to an IR expression (iterative post-order: trees may be deep)."""
+        stack: List[Tuple[Node, bool]] = [(root, False)]
+        done: List[Expr] = []
+        while stack:
+            node, children_done = stack.pop()
+            if children_done:
+                args = done[len(done) - len(node.args):]
+                del done[len(done) - len(node.args):]
+                done.append(self._combine(node, args))
+                continue
+            leaf = self._leaf(node, indices)
+            if leaf is not None:
+                done.append(leaf)
+                continue
+            stack.append((node, True))
+            stack.extend((a, False) for a in reversed(node.args))
+        return done[0]
+
+    def _leaf(self, node: Node, indices: List[str]) -> Optional[Expr]:
+        """The IR of a node lowered without lowering its children first, or None."""
         k = node.kind
         if k == "num":
             return Const(node.value)  # type: ignore[arg-type]
@@ -142,50 +160,46 @@ class _Lowering:
         if k == "access":
             subs = tuple(to_affine(a, f"the subscripts of {node.value}", self._divs) for a in node.args)
             return Access(node.value, subs)  # type: ignore[arg-type]
-        if k == "un":
-            return Unary(node.value, self._expr(node.args[0], indices))  # type: ignore[arg-type]
         if k == "bin" and node.value in ("//", "%") and is_integer_affine(
                 node, lambda n: n in indices or n in self.sizes):
             # Quasi-affine in indices and sizes: exact through a quotient iterator (isl).
             return IndexExpr(to_affine(node, "an integer division", self._divs))
-        if k == "bin" and node.value == "//":
-            return Call("floor", (Binary("/", self._expr(node.args[0], indices),
-                                         self._expr(node.args[1], indices)),))
-        if k == "bin":
-            return Binary(node.value, self._expr(node.args[0], indices),  # type: ignore[arg-type]
-                          self._expr(node.args[1], indices))
-        if k == "call":
-            fn = node.value
-            args = tuple(self._expr(a, indices) for a in node.args)
-            if fn == "select":
-                if len(args) != 3:
-                    raise ParseError(f"select takes 3 arguments (condition, if_true, if_false), got {len(args)}",
-                                     node.loc)
-                return Select(*args)
-            if fn in ("fmax", "fmin"):
-                fn = fn[1:]
-            if fn not in MATH_FUNCTIONS:
-                known = ", ".join(sorted(MATH_FUNCTIONS) + ["select"])
-                raise ParseError(f"unknown function {fn!r}; available: {known}", node.loc)
-            if MATH_FUNCTIONS[fn] != len(args):  # type: ignore[index]
-                raise ParseError(f"{fn} takes {MATH_FUNCTIONS[fn]} argument(s), got {len(args)}",  # type: ignore[index]
-                                 node.loc)
-            return Call(fn, args)  # type: ignore[arg-type]
+        if k in ("un", "bin", "call"):
+            return None
         raise ParseError("unsupported expression", node.loc)
+
+    def _combine(self, node: Node, args: List[Expr]) -> Expr:
+        """The IR of an operator or call node whose operands are lowered to `args`."""
+        k = node.kind
+        if k == "un":
+            return Unary(node.value, args[0])  # type: ignore[arg-type]
+        if k == "bin" and node.value == "//":  # of values (data): the floor of the true quotient
+            return Call("floor", (Binary("/", args[0], args[1]),))
+        if k == "bin":
+            return Binary(node.value, args[0], args[1])  # type: ignore[arg-type]
+        fn = node.value
+        if fn == "select":
+            if len(args) != 3:
+                raise ParseError(f"select takes 3 arguments (condition, if_true, if_false), got {len(args)}",
+                                 node.loc)
+            return Select(*args)
+        if fn in ("fmax", "fmin"):
+            fn = fn[1:]  # type: ignore[index]
+        if fn not in MATH_FUNCTIONS:
+            known = ", ".join(sorted(MATH_FUNCTIONS) + ["select"])
+            raise ParseError(f"unknown function {fn!r}; available: {known}", node.loc)
+        if MATH_FUNCTIONS[fn] != len(args):  # type: ignore[index]
+            raise ParseError(f"{fn} takes {MATH_FUNCTIONS[fn]} argument(s), got {len(args)}",  # type: ignore[index]
+                             node.loc)
+        return Call(fn, tuple(args))  # type: ignore[arg-type]
 
     def _promote_int_params(self) -> None:
         """Declared integer scalars used in subscripts or `where` bounds become isl parameters.
 
         (Tensor Comprehensions' shift and dilation sizes: `O[i] = A[i + s]` with `s=pc.i64`.)
         """
-        def subscripts(node: Node) -> List[Node]:
-            out = list(node.args) if node.kind == "access" else []
-            for a in node.args:
-                out.extend(subscripts(a))
-            return out
-
         for st in self.src:
-            affine_parts = list(st.target_indices) + subscripts(st.rhs)
+            affine_parts = list(st.target_indices) + _subscripts_in(st.rhs)
             affine_parts += [b for w in st.wheres for b in (w.lower, w.upper)]
             for n in (m for part in affine_parts for m in _names_in(part)):
                 name = n.value
@@ -206,12 +220,7 @@ class _Lowering:
         if any(w.index == name for w in st.wheres):
             return
 
-        def bare(node: Node) -> bool:
-            if node.kind == "access" and any(a.kind == "name" and a.value == name for a in node.args):
-                return True
-            return any(bare(a) for a in node.args)
-
-        if not bare(st.rhs):
+        if not any(a.kind == "name" and a.value == name for a in _subscripts_in(st.rhs)):
             raise ParseError(f"{name!r} appears only on the right-hand side and never alone as a subscript, "
                              f"so no tensor shape gives its range: if it is an integer parameter declare it "
                              f"({name}=pc.i64); if it is a reduction index state its range "
@@ -259,7 +268,7 @@ class _Lowering:
                     if v not in self.sizes:
                         self.sizes.append(v)
             target = Access(st.target, target_subs)
-            for acc in value.accesses():
+            for acc, _ in guarded_accesses(value):  # iterative (value trees may be deep)
                 read_at.setdefault(acc.tensor, []).append(n)
             last_write[st.target] = n
             if st.target not in first_write:
@@ -349,15 +358,17 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
                              f"type (pc.f32)")
     statements = parse_einsum(source, filename)
-    program = _Lowering(statements, declared, name, source, outputs).lower()
+    lowering = _Lowering(statements, declared, name, source, outputs)
+    program = lowering.lower()
     if outputs is not None:
         written = {st.target.tensor for st in program.statements}
         for o in outputs:
             if o not in written:
                 raise ParseError(f"outputs names {o!r}, which no statement of the kernel writes"
                                  + ("" if o in program.tensor_map else " (no tensor has that name)"))
-    used = {a.tensor for st in program.statements for a in (st.target,) + st.value.accesses()}
-    used |= {e.name for st in program.statements for e in st.value.walk() if isinstance(e, ScalarRef)}
+    used = {st.target.tensor for st in program.statements}
+    used |= {a.tensor for st in program.statements for a, _ in guarded_accesses(st.value)}
+    used |= set(lowering.scalars)  # the scalars the statements read
     used |= set(program.int_params)
     for k in declared:
         if k not in used:

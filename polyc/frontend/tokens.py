@@ -53,4 +53,30 @@ def tokenize(source: str, filename: str = "<kernel>") -> List[Token]:
             tokens.append(Token(kind, text, line, col))
         pos = m.end()
     tokens.append(Token("eof", "", line, pos - line_start + 1))
-    return tokens
+    return _join_continuations(tokens)
+
+
+#: A line starting with one of these continues the statement above (a statement starts with a name).
+_CONTINUES_NEXT = {"+", "-", "*", "/", "//", "%", "<", "<=", ">", ">=", "==", "!=", ",", ":"}
+_CONTINUING_WORDS = {"where", "and", "or"}
+#: A line ending with one of these continues on the next line.
+_OPEN_AT_END = _CONTINUES_NEXT | {"=", "+=", "*=", "max=", "min=", "+=!", "*=!", "max=!", "min=!", "in"}
+
+
+def _join_continuations(tokens: List[Token]) -> List[Token]:
+    """Drop line breaks inside a statement: before a line starting with an operator or `where`
+    (`and`, `or`), or after a line ending with one.  `;` always separates statements."""
+    out: List[Token] = []
+    for k, tok in enumerate(tokens):
+        if tok.kind == "newline" and tok.text == "\n":
+            prev = next((t for t in reversed(out) if t.kind != "newline"), None)
+            following = next((t for t in tokens[k + 1:] if t.kind != "newline"), None)
+            ends_open = prev is not None and prev.kind in ("op", "name") and prev.text in _OPEN_AT_END \
+                and (prev.kind == "op" or prev.text == "in") and (not out or out[-1].kind != "newline")
+            starts_cont = following is not None and (
+                following.kind == "op" and following.text in _CONTINUES_NEXT
+                or following.kind == "name" and following.text in _CONTINUING_WORDS)
+            if prev is not None and (ends_open or starts_cont):
+                continue
+        out.append(tok)
+    return out

@@ -22,7 +22,7 @@ from .signature import KernelSignature
 Number = Union[int, float]
 
 _WRITTEN_ROLES = ("output", "inout")
-_INT_RANGES = {32: (-(2 ** 31), 2 ** 31 - 1), 64: (-(2 ** 63), 2 ** 63 - 1)}
+_INT_RANGES = {32: (-(2 ** 31), 2 ** 31 - 1), 64: (-(2 ** 63), 2 ** 63 - 1), 8: (0, 255), 16: (0, 65535)}
 
 
 @dataclass(frozen=True)
