@@ -77,6 +77,13 @@ def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
         element = ", ".join(str(e.evaluate(env)) for e in acc.indices)
         shape_text = ", ".join(str(n.evaluate(params)) for n in shape)
         verb = "writes" if info.is_write else "reads"
+        t = program.tensor(acc.tensor)
+        if t.role == "input" and not t.declared:
+            raise OutOfBoundsError(
+                f"{_where(st)} {verb} {acc}, and the sizes of undeclared input {acc.tensor} that keep it in "
+                f"bounds are not one set of affine conditions polyc can check per call (e.g. with "
+                f"{_sizes_text(params)} it {verb} {acc.tensor}[{element}]); declare {acc.tensor}'s shape, "
+                f"e.g. {acc.tensor}=pc.f32[...]")
         raise OutOfBoundsError(
             f"{_where(st)} {verb} {acc} outside tensor {acc.tensor} of shape "
             f"({', '.join(map(str, shape))}): e.g. with {_sizes_text(params)}, at "

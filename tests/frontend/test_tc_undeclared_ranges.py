@@ -33,3 +33,8 @@ def test_triangular_matrix_vector():
 def test_declared_shape_too_small_is_still_a_definition_error():
     with pytest.raises(pc.OutOfBoundsError):
         pc.kernel("out[i] +=! a[j] where i in 0:N, j in 0:i+1", a=pc.f64["N - 1"])
+
+
+def test_requirement_not_expressible_asks_to_declare_the_shape():
+    with pytest.raises(pc.OutOfBoundsError, match="declare a's shape"):
+        pc.kernel("b[i] = a[i % 3] where i in 0:N")
