@@ -137,8 +137,9 @@ def _combine(n: Node, a: Affine, b: Affine, what: str, divs: Optional[Divisions]
         raise ParseError(f"{what} must be affine: a product of two indices or sizes ({a}) * ({b}) is not",
                          n.loc)
     if not b.is_constant or b.constant <= 0:
-        raise ParseError(f"{what}: `{op}` must divide by a positive integer constant (got {b}); isl "
-                         f"handles floor division and modulo by constants exactly, nothing else", n.loc)
+        raise ParseError(f"{what} must be (quasi-)affine: `{op}` must divide by a positive integer constant "
+                         f"(got {b}); isl handles floor division and modulo by constants exactly, nothing "
+                         f"else", n.loc)
     d = b.constant
     if a.is_constant:
         return Affine.const(a.constant // d if op != "%" else a.constant % d)

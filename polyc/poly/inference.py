@@ -291,28 +291,36 @@ class _Inference:
             return Affine.var(placeholders[0])
         return None
 
-    def _target_shape(self, st: Statement, ranges: Dict[str, Tuple[Constraint, ...]]
+    def _target_shape(self, writes: List[Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]]
                       ) -> Tuple[Tuple[Affine, ...], Tuple[Affine, ...]]:
-        """The shape an undeclared tensor needs to hold every element the statement writes, and
-        the first element written per dimension (0 where that is not one affine expression)."""
+        """The shape an undeclared tensor needs to hold every element its statements write (all of
+        them: `t[2*j] = ...` and `t[2*j + 1] = ...` together), and the first element written per
+        dimension (0 where that is not one affine expression)."""
         dims, lows = [], []
-        cs = [Constraint(c.kind, self.canon(c.expr), c.modulus) for i in st.iterators for c in ranges[i]]
         ps = params_str(self.context_params)
-        tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
         ctx = self._context()
-        for d, e in enumerate(st.target.indices):
-            with isl_budget(f"inferring the shape of {st.target.tensor}"):
-                s = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
-                img = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(s).range()
-                v = e.as_single_var()
-                hi = self._extent(img.intersect_params(ctx).dim_max(0), ctx,
-                                  v if v is not None and v in st.iterators else f"{st.target.tensor}_dim{d}")
-                lo = pw_aff_to_affine(img.intersect_params(ctx).dim_min(0), ctx)
+        first = writes[0][0]
+        name = first.target.tensor
+        for d in range(len(first.target.indices)):
+            with isl_budget(f"inferring the shape of {name}"):
+                img = None
+                for st, ranges in writes:
+                    cs = [Constraint(c.kind, self.canon(c.expr), c.modulus) for i in st.iterators for c in ranges[i]]
+                    tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
+                    e = st.target.indices[d]
+                    dom = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
+                    part = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(dom).range()
+                    img = part if img is None else img.union(part)
+                img = img.coalesce().intersect_params(ctx)  # type: ignore[union-attr]
+                v = first.target.indices[d].as_single_var()
+                hi = self._extent(img.dim_max(0), ctx, v if v is not None and v in first.iterators
+                                  else f"{name}_dim{d}")
+                lo = pw_aff_to_affine(img.dim_min(0), ctx)
             lows.append(lo if lo is not None else Affine.const(0))
             if hi is None:
                 raise ShapeInferenceError(
-                    f"cannot infer dimension {d} of {st.target.tensor!r}; declare its shape "
-                    f"(e.g. {st.target.tensor}=pc.f32[...])", st.location)
+                    f"cannot infer dimension {d} of {name!r}; declare its shape "
+                    f"(e.g. {name}=pc.f32[...])", writes[-1][0].location)
             dims.append(hi + 1)
         return tuple(dims), tuple(lows)
 
@@ -326,13 +334,16 @@ class _Inference:
             else:
                 groups.append([st])
         resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]] = {}
+        writes: Dict[str, List[Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]]] = {}
         for group in groups:
             full = group[-1]
             ranges = self._infer_statement(full, {})
             for st in group:
                 resolved[st.name] = {i: ranges[i] for i in st.iterators}
-            if self.shapes.get(full.target.tensor) is None:
-                self.shapes[full.target.tensor], self.lows[full.target.tensor] = self._target_shape(full, ranges)
+            name = full.target.tensor
+            if self.shapes.get(name) is None or name in writes:
+                writes.setdefault(name, []).append((full, ranges))
+                self.shapes[name], self.lows[name] = self._target_shape(writes[name])
         return self._finish(resolved)
 
     def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:

@@ -34,3 +34,10 @@ def test_region_is_in_the_output_shape():
     k = pc.kernel("B[x] = A[x - 1] + A[x + 1]\nC[x] = B[x] * 2.0")
     assert str(k.program.tensor("C").shape[0]) == "A_dim0 - 1"
     assert any(str(c) == "x - 1 >= 0" for c in k.program.statements[1].domain[0])
+
+
+def test_shape_covers_every_statement_writing_the_tensor():
+    # loopy's strided temporary: two statements interleave the writes of t.
+    k = pc.kernel("t[2*j] = j where j in 0:8\nt[2*j+1] = j where j in 0:8\nout[i] = t[2*i] + t[2*i + 1] where i in 0:8")
+    assert str(k.program.tensor("t").shape[0]) == "16"
+    check_all(k, {}, 2.0 * np.arange(8))
