@@ -111,9 +111,11 @@ class _Lowering:
         for w in st.wheres:
             if w.index in order:
                 continue
-            if not any(n.value == w.index for n in _names_in(st.rhs)):
+            if st.op == "=" and not any(n.value == w.index for n in _names_in(st.rhs)):
                 raise ParseError(f"'where' names {w.index!r}, which no subscript or value of this statement uses", w.loc)
-            order.append(w.index)  # an index used only as a value, like loopy's sum(j, j**2)
+            # An index used only as a value (loopy's sum(j, j**2)), or not at all in a reduction
+            # (`tmp[i] +=! 1 where k in 0:i+1` counts the k).
+            order.append(w.index)
         return order
 
     # -- expressions -----------------------------------------------------------------------------

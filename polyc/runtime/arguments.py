@@ -321,10 +321,28 @@ def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Map
                                         + _context(entry, u, sizes, origins))
                 sizes[u], origins[u] = value, f"{t.name}.shape[{d}] = {entry}"
                 progress = True
+    _largest_allowed(program, sizes, origins)
     missing = [n for n in size_names if n not in sizes]
     if missing:
         raise ArgumentError(_undetermined_message(program, missing))
     return sizes, origins
+
+
+def _largest_allowed(program: Program, sizes: Dict[str, int], origins: Dict[str, str]) -> None:
+    """A size no shape determines, but which the kernel's requirements bound from above (a range
+    `where i in 0:N` over an undeclared input `a[i]` needs `a_dim0 >= N`), takes the largest value
+    they allow: the kernel then covers its inputs."""
+    for name in program.sizes:
+        if name in sizes:
+            continue
+        caps = []
+        for c in program.assumptions:
+            k = c.expr.coeff(name)
+            if c.kind == "ge" and k < 0 and all(v in sizes for v in c.expr.variables if v != name):
+                caps.append((c.expr.substitute({name: Affine.const(0)}).evaluate(sizes) // -k, c))
+        if caps:
+            value, c = min(caps, key=lambda x: x[0])
+            sizes[name], origins[name] = value, f"the largest value the requirement {c} allows"
 
 
 def _context(entry: Affine, skip: str, sizes: Mapping[str, int], origins: Mapping[str, str]) -> str:

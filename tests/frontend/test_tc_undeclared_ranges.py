@@ -38,3 +38,11 @@ def test_declared_shape_too_small_is_still_a_definition_error():
 def test_requirement_not_expressible_asks_to_declare_the_shape():
     with pytest.raises(pc.OutOfBoundsError, match="declare a's shape"):
         pc.kernel("b[i] = a[i % 3] where i in 0:N")
+
+
+def test_range_size_bounded_by_an_input_takes_the_largest_allowed_value():
+    # loopy's forward difference: N appears in no shape; u_dim0 >= N + 1 bounds it.
+    k = pc.kernel("result[i] = u[i+1]-u[i] where i in 0:N")
+    u = rng.random(12)
+    check_all(k, dict(u=u), np.diff(u))
+    check_all(k, dict(u=u, N=5), np.diff(u)[:5])
