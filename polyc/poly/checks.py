@@ -31,7 +31,8 @@ def _where(st: Statement) -> str:
     return f"statement `{st.text or st.name}`{loc}"
 
 
-def _call_time_requirement(model: PolyModel, acc, bad: isl.Set) -> Optional[Tuple[Constraint, ...]]:
+def _call_time_requirement(model: PolyModel, st: Statement, acc, guard, bad: isl.Set
+                           ) -> Optional[Tuple[Constraint, ...]]:
     """The sizes for which `acc` stays in bounds, as constraints to check at call time, or None.
 
     Only for what the definition cannot know: the shape of an undeclared input (its extents are
@@ -44,7 +45,14 @@ def _call_time_requirement(model: PolyModel, acc, bad: isl.Set) -> Optional[Tupl
     good = model.context.subtract(bad.params())
     if good.is_empty():
         return None
-    return params_set_to_constraints(good.gist(model.context), model.program.derived_sizes)
+    found = params_set_to_constraints(good.gist(model.context), model.program.derived_sizes)
+    if found is None:
+        # Often the safe sizes are "big enough, or the statement runs no instance at all": state
+        # the first part only (G with G and D == good and D, D = sizes where it runs); it may also
+        # refuse a call that would run nothing, never accept an unsafe one.
+        runs = model.guarded_domain(st, guard).params().intersect(model.context)
+        found = params_set_to_constraints(good.gist(runs), model.program.derived_sizes)
+    return found
 
 
 def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
@@ -67,7 +75,7 @@ def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
             bad = bad.intersect(model.guarded_domain(st, info.guard)).intersect_params(model.context)
             if bad.is_empty():
                 continue
-            needed = _call_time_requirement(model, acc, bad)
+            needed = _call_time_requirement(model, st, acc, info.guard, bad)
             if needed is not None:
                 requirements.extend(c for c in needed if c not in requirements)
                 continue

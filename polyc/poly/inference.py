@@ -335,15 +335,30 @@ class _Inference:
                 groups.append([st])
         resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]] = {}
         writes: Dict[str, List[Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]]] = {}
-        for group in groups:
-            full = group[-1]
-            ranges = self._infer_statement(full, {})
-            for st in group:
-                resolved[st.name] = {i: ranges[i] for i in st.iterators}
-            name = full.target.tensor
-            if self.shapes.get(name) is None or name in writes:
-                writes.setdefault(name, []).append((full, ranges))
-                self.shapes[name], self.lows[name] = self._target_shape(writes[name])
+        pending = groups
+        while pending:
+            deferred: List[Tuple[List[Statement], ShapeInferenceError]] = []
+            for group in pending:
+                full = group[-1]
+                name = full.target.tensor
+                try:
+                    ranges = self._infer_statement(full, {})
+                except ShapeInferenceError as e:
+                    if self.shapes.get(name) is not None:
+                        raise
+                    # A pure definition whose index no right-hand side ranges (Halide's
+                    # `conv[c, x] = bias[c]`): a later statement writing the same tensor may fix
+                    # its shape, which then gives the range.  Retry after the others.
+                    deferred.append((group, e))
+                    continue
+                for st in group:
+                    resolved[st.name] = {i: ranges[i] for i in st.iterators}
+                if self.shapes.get(name) is None or name in writes:
+                    writes.setdefault(name, []).append((full, ranges))
+                    self.shapes[name], self.lows[name] = self._target_shape(writes[name])
+            if len(deferred) == len(pending):
+                raise deferred[0][1]
+            pending = [g for g, _ in deferred]
         return self._finish(resolved)
 
     def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:

@@ -1,5 +1,6 @@
 """Item 2: intermediates of chained stencils cover the region actually written (negative offsets)."""
 import numpy as np
+import pytest
 
 import polyc as pc
 
@@ -41,3 +42,20 @@ def test_shape_covers_every_statement_writing_the_tensor():
     k = pc.kernel("t[2*j] = j where j in 0:8\nt[2*j+1] = j where j in 0:8\nout[i] = t[2*i] + t[2*i + 1] where i in 0:8")
     assert str(k.program.tensor("t").shape[0]) == "16"
     check_all(k, {}, 2.0 * np.arange(8))
+
+
+def test_pure_definition_takes_its_region_from_the_update_that_follows():
+    # Halide's conv_layer: `conv = bias` has no read that ranges x; the += update does.
+    k = pc.kernel("""
+        conv[c, x] = bias[c]
+        conv[c, x] += w[c, k] * inp[x + k] where k in 0:3
+        relu[c, x] = fmax(0.0, conv[c, x])
+    """, relu=pc.f64["C", "X"], inp=pc.f64["X + 2"], bias=pc.f64["C"], w=pc.f64["C", 3])
+    bias, w, inp = rng.standard_normal(2), rng.standard_normal((2, 3)), rng.standard_normal(8)
+    conv = bias[:, None] + np.stack([np.convolve(inp, w[c][::-1], "valid") for c in range(2)])
+    check_all(k, dict(bias=bias, w=w, inp=inp), np.maximum(conv, 0.0))
+
+
+def test_range_nobody_gives_is_still_an_error():
+    with pytest.raises(pc.ShapeInferenceError, match="cannot infer the range of index 'x'"):
+        pc.kernel("f[x] = 2.0\ng[x] = f[x] + 1.0")

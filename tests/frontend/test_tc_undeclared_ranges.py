@@ -46,3 +46,12 @@ def test_range_size_bounded_by_an_input_takes_the_largest_allowed_value():
     u = rng.random(12)
     check_all(k, dict(u=u), np.diff(u))
     check_all(k, dict(u=u, N=5), np.diff(u)[:5])
+
+
+def test_requirement_holds_where_the_statement_runs():
+    # Safe sizes are "w_dim0 >= 3, or no x at all": the call-time check states the first part.
+    k = pc.kernel("O[x] +=! w[k] * inp[x + k] where k in 0:3")
+    w, inp = rng.random(3), rng.random(9)
+    check_all(k, dict(w=w, inp=inp), np.convolve(inp, w[::-1], "valid"))
+    with pytest.raises(pc.ArgumentError, match="w_dim0"):
+        k(w=w[:2], inp=inp)
