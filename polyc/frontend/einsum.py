@@ -19,6 +19,7 @@ from ..errors import ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
+from ..ir.expr import ARITHMETIC_OPS
 from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
@@ -175,7 +176,9 @@ class _Lowering:
         k = node.kind
         if k == "un":
             return Unary(node.value, args[0])  # type: ignore[arg-type]
-        if k == "bin" and node.value == "//":  # of values (data): the floor of the true quotient
+        if k == "bin" and node.value == "//" and "//" not in ARITHMETIC_OPS:
+            # Data `//` without an IR floor-division operator: the floor of the true quotient (a
+            # float).  Where the IR has `//` (integer-preserving floor division), it is used as is.
             return Call("floor", (Binary("/", args[0], args[1]),))
         if k == "bin":
             return Binary(node.value, args[0], args[1])  # type: ignore[arg-type]
