@@ -10,6 +10,10 @@ Lowering rules:
 
 Index ranges come from `where` clauses here; every other index is marked `inferred` and its range
 is inferred from tensor shapes by `polyc.poly.inference` (which needs isl).
+
+Also: a tensor is returned unless a statement reads it after its last write (or as `outputs=`
+says); declared int scalars in subscripts and ranges are isl parameters; `//` and `%` by constants
+are quasi-affine (`einsum_affine`); an index may be used only as a value when `where` ranges it.
 """
 from __future__ import annotations
 
