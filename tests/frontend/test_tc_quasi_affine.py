@@ -71,3 +71,13 @@ def test_division_on_the_left_is_refused():
 def test_data_dependent_index_is_refused_as_not_affine():
     with pytest.raises(pc.ParseError, match="affine"):
         pc.kernel("O[i] = A[B[i]]")
+
+
+def test_cuda_mapping_puts_both_image_axes_on_the_grid():
+    # The quotient loops run once per pixel: they are not grid axes, x and y are.
+    k = pc.kernel("g[x, y] = f[(x + 1) // 2, y // 2]")
+    src = pc.codegen(k, target="cuda")
+    assert "blockIdx.y" in src and "blockIdx.x" in src
+    f = rng.random((4, 5))
+    xs, ys = np.arange(7), np.arange(10)
+    check_all(k, dict(f=f), f[((xs + 1) // 2)[:, None], (ys // 2)[None, :]])
