@@ -5,12 +5,13 @@ witness (sizes and a statement instance), which the error message shows.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
 from ..errors import OutOfBoundsError, UninitializedReadError
-from ..ir import Constraint, Statement
+from ..ir import Access, Affine, Constraint, Statement
 from .islutil import (affine_str, isl_budget, params_set_to_constraints, sample_point_values,
                       union_map_pieces as _maps)
 from .model import PolyModel, tuple_str
@@ -19,7 +20,23 @@ from .model import PolyModel, tuple_str
 def describe_instance(st: Statement, coords: Sequence[int]) -> str:
     if not st.iterators:
         return f"{st.name}[]"
-    return ", ".join(f"{i} = {v}" for i, v in zip(st.iterators, coords))
+    # Floor-division quotients are not loops the user wrote: leave them out.
+    return ", ".join(f"{i} = {v}" for i, v in zip(st.iterators, coords) if i not in st.divisions)
+
+
+def access_text(st: Statement, acc: Access) -> str:
+    """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`."""
+    text = str(acc)
+    for q in st.divisions:
+        for conj in st.domain:
+            c = next((c for c in conj if c.kind == "ge" and c.expr.coeff(q) < 0), None)
+            if c is not None:  # num - d*q >= 0
+                d = -c.expr.coeff(q)
+                num = c.expr + Affine.var(q).scale(d)
+                text = re.sub(rf"(-?\d*\*?){re.escape(q)}\b",
+                              lambda m: f"{m.group(1)}floor(({num}) / {d})", text)
+                break
+    return text
 
 
 def _sizes_text(params: Dict[str, int]) -> str:
@@ -88,12 +105,12 @@ def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
         t = program.tensor(acc.tensor)
         if t.role == "input" and not t.declared:
             raise OutOfBoundsError(
-                f"{_where(st)} {verb} {acc}, and the sizes of undeclared input {acc.tensor} that keep it in "
+                f"{_where(st)} {verb} {access_text(st, acc)}, and the sizes of undeclared input {acc.tensor} that keep it in "
                 f"bounds are not one set of affine conditions polyc can check per call (e.g. with "
                 f"{_sizes_text(params)} it {verb} {acc.tensor}[{element}]); declare {acc.tensor}'s shape, "
                 f"e.g. {acc.tensor}=pc.f32[...]")
         raise OutOfBoundsError(
-            f"{_where(st)} {verb} {acc} outside tensor {acc.tensor} of shape "
+            f"{_where(st)} {verb} {access_text(st, acc)} outside tensor {acc.tensor} of shape "
             f"({', '.join(map(str, shape))}): e.g. with {_sizes_text(params)}, at "
             f"{describe_instance(st, coords)} it {verb} {acc.tensor}[{element}] but the shape is ({shape_text}). "
             f"Restrict the index range (a 'where' clause or a loop bound) or declare a larger shape.")
@@ -127,6 +144,7 @@ def check_initialized(model: PolyModel) -> None:
             acc = next(a for a in st.reads() if a.tensor == t.name)
             element = ", ".join(str(e.evaluate(env)) for e in acc.indices)
             raise UninitializedReadError(
-                f"{_where(st)} reads {t.name}[{element}] (from {acc}), which no earlier statement writes: "
+                f"{_where(st)} reads {t.name}[{element}] (from {access_text(st, acc)}), which no earlier "
+                f"statement writes: "
                 f"e.g. with {_sizes_text(params)} at {describe_instance(st, coords)}. "
                 f"Write every element of intermediate {t.name} before it is read, or pass it in.")

@@ -81,3 +81,10 @@ def test_cuda_mapping_puts_both_image_axes_on_the_grid():
     f = rng.random((4, 5))
     xs, ys = np.arange(7), np.arange(10)
     check_all(k, dict(f=f), f[((xs + 1) // 2)[:, None], (ys // 2)[None, :]])
+
+
+def test_errors_show_divisions_not_internal_loops():
+    with pytest.raises(pc.OutOfBoundsError) as info:
+        pc.kernel("b[i] = a[i % 3] where i in 0:N")
+    msg = str(info.value)
+    assert "floor((i) / 3)" in msg and "_q" not in msg
