@@ -88,3 +88,18 @@ def test_errors_show_divisions_not_internal_loops():
         pc.kernel("b[i] = a[i % 3] where i in 0:N")
     msg = str(info.value)
     assert "floor((i) / 3)" in msg and "_q" not in msg
+
+
+def test_negative_numerator_floors_toward_minus_infinity():
+    k = pc.kernel("g[x] = f[(x - 1) // 2 + 1] + (x - 2) % 3 where x in 0:N")
+    f = rng.random(6)
+    xs = np.arange(9)
+    check_all(k, dict(f=f, N=9), f[(xs - 1) // 2 + 1] + (xs - 2) % 3)
+
+
+def test_schedule_primitives_see_through_quotient_loops():
+    k = pc.kernel("g[x, y] = f[(x + 1) // 2, y // 2]")
+    s = k.schedule().tile(x=4, y=8).parallel("x_outer").vectorize("y_inner")
+    f = rng.random((5, 6))
+    xs, ys = np.arange(9), np.arange(12)
+    np.testing.assert_allclose(pc.compile(k, s)(f=f), f[((xs + 1) // 2)[:, None], (ys // 2)[None, :]])
