@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from ..errors import ParseError, SourceLocation
 
@@ -66,11 +66,19 @@ _OPEN_AT_END = _CONTINUES_NEXT | {"=", "+=", "*=", "max=", "min=", "+=!", "*=!",
 def _join_continuations(tokens: List[Token]) -> List[Token]:
     """Drop line breaks inside a statement: before a line starting with an operator or `where`
     (`and`, `or`), or after a line ending with one.  `;` always separates statements."""
+    following_of: List[Token] = [tokens[-1]] * len(tokens)  # the next token that is no line break
+    nxt = tokens[-1]
+    for k in range(len(tokens) - 1, -1, -1):
+        following_of[k] = nxt
+        if tokens[k].kind != "newline":
+            nxt = tokens[k]
     out: List[Token] = []
+    prev: Optional[Token] = None  # the last token that is no line break
     for k, tok in enumerate(tokens):
+        if tok.kind != "newline":
+            prev = tok
         if tok.kind == "newline" and tok.text == "\n":
-            prev = next((t for t in reversed(out) if t.kind != "newline"), None)
-            following = next((t for t in tokens[k + 1:] if t.kind != "newline"), None)
+            following = following_of[k]
             ends_open = prev is not None and prev.kind in ("op", "name") and prev.text in _OPEN_AT_END \
                 and (prev.kind == "op" or prev.text == "in") and (not out or out[-1].kind != "newline")
             starts_cont = following is not None and (
