@@ -9,7 +9,7 @@ from .api import Kernel, codegen, compile, kernel
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, NameClashError,
                      OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
-from .ir import DType, TensorType, f32, f64, i32, i64, tensor
+from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
 
 # The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "kernel", "compile", "codegen", "Kernel", "Schedule",
-    "f32", "f64", "i32", "i64", "tensor", "DType", "TensorType",
+    "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
     "NameClashError",

@@ -25,7 +25,10 @@ class Kernel:
         self.source_program = program
         self.program: Program = infer_shapes(program)
         self.model = PolyModel(self.program)
-        check_bounds(self.model)
+        requirements = check_bounds(self.model)
+        if requirements:  # sizes only the call knows (undeclared inputs, int parameters): checked then
+            self.program = self.program.with_(assumptions=self.program.assumptions + requirements)
+            self.model = PolyModel(self.program)
         check_initialized(self.model)
         self.function = function
         self._default: Optional["CompiledKernel"] = None
@@ -69,18 +72,22 @@ class Kernel:
 
 
 def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = None,
-           **declared: Union[TensorType, DType]) -> Any:
+           outputs: Optional[Sequence[str]] = None, **declared: Union[TensorType, DType]) -> Any:
     """Define a kernel from Einstein-notation text or an affine-Python loop function.
 
     `pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul", A=pc.f32["M", "K"])`, or as a
     decorator on a loop function whose array parameters are annotated `pc.f64["N", "N"]`.
+    `outputs=["O", ...]` (Einstein notation) names the tensors a call returns; the others it
+    writes are intermediates.  By default a tensor is returned when no statement reads it after
+    its last write.
     """
     if source is None:
-        return lambda fn: kernel(fn, name=name, **declared)
+        return lambda fn: kernel(fn, name=name, outputs=outputs, **declared)
     if callable(source) and not isinstance(source, str):
         from .frontend.pyloops import program_from_function
-        if declared:
-            raise PolycError("declare a loop kernel's types in its annotations, not as keyword arguments")
+        if declared or outputs is not None:
+            raise PolycError("declare a loop kernel's types in its annotations, not as keyword arguments "
+                             "(its outputs are the arrays it writes)")
         program = program_from_function(source)
         if name:
             program = program.with_(name=name)
@@ -99,7 +106,7 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
     caller = frame.f_back if frame is not None else None
     if caller is not None:
         filename = f"<kernel defined at {caller.f_code.co_filename}:{caller.f_lineno}>"
-    program = program_from_einsum(source, name or "kernel", declared, filename=filename)
+    program = program_from_einsum(source, name or "kernel", declared, filename=filename, outputs=outputs)
     return Kernel(program)
 
 

@@ -55,7 +55,7 @@ class CExprPrinter:
         parts = []
         for v, c in a.terms:
             term = self.index_text[v] if v in self.index_text else self._size(v)
-            if any(ch in term for ch in " +-*/?") and not (term.startswith("(") and term.endswith(")")):
+            if any(ch in term for ch in " +-*/?") and not _wrapped(term):
                 term = f"({term})"
             parts.append(term if c == 1 else f"-{term}" if c == -1 else f"{c} * {term}")
         if a.constant or not parts:
@@ -126,6 +126,19 @@ class CExprPrinter:
             return f"{target} = {_fn('f' + st.update, dtype)}({target}, {value});"
         op = ">" if st.update == "max" else "<"
         return f"{target} = ({value}) {op} {target} ? ({value}) : {target};"
+
+
+def _wrapped(text: str) -> bool:
+    """True if one pair of parentheses encloses all of `text` (`(a) + (b)` is not wrapped)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and k < len(text) - 1:
+            return False
+    return True
 
 
 def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:

@@ -10,15 +10,22 @@ Lowering rules:
 
 Index ranges come from `where` clauses here; every other index is marked `inferred` and its range
 is inferred from tensor shapes by `polyc.poly.inference` (which needs isl).
+
+Also: a tensor is returned unless a statement reads it after its last write (or as `outputs=`
+says); declared int scalars in subscripts and ranges are isl parameters; `//` and `%` by constants
+are quasi-affine (`einsum_affine`); an index may be used only as a value when `where` ranges it.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Set, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
+from ..ir.expr import ARITHMETIC_OPS
+from ..ir.guards import guarded_accesses
+from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
 
 Declaration = Union[TensorType, DType]
@@ -26,38 +33,31 @@ Declaration = Union[TensorType, DType]
 _IDENTITY = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}
 
 
-def _affine(node: Node, what: str) -> Affine:
-    """Convert a syntax node to an affine expression, or explain why it is not one."""
-    if node.kind == "num" and not node.is_float:
-        return Affine.const(node.value)  # type: ignore[arg-type]
-    if node.kind == "name":
-        return Affine.var(node.value)  # type: ignore[arg-type]
-    if node.kind == "un" and node.value == "-":
-        return -_affine(node.args[0], what)
-    if node.kind == "bin" and node.value in ("+", "-"):
-        a, b = _affine(node.args[0], what), _affine(node.args[1], what)
-        return a + b if node.value == "+" else a - b
-    if node.kind == "bin" and node.value == "*":
-        a, b = _affine(node.args[0], what), _affine(node.args[1], what)
-        if a.is_constant:
-            return b.scale(a.constant)
-        if b.is_constant:
-            return a.scale(b.constant)
-    raise ParseError(f"{what} must be affine: sums of indices and sizes times integer constants "
-                     f"(like `i + 1` or `2 * j`)", node.loc)
+def _walk(node: Node) -> List[Node]:
+    """`node` and every node below it, parents first, in source order (iterative: trees may be deep)."""
+    out: List[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.args))
+    return out
 
 
 def _names_in(node: Node) -> List[Node]:
-    out = [node] if node.kind == "name" else []
-    for a in node.args:
-        out.extend(_names_in(a))
-    return out
+    return [n for n in _walk(node) if n.kind == "name"]
+
+
+def _subscripts_in(node: Node) -> List[Node]:
+    """The subscript expressions of every tensor access in `node`, in source order."""
+    return [a for n in _walk(node) if n.kind == "access" for a in n.args]
 
 
 class _Lowering:
     def __init__(self, statements: List[SourceStatement], declared: Mapping[str, Declaration], name: str,
-                 source: str):
+                 source: str, outputs: Optional[Sequence[str]] = None):
         self.src = statements
+        self.outputs = None if outputs is None else tuple(outputs)
         self.declared = dict(declared)
         self.name = name
         self.source = source
@@ -72,6 +72,9 @@ class _Lowering:
         self.ranks: Dict[str, int] = {k: t.rank for k, t in self.tensor_decls.items()}
         self.tensor_names: List[str] = list(self.tensor_decls)
         self.scalars: List[str] = []
+        self.int_params: List[str] = []
+        self._divs: Optional[Divisions] = None
+        self.derived: List[Tuple[str, Affine, int]] = []
         self.written_before: Set[str] = set()
 
     # -- classification ------------------------------------------------------------------------
@@ -86,17 +89,12 @@ class _Lowering:
             self.tensor_names.append(name)
 
     def _collect_tensors(self) -> None:
-        def visit(node: Node) -> None:
-            if node.kind == "access":
-                self._note_tensor(node.value, len(node.args), node.loc)  # type: ignore[arg-type]
-            for a in node.args:
-                visit(a)
-
         for st in self.src:
             self._note_tensor(st.target, len(st.target_indices), st.target_loc)
-            for ix in st.target_indices:
-                visit(ix)
-            visit(st.rhs)
+            for part in st.target_indices + (st.rhs,):
+                for node in _walk(part):
+                    if node.kind == "access":
+                        self._note_tensor(node.value, len(node.args), node.loc)  # type: ignore[arg-type]
 
     def _statement_indices(self, st: SourceStatement) -> List[str]:
         """Index names of a statement in order: left-hand side first, then right-hand side."""
@@ -112,27 +110,41 @@ class _Lowering:
 
         for ix in st.target_indices:
             add_from(ix)
-        rhs_subscripts: List[Node] = []
-
-        def subs(node: Node) -> None:
-            if node.kind == "access":
-                rhs_subscripts.extend(node.args)
-            for a in node.args:
-                if node.kind != "access":
-                    subs(a)
-                else:
-                    subs(a)
-
-        subs(st.rhs)
+        rhs_subscripts = _subscripts_in(st.rhs)
         for ix in rhs_subscripts:
             add_from(ix)
         for w in st.wheres:
-            if w.index not in order:
-                raise ParseError(f"'where' names {w.index!r}, which no subscript of this statement uses", w.loc)
+            if w.index in order:
+                continue
+            if st.op == "=" and not any(n.value == w.index for n in _names_in(st.rhs)):
+                raise ParseError(f"'where' names {w.index!r}, which no subscript or value of this statement uses", w.loc)
+            # An index used only as a value (loopy's sum(j, j**2)), or not at all in a reduction
+            # (`tmp[i] +=! 1 where k in 0:i+1` counts the k).
+            order.append(w.index)
         return order
 
     # -- expressions -----------------------------------------------------------------------------
-    def _expr(self, node: Node, indices: List[str]) -> Expr:
+    def _expr(self, root: Node, indices: List[str]) -> Expr:
+        """Lower a syntax tree to an IR expression (iterative post-order: trees may be deep)."""
+        stack: List[Tuple[Node, bool]] = [(root, False)]
+        done: List[Expr] = []
+        while stack:
+            node, children_done = stack.pop()
+            if children_done:
+                args = done[len(done) - len(node.args):]
+                del done[len(done) - len(node.args):]
+                done.append(self._combine(node, args))
+                continue
+            leaf = self._leaf(node, indices)
+            if leaf is not None:
+                done.append(leaf)
+                continue
+            stack.append((node, True))
+            stack.extend((a, False) for a in reversed(node.args))
+        return done[0]
+
+    def _leaf(self, node: Node, indices: List[str]) -> Optional[Expr]:
+        """The IR of a node lowered without lowering its children first, or None."""
         k = node.kind
         if k == "num":
             return Const(node.value)  # type: ignore[arg-type]
@@ -153,45 +165,96 @@ class _Lowering:
                 self.scalars.append(name)  # type: ignore[arg-type]
             return ScalarRef(name)  # type: ignore[arg-type]
         if k == "access":
-            subs = tuple(_affine(a, f"the subscripts of {node.value}") for a in node.args)
+            subs = tuple(to_affine(a, f"the subscripts of {node.value}", self._divs) for a in node.args)
             return Access(node.value, subs)  # type: ignore[arg-type]
-        if k == "un":
-            return Unary(node.value, self._expr(node.args[0], indices))  # type: ignore[arg-type]
-        if k == "bin":
-            return Binary(node.value, self._expr(node.args[0], indices),  # type: ignore[arg-type]
-                          self._expr(node.args[1], indices))
-        if k == "call":
-            fn = node.value
-            args = tuple(self._expr(a, indices) for a in node.args)
-            if fn == "select":
-                if len(args) != 3:
-                    raise ParseError(f"select takes 3 arguments (condition, if_true, if_false), got {len(args)}",
-                                     node.loc)
-                return Select(*args)
-            if fn in ("fmax", "fmin"):
-                fn = fn[1:]
-            if fn not in MATH_FUNCTIONS:
-                known = ", ".join(sorted(MATH_FUNCTIONS) + ["select"])
-                raise ParseError(f"unknown function {fn!r}; available: {known}", node.loc)
-            if MATH_FUNCTIONS[fn] != len(args):  # type: ignore[index]
-                raise ParseError(f"{fn} takes {MATH_FUNCTIONS[fn]} argument(s), got {len(args)}",  # type: ignore[index]
-                                 node.loc)
-            return Call(fn, args)  # type: ignore[arg-type]
+        if k == "bin" and node.value in ("//", "%") and is_integer_affine(
+                node, lambda n: n in indices or n in self.sizes):
+            # Quasi-affine in indices and sizes: exact through a quotient iterator (isl).
+            return IndexExpr(to_affine(node, "an integer division", self._divs))
+        if k in ("un", "bin", "call"):
+            return None
         raise ParseError("unsupported expression", node.loc)
+
+    def _combine(self, node: Node, args: List[Expr]) -> Expr:
+        """The IR of an operator or call node whose operands are lowered to `args`."""
+        k = node.kind
+        if k == "un":
+            return Unary(node.value, args[0])  # type: ignore[arg-type]
+        if k == "bin" and node.value == "//" and "//" not in ARITHMETIC_OPS:
+            # Data `//` without an IR floor-division operator: the floor of the true quotient (a
+            # float).  Where the IR has `//` (integer-preserving floor division), it is used as is.
+            return Call("floor", (Binary("/", args[0], args[1]),))
+        if k == "bin":
+            return Binary(node.value, args[0], args[1])  # type: ignore[arg-type]
+        fn = node.value
+        if fn == "select":
+            if len(args) != 3:
+                raise ParseError(f"select takes 3 arguments (condition, if_true, if_false), got {len(args)}",
+                                 node.loc)
+            return Select(*args)
+        if fn in ("fmax", "fmin"):
+            fn = fn[1:]  # type: ignore[index]
+        if fn not in MATH_FUNCTIONS:
+            known = ", ".join(sorted(MATH_FUNCTIONS) + ["select"])
+            raise ParseError(f"unknown function {fn!r}; available: {known}", node.loc)
+        if MATH_FUNCTIONS[fn] != len(args):  # type: ignore[index]
+            raise ParseError(f"{fn} takes {MATH_FUNCTIONS[fn]} argument(s), got {len(args)}",  # type: ignore[index]
+                             node.loc)
+        return Call(fn, tuple(args))  # type: ignore[arg-type]
+
+    def _promote_int_params(self) -> None:
+        """Declared integer scalars used in subscripts or `where` bounds become isl parameters.
+
+        (Tensor Comprehensions' shift and dilation sizes: `O[i] = A[i + s]` with `s=pc.i64`.)
+        """
+        for st in self.src:
+            affine_parts = list(st.target_indices) + _subscripts_in(st.rhs)
+            affine_parts += [b for w in st.wheres for b in (w.lower, w.upper)]
+            for n in (m for part in affine_parts for m in _names_in(part)):
+                name = n.value
+                dtype = self.scalar_decls.get(name)  # type: ignore[arg-type]
+                if dtype is None:
+                    continue
+                if dtype.is_float:
+                    raise ParseError(f"scalar {name!r} is declared {dtype!r} but used in a subscript or "
+                                     f"range, which must be integer; declare it {name}=pc.i64", n.loc)
+                self.int_params.append(name)  # type: ignore[arg-type]
+                self.sizes.append(name)  # type: ignore[arg-type]
+                del self.scalar_decls[name]  # type: ignore[arg-type]
+
+    def _check_reduction_index(self, st: SourceStatement, name: str) -> None:
+        """A right-only name needs a range: a bare subscript (shape) or a `where` clause.
+
+        Without either it would silently become a one-point reduction (TC's `A[i, j - SHIFT]`)."""
+        if any(w.index == name for w in st.wheres):
+            return
+
+        if not any(a.kind == "name" and a.value == name for a in _subscripts_in(st.rhs)):
+            raise ParseError(f"{name!r} appears only on the right-hand side and never alone as a subscript, "
+                             f"so no tensor shape gives its range: if it is an integer parameter declare it "
+                             f"({name}=pc.i64); if it is a reduction index state its range "
+                             f"('where {name} in lo:hi')", st.loc)
 
     # -- statements ----------------------------------------------------------------------------
     def lower(self) -> Program:
         self._collect_tensors()
+        self._promote_int_params()
         statements: List[Statement] = []
         first_write: Dict[str, int] = {}
+        last_write: Dict[str, int] = {}
         read_at: Dict[str, List[int]] = {}
         accumulate_first: Set[str] = set()
+        reserved = {n.value for st in self.src for part in (st.rhs,) + st.target_indices for n in _names_in(part)}
+        reserved |= {w.index for st in self.src for w in st.wheres}
         for n, st in enumerate(self.src):
             indices = self._statement_indices(st)
-            target_subs = tuple(_affine(a, f"the subscripts of {st.target}") for a in st.target_indices)
+            divs = self._divs = Divisions(reserved, self.derived, lambda v: v not in indices)  # type: ignore[arg-type]
+            target_subs = tuple(to_affine(a, f"the subscripts of {st.target}", None) for a in st.target_indices)
             lhs_vars = [v for a in target_subs for v in a.variables if v in indices]
             value = self._expr(st.rhs, indices)
             rhs_only = [i for i in indices if i not in lhs_vars]
+            for i in rhs_only:
+                self._check_reduction_index(st, i)
             bang = st.op.endswith("!")
             op = st.op.rstrip("!").rstrip("=") or None
             if op is None and rhs_only:
@@ -199,45 +262,68 @@ class _Lowering:
                                  f"to reduce over it write '+=!' (or '*=!', 'max=!', 'min=!')", st.loc)
             ranges: Dict[str, Tuple[Constraint, ...]] = {}
             for w in st.wheres:
-                lo = _affine(w.lower, "a 'where' bound")
-                hi = _affine(w.upper, "a 'where' bound")
+                lo = to_affine(w.lower, "a 'where' bound", divs)
+                hi = to_affine(w.upper, "a 'where' bound", divs)
                 # A name in a bound that is no index is a size symbol (bound at call time).
-                for v in lo.variables + hi.variables:
+                for v in divs.plain_variables(lo) + divs.plain_variables(hi):
                     if v not in indices and v not in self.sizes:
                         if v in self.tensor_names or v in self.scalar_decls:
                             raise ParseError(f"{v!r} in a 'where' bound must be an index or a size, "
                                              f"not a tensor or scalar", w.loc)
                         self.sizes.append(v)
                 ranges[w.index] = (lower_bound(w.index, lo), upper_bound_exclusive(w.index, hi))
+            for d_name, num, _ in self.derived:  # sizes defined by quotients (`H // 2`) are sizes
+                for v in num.variables + (d_name,):
+                    if v not in self.sizes:
+                        self.sizes.append(v)
             target = Access(st.target, target_subs)
-            for acc in value.accesses():
+            for acc, _ in guarded_accesses(value):  # iterative (value trees may be deep)
                 read_at.setdefault(acc.tensor, []).append(n)
+            last_write[st.target] = n
             if st.target not in first_write:
                 first_write[st.target] = n
                 if op is not None and not bang:
                     accumulate_first.add(st.target)
             lhs_iters = tuple(i for i in indices if i in lhs_vars)
             common = dict(location=st.loc, text=st.text)
+            for q in divs.names:
+                ranges[q] = divs.constraints(q)
             if op is not None and bang:
+                lhs_cs = [c for i in lhs_iters for c in ranges.get(i, ())]
+                init_divs = divs.needed_by(v for c in lhs_cs for v in c.expr.variables)
+                init_iters = lhs_iters + init_divs
                 statements.append(Statement(
-                    name=f"S{len(statements)}", iterators=lhs_iters,
-                    domain=(tuple(c for i in lhs_iters for c in ranges.get(i, ())),),
-                    target=target, value=Const(_IDENTITY[op]), order=(len(statements),) + (0,) * len(lhs_iters),
-                    inferred=tuple(i for i in lhs_iters if i not in ranges), **common))
+                    name=f"S{len(statements)}", iterators=init_iters,
+                    domain=(tuple(c for i in init_iters for c in ranges.get(i, ())),),
+                    target=target, value=Const(_IDENTITY[op]), order=(len(statements),) + (0,) * len(init_iters),
+                    inferred=tuple(i for i in lhs_iters if i not in ranges), divisions=init_divs, **common))
             if op is not None:
                 read_at.setdefault(st.target, []).append(n) if not bang else None
-            iters = tuple(indices)
+            iters = tuple(indices) + divs.names
             statements.append(Statement(
                 name=f"S{len(statements)}", iterators=iters,
                 domain=(tuple(c for i in iters for c in ranges.get(i, ())),),
                 target=target, value=value, update=op, order=(len(statements),) + (0,) * len(iters),
-                reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges), **common))
-        return Program(name=self.name, tensors=self._tensors(first_write, read_at, accumulate_first),
+                reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges),
+                divisions=divs.names, **common))
+        return Program(name=self.name, tensors=self._tensors(first_write, read_at, accumulate_first, last_write),
                        statements=tuple(statements), sizes=tuple(self.sizes), scalars=self._scalars(),
-                       source=self.source, frontend="einsum")
+                       source=self.source, frontend="einsum", int_params=tuple(dict.fromkeys(self.int_params)),
+                       derived_sizes=tuple(self.derived), assumptions=self._derived_assumptions())
+
+    def _derived_assumptions(self) -> Tuple[Constraint, ...]:
+        """`d*D <= num <= d*D + d - 1` for every size `D = floor(num / d)`: isl reasons with it."""
+        out: List[Constraint] = []
+        for name, num, d in self.derived:
+            q = Affine.var(name).scale(d)
+            out += [Constraint("ge", num - q), Constraint("ge", q + (d - 1) - num)]
+        return tuple(out)
 
     def _tensors(self, first_write: Dict[str, int], read_at: Dict[str, List[int]],
-                 accumulate_first: Set[str]) -> Tuple[TensorDecl, ...]:
+                 accumulate_first: Set[str], last_write: Dict[str, int]) -> Tuple[TensorDecl, ...]:
+        """Roles: a tensor whose last write is the kernel's last word about it (no statement reads it
+        afterwards) is returned; one that is read after its last write is an intermediate.  With
+        `outputs=[...]` the user names the returned tensors (as Tensor Comprehensions' signature does)."""
         out = []
         for name in self.tensor_names:
             decl = self.tensor_decls.get(name)
@@ -247,10 +333,16 @@ class _Lowering:
             elif name in accumulate_first or any(r < first_write[name] for r in reads) or \
                     any(r == first_write[name] for r in reads):
                 role = "inout"
-            elif reads:
-                role = "temp"
             else:
                 role = "output"
+            if role != "input" and (name not in self.outputs if self.outputs is not None
+                                    else any(r > last_write[name] for r in reads)):
+                if role == "inout":
+                    if self.outputs is not None:
+                        raise ParseError(f"{name!r} is read before this kernel writes it, so it is updated in "
+                                         f"place and must be one of the outputs; add it to outputs=[...]")
+                else:
+                    role = "temp"
             out.append(TensorDecl(name, decl.dtype if decl else None, decl.shape if decl else None, role,
                                   declared=decl is not None))
         return tuple(out)
@@ -261,17 +353,32 @@ class _Lowering:
 
 
 def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Mapping[str, Declaration]] = None,
-                        filename: str = "<kernel>") -> Program:
-    """Parse and lower Einstein-notation `source`; `declared` maps names to tensor or scalar types."""
+                        filename: str = "<kernel>", outputs: Optional[Sequence[str]] = None) -> Program:
+    """Parse and lower Einstein-notation `source`; `declared` maps names to tensor or scalar types.
+
+    `outputs` names the tensors a call returns; by default every written tensor that no statement
+    reads after its last write."""
+    if outputs is not None:
+        if isinstance(outputs, str) or not all(isinstance(o, str) for o in outputs):
+            raise ParseError(f"outputs must be a list of tensor names, like outputs=['O'], not {outputs!r}")
     declared = dict(declared or {})
     for k, v in declared.items():
         if not isinstance(v, (TensorType, DType)):
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
                              f"type (pc.f32)")
     statements = parse_einsum(source, filename)
-    program = _Lowering(statements, declared, name, source).lower()
-    used = {a.tensor for st in program.statements for a in (st.target,) + st.value.accesses()}
-    used |= {e.name for st in program.statements for e in st.value.walk() if isinstance(e, ScalarRef)}
+    lowering = _Lowering(statements, declared, name, source, outputs)
+    program = lowering.lower()
+    if outputs is not None:
+        written = {st.target.tensor for st in program.statements}
+        for o in outputs:
+            if o not in written:
+                raise ParseError(f"outputs names {o!r}, which no statement of the kernel writes"
+                                 + ("" if o in program.tensor_map else " (no tensor has that name)"))
+    used = {st.target.tensor for st in program.statements}
+    used |= {a.tensor for st in program.statements for a, _ in guarded_accesses(st.value)}
+    used |= set(lowering.scalars)  # the scalars the statements read
+    used |= set(program.int_params)
     for k in declared:
         if k not in used:
             raise ParseError(f"{k!r} is declared but the kernel never uses it")

@@ -5,7 +5,7 @@ Grammar (one statement per line, or separated by `;`; `#` starts a comment)::
     statement := target OP expr [where NAME in affine:affine {, NAME in affine:affine}]
     target    := NAME [ '[' affine {, affine} ']' ]
     OP        := = | += | *= | max= | min= | +=! | *=! | max=! | min=!
-    expr      := usual precedence: or < and < not < comparisons < + - < * / % < unary - < atoms
+    expr      := usual precedence: or < and < not < comparisons < + - < * / // % < unary - < atoms
     atom      := number | NAME | NAME[affine, ...] | NAME(expr, ...) | ( expr )
 
 The syntax tree keeps every node's source location; `einsum.py` resolves names and lowers it to IR.
@@ -122,8 +122,11 @@ class _Parser:
                 self.next()
                 wheres.append(self.where_range())
         loc = self.loc(first)
+        last = self.toks[self.pos - 1].line  # a statement may span lines (continuations)
+        spanned = [self.lines[first.line - 1][first.column - 1:]] + self.lines[first.line:last]
+        text = " ".join(line.strip() for line in spanned) if last > first.line else loc.text.strip()
         return SourceStatement(first.text, indices, op_tok.text, rhs, tuple(wheres), loc,
-                               loc.text.strip(), target_loc=loc)
+                               text, target_loc=loc)
 
     def where_range(self) -> WhereRange:
         tok = self.peek()
@@ -149,81 +152,134 @@ class _Parser:
             self.expect(close)
             return items
 
-    # -- expressions (precedence climbing) -----------------------------------------------------
+    # -- expressions (operator precedence, iterative) ---------------------------------------------
     def expr(self) -> Node:
-        return self.logical_or()
+        """One expression, parsed without recursion: an explicit stack of open brackets (each with
+        its operand and operator stacks), so long sums and deep nesting cannot exhaust Python's
+        stack.  Nesting deeper than MAX_NESTING is a ParseError at the offending bracket."""
+        frames: List[_Frame] = [_Frame("top", self.peek(), None)]
+        expecting_operand = True
+        while True:
+            f = frames[-1]
+            tok = self.peek()
+            if expecting_operand:
+                if tok.kind == "op" and tok.text in ("-", "+") or tok.kind == "name" and tok.text == "not":
+                    if tok.text == "not" and f.ops and f.ops[-1][0] > _UNARY_PREC["not"]:
+                        raise self.error(tok, "'not' applies to a whole condition: put it in parentheses, "
+                                              "e.g. a == (not b)")
+                    self.next()
+                    f.ops.append((_UNARY_PREC[tok.text], tok.text, True, self.loc(tok)))
+                    continue
+                if tok.kind == "number":
+                    self.next()
+                    f.operands.append(self.number(tok))
+                    expecting_operand = False
+                    continue
+                if tok.kind == "name" and tok.text not in _KEYWORDS:
+                    self.next()
+                    if self.at("[") or self.at("("):
+                        opener = self.next()
+                        kind = "access" if opener.text == "[" else "call"
+                        frames.append(self.open_frame(frames, _Frame(kind, tok, "]" if kind == "access" else ")"), opener))
+                        if self.at(frames[-1].close):  # A[] or f()
+                            self.next()
+                            node = frames.pop().build(self.loc(tok))
+                            frames[-1].operands.append(node)
+                            expecting_operand = False
+                        continue
+                    frames[-1].operands.append(Node("name", self.loc(tok), tok.text))
+                    expecting_operand = False
+                    continue
+                if tok.kind == "op" and tok.text == "(":
+                    self.next()
+                    frames.append(self.open_frame(frames, _Frame("paren", tok, ")"), tok))
+                    continue
+                found = "end of line" if tok.kind in ("newline", "eof") else repr(tok.text)
+                raise self.error(tok, f"expected a value (number, name, tensor access or call), found {found}")
+            prec = _BINARY_PREC.get(tok.text) if tok.kind in ("op", "name") else None
+            if prec is not None and not (tok.kind == "name" and tok.text not in ("and", "or")):
+                self.next()
+                f.reduce_while(prec)
+                f.ops.append((prec, tok.text, False, self.loc(tok)))
+                expecting_operand = True
+                continue
+            node = f.finish()
+            if f.kind == "top":
+                return node
+            if f.kind == "paren":
+                self.expect(")")
+                frames.pop()
+                frames[-1].operands.append(node)
+                continue
+            f.items.append(node)
+            if self.at(","):
+                self.next()
+                f.operands, f.ops = [], []
+                expecting_operand = True
+                continue
+            self.expect(f.close)  # type: ignore[arg-type]
+            frames.pop()
+            frames[-1].operands.append(f.build(self.loc(f.head)))
 
-    def logical_or(self) -> Node:
-        node = self.logical_and()
-        while self.at("or"):
-            tok = self.next()
-            node = Node("bin", self.loc(tok), "or", (node, self.logical_and()))
-        return node
+    def open_frame(self, frames: List["_Frame"], frame: "_Frame", opener: Token) -> "_Frame":
+        if len(frames) > MAX_NESTING:
+            raise self.error(opener, f"expression nested more than {MAX_NESTING} levels deep (brackets, "
+                                     f"parentheses and calls); split it into several statements")
+        return frame
 
-    def logical_and(self) -> Node:
-        node = self.logical_not()
-        while self.at("and"):
-            tok = self.next()
-            node = Node("bin", self.loc(tok), "and", (node, self.logical_not()))
-        return node
-
-    def logical_not(self) -> Node:
-        if self.at("not"):
-            tok = self.next()
-            return Node("un", self.loc(tok), "not", (self.logical_not(),))
-        return self.comparison()
-
-    def comparison(self) -> Node:
-        node = self.arith()
-        while self.peek().kind == "op" and self.peek().text in ("<", "<=", ">", ">=", "==", "!="):
-            tok = self.next()
-            node = Node("bin", self.loc(tok), tok.text, (node, self.arith()))
-        return node
+    def number(self, tok: Token) -> Node:
+        is_float = any(c in tok.text for c in ".eE")
+        if not is_float and len(tok.text.lstrip("0")) > MAX_INT_DIGITS:
+            raise self.error(tok, f"integer literal with {len(tok.text)} digits is far outside any integer "
+                                  f"type polyc supports (64-bit at most)")
+        value = float(tok.text) if is_float else int(tok.text)
+        return Node("num", self.loc(tok), value, is_float=is_float)
 
     def arith(self) -> Node:
-        node = self.term()
-        while self.peek().kind == "op" and self.peek().text in ("+", "-"):
-            tok = self.next()
-            node = Node("bin", self.loc(tok), tok.text, (node, self.term()))
-        return node
+        return self.expr()
 
-    def term(self) -> Node:
-        node = self.unary()
-        while self.peek().kind == "op" and self.peek().text in ("*", "/", "%"):
-            tok = self.next()
-            node = Node("bin", self.loc(tok), tok.text, (node, self.unary()))
-        return node
 
-    def unary(self) -> Node:
-        if self.peek().kind == "op" and self.peek().text in ("-", "+"):
-            tok = self.next()
-            operand = self.unary()
-            return operand if tok.text == "+" else Node("un", self.loc(tok), "-", (operand,))
-        return self.atom()
+#: Deepest bracket nesting accepted (the parser itself has no limit; later stages walk the tree).
+MAX_NESTING = 200
+#: Longest integer literal accepted (a 64-bit integer has at most 20 digits).
+MAX_INT_DIGITS = 40
+_KEYWORDS = ("where", "in", "and", "or", "not")
+_BINARY_PREC = {"or": 1, "and": 2, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
+                "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6}
+_UNARY_PREC = {"not": 3, "-": 7, "+": 7}
 
-    def atom(self) -> Node:
-        tok = self.peek()
-        if tok.kind == "number":
-            self.next()
-            is_float = any(c in tok.text for c in ".eE")
-            value = float(tok.text) if is_float else int(tok.text)
-            return Node("num", self.loc(tok), value, is_float=is_float)
-        if tok.kind == "name" and tok.text not in ("where", "in", "and", "or", "not"):
-            self.next()
-            if self.at("["):
-                self.next()
-                return Node("access", self.loc(tok), tok.text, tuple(self.comma_list("]")))
-            if self.at("("):
-                self.next()
-                return Node("call", self.loc(tok), tok.text, tuple(self.comma_list(")")))
-            return Node("name", self.loc(tok), tok.text)
-        if tok.kind == "op" and tok.text == "(":
-            self.next()
-            node = self.expr()
-            self.expect(")")
-            return node
-        found = "end of line" if tok.kind in ("newline", "eof") else repr(tok.text)
-        raise self.error(tok, f"expected a value (number, name, tensor access or call), found {found}")
+
+class _Frame:
+    """One open bracket of the expression parser: its operands, pending operators and, for an
+    access or call, the arguments finished so far."""
+
+    def __init__(self, kind: str, head: Token, close: object):
+        self.kind, self.head, self.close = kind, head, close
+        self.operands: List[Node] = []
+        self.ops: List[Tuple[int, str, bool, SourceLocation]] = []
+        self.items: List[Node] = []
+
+    def reduce_while(self, prec: int) -> None:
+        """Apply pending operators binding at least as tightly as `prec` (left associativity)."""
+        while self.ops and self.ops[-1][0] >= prec:
+            self.reduce()
+
+    def reduce(self) -> None:
+        _, op, unary, loc = self.ops.pop()
+        if unary:
+            operand = self.operands.pop()
+            self.operands.append(operand if op == "+" else Node("un", loc, op, (operand,)))
+        else:
+            rhs, lhs = self.operands.pop(), self.operands.pop()
+            self.operands.append(Node("bin", loc, op, (lhs, rhs)))
+
+    def finish(self) -> Node:
+        while self.ops:
+            self.reduce()
+        return self.operands[-1]
+
+    def build(self, loc: SourceLocation) -> Node:
+        return Node(self.kind, loc, self.head.text, tuple(self.items))
 
 
 def parse_einsum(source: str, filename: str = "<kernel>") -> List[SourceStatement]:

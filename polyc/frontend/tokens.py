@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from ..errors import ParseError, SourceLocation
 
@@ -12,7 +12,7 @@ _TOKEN_RE = re.compile(r"""
   | (?P<comment>\#[^\n]*)
   | (?P<newline>\n|;)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
-  | (?P<op>\+=!|\*=!|max=!|min=!|max=|min=|\+=|\*=|==|!=|<=|>=|[-+*/%<>=()\[\],:!])
+  | (?P<op>\+=!|\*=!|max=!|min=!|max=|min=|\+=|\*=|==|!=|<=|>=|//|[-+*/%<>=()\[\],:!])
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
 """, re.VERBOSE)
 
@@ -53,4 +53,38 @@ def tokenize(source: str, filename: str = "<kernel>") -> List[Token]:
             tokens.append(Token(kind, text, line, col))
         pos = m.end()
     tokens.append(Token("eof", "", line, pos - line_start + 1))
-    return tokens
+    return _join_continuations(tokens)
+
+
+#: A line starting with one of these continues the statement above (a statement starts with a name).
+_CONTINUES_NEXT = {"+", "-", "*", "/", "//", "%", "<", "<=", ">", ">=", "==", "!=", ",", ":"}
+_CONTINUING_WORDS = {"where", "and", "or"}
+#: A line ending with one of these continues on the next line.
+_OPEN_AT_END = _CONTINUES_NEXT | {"=", "+=", "*=", "max=", "min=", "+=!", "*=!", "max=!", "min=!", "in"}
+
+
+def _join_continuations(tokens: List[Token]) -> List[Token]:
+    """Drop line breaks inside a statement: before a line starting with an operator or `where`
+    (`and`, `or`), or after a line ending with one.  `;` always separates statements."""
+    following_of: List[Token] = [tokens[-1]] * len(tokens)  # the next token that is no line break
+    nxt = tokens[-1]
+    for k in range(len(tokens) - 1, -1, -1):
+        following_of[k] = nxt
+        if tokens[k].kind != "newline":
+            nxt = tokens[k]
+    out: List[Token] = []
+    prev: Optional[Token] = None  # the last token that is no line break
+    for k, tok in enumerate(tokens):
+        if tok.kind != "newline":
+            prev = tok
+        if tok.kind == "newline" and tok.text == "\n":
+            following = following_of[k]
+            ends_open = prev is not None and prev.kind in ("op", "name") and prev.text in _OPEN_AT_END \
+                and (prev.kind == "op" or prev.text == "in") and (not out or out[-1].kind != "newline")
+            starts_cont = following is not None and (
+                following.kind == "op" and following.text in _CONTINUES_NEXT
+                or following.kind == "name" and following.text in _CONTINUING_WORDS)
+            if prev is not None and (ends_open or starts_cont):
+                continue
+        out.append(tok)
+    return out

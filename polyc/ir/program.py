@@ -54,6 +54,7 @@ class Statement:
       `(c0, it0, c1, it1, ..., cd)`.
     - `descending`: iterators whose source loop runs downwards (`range(hi, lo, -1)`); in the
       source order above they count as `-it`, so instances run from high to low along them.
+    - `divisions`: iterators standing for floor-division quotients (not loops the user wrote).
     - `reduction`: iterators that are reduction axes (Einstein `+=!`-style, or `+=` over an
       index absent from the target); lets a schedule parallelise them through a reduction strategy.
     """
@@ -70,6 +71,9 @@ class Statement:
     location: Optional[SourceLocation] = None
     text: str = ""
     descending: Tuple[str, ...] = ()
+    #: Iterators that are quotients of a floor division (`(x + 1) // 2`, `i % 3`): each takes one
+    #: value per instance of the others, fixed by two domain constraints (see `frontend.einsum_affine`).
+    divisions: Tuple[str, ...] = ()
 
     def reads(self) -> Tuple[Access, ...]:
         """Accesses read: those in `value`, plus the target for an update."""
@@ -126,6 +130,13 @@ class Program:
     frontend: str = "einsum"
     #: Affine facts about sizes that hold for every call (e.g. `N - 1 >= 0`).
     assumptions: Tuple[Constraint, ...] = field(default_factory=tuple)
+    #: Sizes that are integer parameters rather than extents (an Einstein `s=pc.i64` used in a
+    #: subscript): any integer, negative included, where extents are assumed >= 1.
+    int_params: Tuple[str, ...] = ()
+    #: Sizes computed from others at call time: `(name, numerator, divisor)` means
+    #: `name = floor(numerator / divisor)` (a strided output extent); `assumptions` carry the
+    #: same definition as two constraints, so isl reasons about it exactly.
+    derived_sizes: Tuple[Tuple[str, Affine, int], ...] = ()
 
     def tensor(self, name: str) -> TensorDecl:
         for t in self.tensors:

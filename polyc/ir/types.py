@@ -41,7 +41,10 @@ f64 = DType("f64", "double", True, 64, "float64")
 i32 = DType("i32", "int32_t", False, 32, "int32")
 i64 = DType("i64", "int64_t", False, 64, "int64")
 
-DTYPES = {d.name: d for d in (f32, f64, i32, i64)}
+u8 = DType("u8", "uint8_t", False, 8, "uint8")     # image pixels
+u16 = DType("u16", "uint16_t", False, 16, "uint16")
+
+DTYPES = {d.name: d for d in (f32, f64, i32, i64, u8, u16)}
 
 
 def dtype_of_numpy(dt: np.dtype) -> Optional[DType]:

@@ -5,20 +5,38 @@ witness (sizes and a statement instance), which the error message shows.
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
 from ..errors import OutOfBoundsError, UninitializedReadError
-from ..ir import Statement
-from .islutil import affine_str, isl_budget, sample_point_values, union_map_pieces as _maps
+from ..ir import Access, Affine, Constraint, Statement
+from .islutil import (affine_str, isl_budget, params_set_to_constraints, sample_point_values,
+                      union_map_pieces as _maps)
 from .model import PolyModel, tuple_str
 
 
 def describe_instance(st: Statement, coords: Sequence[int]) -> str:
     if not st.iterators:
         return f"{st.name}[]"
-    return ", ".join(f"{i} = {v}" for i, v in zip(st.iterators, coords))
+    # Floor-division quotients are not loops the user wrote: leave them out.
+    return ", ".join(f"{i} = {v}" for i, v in zip(st.iterators, coords) if i not in st.divisions)
+
+
+def access_text(st: Statement, acc: Access) -> str:
+    """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`."""
+    text = str(acc)
+    for q in st.divisions:
+        for conj in st.domain:
+            c = next((c for c in conj if c.kind == "ge" and c.expr.coeff(q) < 0), None)
+            if c is not None:  # num - d*q >= 0
+                d = -c.expr.coeff(q)
+                num = c.expr + Affine.var(q).scale(d)
+                text = re.sub(rf"(-?\d*\*?){re.escape(q)}\b",
+                              lambda m: f"{m.group(1)}floor(({num}) / {d})", text)
+                break
+    return text
 
 
 def _sizes_text(params: Dict[str, int]) -> str:
@@ -30,9 +48,38 @@ def _where(st: Statement) -> str:
     return f"statement `{st.text or st.name}`{loc}"
 
 
-def check_bounds(model: PolyModel) -> None:
-    """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes."""
+def _call_time_requirement(model: PolyModel, st: Statement, acc, guard, bad: isl.Set
+                           ) -> Optional[Tuple[Constraint, ...]]:
+    """The sizes for which `acc` stays in bounds, as constraints to check at call time, or None.
+
+    Only for what the definition cannot know: the shape of an undeclared input (its extents are
+    whatever the caller passes) and integer parameters (a shift given per call).  A read that is
+    out of bounds for every size, or whose safe sizes are no single conjunction, stays an error.
+    """
+    t = model.program.tensor(acc.tensor)
+    if not (t.role == "input" and not t.declared) and not model.program.int_params:
+        return None
+    good = model.context.subtract(bad.params())
+    if good.is_empty():
+        return None
+    found = params_set_to_constraints(good.gist(model.context), model.program.derived_sizes)
+    if found is None:
+        # Often the safe sizes are "big enough, or the statement runs no instance at all": state
+        # the first part only (G with G and D == good and D, D = sizes where it runs); it may also
+        # refuse a call that would run nothing, never accept an unsafe one.
+        runs = model.guarded_domain(st, guard).params().intersect(model.context)
+        found = params_set_to_constraints(good.gist(runs), model.program.derived_sizes)
+    return found
+
+
+def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
+    """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes.
+
+    Returns the call-time requirements on sizes under which the remaining accesses stay in bounds
+    (see `_call_time_requirement`); the caller adds them to the program's assumptions.
+    """
     program = model.program
+    requirements: List[Constraint] = []
     for info in model.accesses:
         st, acc = info.statement, info.access
         shape = program.tensor(acc.tensor).shape or ()
@@ -42,8 +89,12 @@ def check_bounds(model: PolyModel) -> None:
                               for e, n in zip(acc.indices, shape))
         with isl_budget(f"checking the bounds of {acc}"):
             bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
-            bad = bad.intersect(model.domains[st.name]).intersect_params(model.context)
+            bad = bad.intersect(model.guarded_domain(st, info.guard)).intersect_params(model.context)
             if bad.is_empty():
+                continue
+            needed = _call_time_requirement(model, st, acc, info.guard, bad)
+            if needed is not None:
+                requirements.extend(c for c in needed if c not in requirements)
                 continue
             params, coords = sample_point_values(bad)
         env = dict(params)
@@ -51,11 +102,19 @@ def check_bounds(model: PolyModel) -> None:
         element = ", ".join(str(e.evaluate(env)) for e in acc.indices)
         shape_text = ", ".join(str(n.evaluate(params)) for n in shape)
         verb = "writes" if info.is_write else "reads"
+        t = program.tensor(acc.tensor)
+        if t.role == "input" and not t.declared:
+            raise OutOfBoundsError(
+                f"{_where(st)} {verb} {access_text(st, acc)}, and the sizes of undeclared input {acc.tensor} that keep it in "
+                f"bounds are not one set of affine conditions polyc can check per call (e.g. with "
+                f"{_sizes_text(params)} it {verb} {acc.tensor}[{element}]); declare {acc.tensor}'s shape, "
+                f"e.g. {acc.tensor}=pc.f32[...]")
         raise OutOfBoundsError(
-            f"{_where(st)} {verb} {acc} outside tensor {acc.tensor} of shape "
+            f"{_where(st)} {verb} {access_text(st, acc)} outside tensor {acc.tensor} of shape "
             f"({', '.join(map(str, shape))}): e.g. with {_sizes_text(params)}, at "
             f"{describe_instance(st, coords)} it {verb} {acc.tensor}[{element}] but the shape is ({shape_text}). "
             f"Restrict the index range (a 'where' clause or a loop bound) or declare a larger shape.")
+    return tuple(requirements)
 
 
 def check_initialized(model: PolyModel) -> None:
@@ -85,6 +144,7 @@ def check_initialized(model: PolyModel) -> None:
             acc = next(a for a in st.reads() if a.tensor == t.name)
             element = ", ".join(str(e.evaluate(env)) for e in acc.indices)
             raise UninitializedReadError(
-                f"{_where(st)} reads {t.name}[{element}] (from {acc}), which no earlier statement writes: "
+                f"{_where(st)} reads {t.name}[{element}] (from {access_text(st, acc)}), which no earlier "
+                f"statement writes: "
                 f"e.g. with {_sizes_text(params)} at {describe_instance(st, coords)}. "
                 f"Write every element of intermediate {t.name} before it is read, or pass it in.")

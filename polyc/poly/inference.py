@@ -19,7 +19,9 @@ import islpy as isl
 
 from ..errors import ShapeInferenceError
 from ..ir import Affine, Constraint, Program, Statement, TensorDecl, lower_bound, upper_bound_exclusive
-from .islutil import conjunction_str, isl_budget, isl_name, params_str, affine_str, pw_aff_to_affine
+from ..ir.guards import ALWAYS, guarded_accesses
+from .islutil import (conjunction_str, constraint_str, disjunction_str, isl_budget, isl_name, params_str,
+                      affine_str, pw_aff_to_affine, pw_aff_to_floor_form)
 
 
 class _SizeClasses:
@@ -50,8 +52,9 @@ class _SizeClasses:
 
     def bind(self, p: str, extent: Affine) -> None:
         r = self.find(p)
-        if r not in self.binding and not (extent.as_single_var() and self.parent.get(extent.as_single_var()) is not None
-                                          and self.find(extent.as_single_var()) == r):
+        # Never bind a class to an extent mentioning itself (an intermediate's shape derived from
+        # this very input, like `I_dim0 - 1`): that would be a cycle, not a size.
+        if r not in self.binding and not any(v in self.parent and self.find(v) == r for v in extent.variables):
             self.binding[r] = extent
 
 
@@ -72,6 +75,21 @@ def fresh_size_name(base: str, taken: Set[str]) -> str:
         name = f"{base}_size" if k == 2 else f"{base}_size{k - 1}"
     taken.add(name)
     return name
+
+
+def _through_divisions(st: Statement, variables, ranges: Dict[str, Tuple[Constraint, ...]]) -> Set[str]:
+    """`variables` plus, for each floor-division quotient among them, what its definition uses."""
+    out = set(variables)
+    frontier = [v for v in out if v in st.divisions]
+    while frontier:
+        q = frontier.pop()
+        for c in ranges.get(q, ()):
+            for w in c.expr.variables:
+                if w not in out:
+                    out.add(w)
+                    if w in st.divisions:
+                        frontier.append(w)
+    return out
 
 
 def _placeholder(tensor: str, dim: int) -> str:
@@ -101,6 +119,11 @@ class _Inference:
             else:
                 self.shapes[t.name] = None
         self.context_params: List[str] = list(program.sizes) + list(self.classes.parent)
+        #: First element written, per dimension, of tensors whose shape inference derived from
+        #: their writes (a stencil's intermediate starts at its halo, not at 0).
+        self.lows: Dict[str, Tuple[Affine, ...]] = {}
+        #: Sizes defined as `floor(numerator / divisor)` (strided extents like `(H - K) // 2 + 1`).
+        self.derived: List[Tuple[str, Affine, int]] = []
 
     def canon(self, a: Affine) -> Affine:
         """`a` with each placeholder replaced by its class's binding or representative."""
@@ -114,25 +137,61 @@ class _Inference:
     # -- isl helpers ---------------------------------------------------------------------------
     def _context(self) -> isl.Set:
         ps = self.context_params
-        cond = " and ".join(f"{isl_name(p)} >= 1" for p in ps) or "true"
-        return isl.Set(f"{params_str(ps)} -> {{ : {cond} }}")
+        conds = [f"{isl_name(p)} >= 1" for p in ps if p not in self.p.int_params]
+        conds += [constraint_str(c) for c in self.p.assumptions + tuple(self._derived_constraints())]
+        return isl.Set(f"{params_str(ps)} -> {{ : {' and '.join(conds) or 'true'} }}")
+
+    def _derived_constraints(self) -> List[Constraint]:
+        out = []
+        for name, num, d in self.derived:
+            q = Affine.var(name).scale(d)
+            out += [Constraint("ge", self.canon(num) - q), Constraint("ge", q + (d - 1) - self.canon(num))]
+        return out
+
+    def _extent(self, pa: isl.PwAff, ctx: isl.Set, hint: str) -> Optional[Affine]:
+        """`pa` as an Affine of sizes; a floor division becomes a new derived size (named after
+        `hint`), computed at call time; None if neither works."""
+        a = pw_aff_to_affine(pa, ctx)
+        if a is not None:
+            return a
+        form = pw_aff_to_floor_form(pa, ctx)
+        if form is None:
+            return None
+        rest, c, num, d = form
+        for name, n, dd in self.derived:
+            if n == num and dd == d:
+                return rest + Affine.var(name).scale(c)
+        taken = set(self.context_params) | {t.name for t in self.p.tensors} | {sc.name for sc in self.p.scalars}
+        name = hint.upper()
+        while name in taken or not name.isidentifier():
+            name += "_"
+        self.derived.append((name, num, d))
+        self.context_params.append(name)
+        return rest + Affine.var(name).scale(c)
 
     def _range_from_reads(self, st: Statement, x: str, ranges: Dict[str, Tuple[Constraint, ...]],
                           base: Optional[Affine]) -> Optional[Tuple[Affine, Affine]]:
         """The largest [lo, hi) of `x` keeping every read using `x` in bounds, via isl; None if unknown."""
         uses = []
-        for acc in st.value.accesses() + ((st.target,) if st.update else ()):
+        reads = guarded_accesses(st.value) + (((st.target, None),) if st.update else ())
+        for acc, guard in reads:
             shape = self.shapes.get(acc.tensor)
             if shape is None:
                 continue
-            for e, extent in zip(acc.indices, shape):
-                if x in e.variables and not any(v in st.iterators and v not in ranges and v != x
-                                                for v in e.variables):
-                    uses.append((e, self.canon(extent)))
+            guard_vars = {v for conj in guard or () for c in conj for v in c.expr.variables}
+            if any(v in st.iterators and v not in ranges and v != x for v in guard_vars):
+                guard = None  # it names an index still without range: ignore it (over-approximate)
+            lows = self.lows.get(acc.tensor, (Affine.const(0),) * len(shape))
+            for e, extent, low in zip(acc.indices, shape, lows):
+                seen = _through_divisions(st, e.variables, ranges)
+                if x in seen and not any(v in st.iterators and v not in ranges and v != x for v in seen):
+                    uses.append((e, self.canon(extent), self.canon(low), guard))
         # Quantify only over the indices these subscripts involve (and those their ranges depend
         # on): an unrelated index with a possibly empty range would make every x vacuously good.
         others: List[str] = []
-        frontier = [v for e, _ in uses for v in e.variables if v in ranges and v != x]
+        frontier = [v for e, _, _, g in uses
+                    for v in e.variables + tuple(w for conj in g or () for c in conj for w in c.expr.variables)
+                    if v in ranges and v != x]
         while frontier:
             v = frontier.pop()
             if v in others:
@@ -141,8 +200,10 @@ class _Inference:
             frontier.extend(w for c in ranges[v] for w in c.expr.variables if w in ranges and w != x)
         dims = [x] + others
         bound_cs = [c for i in others for c in ranges[i]]
-        bads = [f"({conjunction_str(bound_cs)}) and ({affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(extent)})"
-                for e, extent in uses]
+        # A read under a `select` happens only where its affine condition holds.
+        bads = [f"({conjunction_str(bound_cs)}) and ({disjunction_str(g or ALWAYS)}) and "
+                f"({affine_str(e)} < {affine_str(low)} or {affine_str(e)} >= {affine_str(extent)})"
+                for e, extent, low, g in uses]
         usable = bool(uses)
         if not usable and base is None:
             return None
@@ -163,7 +224,12 @@ class _Inference:
             if good.is_empty():
                 return None
             lo = pw_aff_to_affine(good.dim_min(0), ctx)
-            hi = pw_aff_to_affine(good.dim_max(0), ctx)
+            hi = self._extent(good.dim_max(0), ctx, x)
+        if (lo is None or hi is None) and base is not None:
+            # The reads' bounds depend on an integer parameter or on which size is smaller: the
+            # bare subscript's dimension is the range, and the other reads become call-time
+            # requirements (undeclared inputs, parameters) or errors, checked after inference.
+            return Affine.const(0), base
         if lo is None or hi is None:
             raise ShapeInferenceError(
                 f"cannot infer one affine range for index {x!r} from the tensor shapes (the bounds would "
@@ -244,24 +310,38 @@ class _Inference:
             return Affine.var(placeholders[0])
         return None
 
-    def _target_shape(self, st: Statement, ranges: Dict[str, Tuple[Constraint, ...]]) -> Tuple[Affine, ...]:
-        """The shape an undeclared tensor needs to hold every element the statement writes."""
-        dims = []
-        cs = [Constraint(c.kind, self.canon(c.expr), c.modulus) for i in st.iterators for c in ranges[i]]
+    def _target_shape(self, writes: List[Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]]
+                      ) -> Tuple[Tuple[Affine, ...], Tuple[Affine, ...]]:
+        """The shape an undeclared tensor needs to hold every element its statements write (all of
+        them: `t[2*j] = ...` and `t[2*j + 1] = ...` together), and the first element written per
+        dimension (0 where that is not one affine expression)."""
+        dims, lows = [], []
         ps = params_str(self.context_params)
-        tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
         ctx = self._context()
-        for d, e in enumerate(st.target.indices):
-            with isl_budget(f"inferring the shape of {st.target.tensor}"):
-                s = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
-                img = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(s).range()
-                hi = pw_aff_to_affine(img.intersect_params(ctx).dim_max(0), ctx)
+        first = writes[0][0]
+        name = first.target.tensor
+        for d in range(len(first.target.indices)):
+            with isl_budget(f"inferring the shape of {name}"):
+                img = None
+                for st, ranges in writes:
+                    cs = [Constraint(c.kind, self.canon(c.expr), c.modulus) for i in st.iterators for c in ranges[i]]
+                    tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
+                    e = st.target.indices[d]
+                    dom = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
+                    part = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(dom).range()
+                    img = part if img is None else img.union(part)
+                img = img.coalesce().intersect_params(ctx)  # type: ignore[union-attr]
+                v = first.target.indices[d].as_single_var()
+                hi = self._extent(img.dim_max(0), ctx, v if v is not None and v in first.iterators
+                                  else f"{name}_dim{d}")
+                lo = pw_aff_to_affine(img.dim_min(0), ctx)
+            lows.append(lo if lo is not None else Affine.const(0))
             if hi is None:
                 raise ShapeInferenceError(
-                    f"cannot infer dimension {d} of {st.target.tensor!r}; declare its shape "
-                    f"(e.g. {st.target.tensor}=pc.f32[...])", st.location)
+                    f"cannot infer dimension {d} of {name!r}; declare its shape "
+                    f"(e.g. {name}=pc.f32[...])", writes[-1][0].location)
             dims.append(hi + 1)
-        return tuple(dims)
+        return tuple(dims), tuple(lows)
 
     # -- whole program -------------------------------------------------------------------------
     def run(self) -> Program:
@@ -273,17 +353,36 @@ class _Inference:
             else:
                 groups.append([st])
         resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]] = {}
-        for group in groups:
-            full = group[-1]
-            ranges = self._infer_statement(full, {})
-            for st in group:
-                resolved[st.name] = {i: ranges[i] for i in st.iterators}
-            if self.shapes.get(full.target.tensor) is None:
-                self.shapes[full.target.tensor] = self._target_shape(full, ranges)
+        writes: Dict[str, List[Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]]] = {}
+        pending = groups
+        while pending:
+            deferred: List[Tuple[List[Statement], ShapeInferenceError]] = []
+            for group in pending:
+                full = group[-1]
+                name = full.target.tensor
+                try:
+                    ranges = self._infer_statement(full, {})
+                except ShapeInferenceError as e:
+                    if self.shapes.get(name) is not None:
+                        raise
+                    # A pure definition whose index no right-hand side ranges (Halide's
+                    # `conv[c, x] = bias[c]`): a later statement writing the same tensor may fix
+                    # its shape, which then gives the range.  Retry after the others.
+                    deferred.append((group, e))
+                    continue
+                for st in group:
+                    resolved[st.name] = {i: ranges[i] for i in st.iterators}
+                if self.shapes.get(name) is None or name in writes:
+                    writes.setdefault(name, []).append((full, ranges))
+                    self.shapes[name], self.lows[name] = self._target_shape(writes[name])
+            if len(deferred) == len(pending):
+                raise deferred[0][1]
+            pending = [g for g, _ in deferred]
         return self._finish(resolved)
 
     def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:
         taken = kernel_names_in(self.p)
+        taken |= {name for name, _, _ in self.derived}
         names: Dict[str, str] = {}
         new_sizes: List[str] = []
         for ph in self.classes.parent:
@@ -325,7 +424,9 @@ class _Inference:
             tensors.append(TensorDecl(t.name, t.dtype, tuple(resolve(e) for e in shape) if shape is not None else (),
                                       t.role, t.declared))
         return self.p.with_(statements=tuple(statements), tensors=tuple(tensors),
-                            sizes=tuple(self.p.sizes) + tuple(new_sizes))
+                            sizes=tuple(self.p.sizes) + tuple(new_sizes) + tuple(n for n, _, _ in self.derived),
+                            assumptions=self.p.assumptions + tuple(fix(c) for c in self._derived_constraints()),
+                            derived_sizes=self.p.derived_sizes + tuple((n, resolve(num), d) for n, num, d in self.derived))
 
 
 def infer_shapes(program: Program) -> Program:

@@ -194,3 +194,79 @@ def union_map_pieces(umap: isl.UnionMap) -> list:
     out: list = []
     umap.foreach_map(out.append)
     return out
+
+
+def params_set_to_constraints(s: isl.Set, derived: Sequence[Tuple[str, Affine, int]] = ()
+                              ) -> Optional[Tuple[Constraint, ...]]:
+    """A parameter set as one conjunction of affine constraints, or None when it needs several
+    pieces or integer divisions (then it cannot be stated as simple call-time checks).
+
+    A division `floor(num / d)` that is one of the `derived` sizes `(name, num, d)` is read as that
+    size."""
+    s = s.coalesce()
+    pieces = s.get_basic_sets()
+    if len(pieces) != 1:
+        return None
+    bset = pieces[0]
+    divs = []
+    for k in range(bset.dim(isl.dim_type.div)):
+        div = bset.get_div(k)
+        d = div.get_denominator_val()
+        num = Affine.from_dict({div.get_dim_name(isl.dim_type.param, j): int((div.get_coefficient_val(
+            isl.dim_type.param, j) * d).to_python()) for j in range(div.dim(isl.dim_type.param))},
+            int((div.get_constant_val() * d).to_python()))
+        match = [name for name, n, dd in derived if n == num and dd == int(d.to_python())]
+        divs.append(match[0] if match else None)
+    out = []
+    for c in bset.get_constraints():
+        coeffs = {}
+        for k in range(c.dim(isl.dim_type.div)):
+            v = c.get_coefficient_val(isl.dim_type.div, k)
+            if v.is_zero():
+                continue
+            if divs[k] is None:
+                return None
+            coeffs[divs[k]] = coeffs.get(divs[k], 0) + int(v.to_python())
+        for k in range(c.dim(isl.dim_type.param)):
+            v = c.get_coefficient_val(isl.dim_type.param, k).to_python()
+            if v:
+                name = c.get_dim_name(isl.dim_type.param, k)
+                coeffs[name] = coeffs.get(name, 0) + int(v)
+        expr = Affine.from_dict(coeffs, int(c.get_constant_val().to_python()))
+        out.append(Constraint("eq" if c.is_equality() else "ge", expr))
+    return tuple(out)
+
+
+def pw_aff_to_floor_form(pa: isl.PwAff, context: Optional[isl.Set] = None
+                         ) -> Optional[Tuple[Affine, int, Affine, int]]:
+    """A single-piece function of parameters `rest + c * floor(num / d)` as (rest, c, num, d).
+
+    Such extents come from strides (`(H - K) // S + 1` output sizes); None for anything else.
+    """
+    if context is not None:
+        pa = pa.gist_params(context)
+    pieces = pa.get_pieces()
+    if len({str(aff) for _, aff in pieces}) != 1:
+        return None
+    aff = pieces[0][1]
+    if aff.dim(isl.dim_type.div) != 1 or aff.dim(isl.dim_type.in_) > 0 and any(
+            not aff.get_coefficient_val(isl.dim_type.in_, k).is_zero() for k in range(aff.dim(isl.dim_type.in_))):
+        return None
+    if aff.get_denominator_val().to_python() != 1:
+        return None
+    div = aff.get_div(0)
+    d = int(div.get_denominator_val().to_python())
+    if any(not div.get_coefficient_val(isl.dim_type.div, k).is_zero() for k in range(div.dim(isl.dim_type.div))):
+        return None  # a nested division
+    coeffs, rest = {}, {}
+    for k in range(div.dim(isl.dim_type.param)):
+        name = div.get_dim_name(isl.dim_type.param, k)
+        v = div.get_coefficient_val(isl.dim_type.param, k) * d
+        if not v.is_zero():
+            coeffs[name] = int(v.to_python())
+        r = aff.get_coefficient_val(isl.dim_type.param, k)
+        if not r.is_zero():
+            rest[name] = int(r.to_python())
+    num = Affine.from_dict(coeffs, int((div.get_constant_val() * d).to_python()))
+    c = int(aff.get_coefficient_val(isl.dim_type.div, 0).to_python())
+    return Affine.from_dict(rest, int(aff.get_constant_val().to_python())), c, num, d

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import islpy as isl
 
 from ..ir import Access, Program, Statement
-from .islutil import affine_str, disjunction_str, isl_name, params_str
+from ..ir.guards import DNF, guarded_accesses
+from .islutil import affine_str, constraint_str, disjunction_str, isl_name, params_str
 
 if TYPE_CHECKING:
     from .dependences import Dependences
@@ -29,6 +30,8 @@ class AccessInfo:
     statement: Statement
     access: Access
     is_write: bool
+    #: Affine condition (a `select` around it) under which the access happens; None: always.
+    guard: Optional[DNF] = None
 
 
 class PolyModel:
@@ -50,16 +53,21 @@ class PolyModel:
     def pstr(self) -> str:
         return params_str(self.params)
 
+    def _params_set(self, least: int) -> isl.Set:
+        """Extents >= `least`, integer parameters free, and the program's assumptions."""
+        free = set(self.program.int_params)
+        conds = [f"{isl_name(p)} >= {least}" for p in self.params if p not in free]
+        conds += [constraint_str(c) for c in self.program.assumptions]
+        return isl.Set(f"{self.pstr} -> {{ : {' and '.join(conds) or 'true'} }}")
+
     @cached_property
     def context(self) -> isl.Set:
-        cond = " and ".join(f"{isl_name(p)} >= 1" for p in self.params) or "true"
-        return isl.Set(f"{self.pstr} -> {{ : {cond} }}")
+        return self._params_set(1)
 
     @cached_property
     def codegen_context(self) -> isl.Set:
         """Sizes >= 0: generated code must be correct for empty tensors too."""
-        cond = " and ".join(f"{isl_name(p)} >= 0" for p in self.params) or "true"
-        return isl.Set(f"{self.pstr} -> {{ : {cond} }}")
+        return self._params_set(0)
 
     def statement_domain(self, st: Statement) -> isl.Set:
         return isl.Set(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {disjunction_str(st.domain)} }}")
@@ -75,17 +83,27 @@ class PolyModel:
             out = out.union(isl.UnionSet.from_set(s))
         return out
 
-    def access_map(self, st: Statement, acc: Access) -> isl.Map:
+    def guarded_domain(self, st: Statement, guard: Optional[DNF] = None) -> isl.Set:
+        """The instances of `st` where `guard` holds (all of its domain for None)."""
+        if guard is None:
+            return self.domains[st.name]
+        g = isl.Set(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {disjunction_str(guard)} }}")
+        return self.domains[st.name].intersect(g)
+
+    def access_map(self, st: Statement, acc: Access, guard: Optional[DNF] = None) -> isl.Map:
         m = isl.Map(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} -> {access_str(acc)} }}")
-        return m.intersect_domain(self.domains[st.name])
+        return m.intersect_domain(self.guarded_domain(st, guard))
 
     @cached_property
     def accesses(self) -> List[AccessInfo]:
+        """Every access of every statement; reads under an affine `select` carry its guard."""
         out = []
         for st in self.program.statements:
             out.append(AccessInfo(st, st.target, True))
-            for acc in st.reads():
-                out.append(AccessInfo(st, acc, False))
+            if st.update:
+                out.append(AccessInfo(st, st.target, False))
+            for acc, guard in guarded_accesses(st.value):
+                out.append(AccessInfo(st, acc, False, guard))
         return out
 
     def _union(self, maps) -> isl.UnionMap:
@@ -96,11 +114,12 @@ class PolyModel:
 
     @cached_property
     def writes(self) -> isl.UnionMap:
-        return self._union(self.access_map(a.statement, a.access) for a in self.accesses if a.is_write)
+        return self._union(self.access_map(a.statement, a.access, a.guard) for a in self.accesses if a.is_write)
 
     @cached_property
     def reads(self) -> isl.UnionMap:
-        return self._union(self.access_map(a.statement, a.access) for a in self.accesses if not a.is_write)
+        return self._union(self.access_map(a.statement, a.access, a.guard) for a in self.accesses
+                           if not a.is_write)
 
     def statement_schedule(self, st: Statement) -> isl.Map:
         """`S[i, j] -> [c0, i, c1, j, c2, 0, ...]`, padded to the deepest statement."""

@@ -22,7 +22,7 @@ from .signature import KernelSignature
 Number = Union[int, float]
 
 _WRITTEN_ROLES = ("output", "inout")
-_INT_RANGES = {32: (-(2 ** 31), 2 ** 31 - 1), 64: (-(2 ** 63), 2 ** 63 - 1)}
+_INT_RANGES = {32: (-(2 ** 31), 2 ** 31 - 1), 64: (-(2 ** 63), 2 ** 63 - 1), 8: (0, 255), 16: (0, 65535)}
 
 
 @dataclass(frozen=True)
@@ -305,9 +305,14 @@ def _extents(t: TensorDecl, sizes: Mapping[str, int], origins: Mapping[str, str]
 
 # -- sizes and shapes ---------------------------------------------------------------------------
 
-def _check_size_keyword(name: str, value: Any) -> int:
+def _check_size_keyword(name: str, value: Any, any_sign: bool = False) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ArgumentError(f"size {name} must be an integer but got {type(value).__name__} {value!r}")
+    if any_sign:  # an integer parameter (a shift, a stride), not an extent
+        lo, hi = _INT_RANGES[64]
+        if not lo <= int(value) <= hi:
+            raise ArgumentError(f"{name} = {int(value)} does not fit in int64")
+        return int(value)
     if int(value) < 0:
         raise ArgumentError(f"size {name} must be a non-negative integer but got {int(value)}")
     return int(value)
@@ -320,7 +325,7 @@ def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Map
     origins: Dict[str, str] = {}
     for name in size_names:
         if name in kwargs:
-            sizes[name] = _check_size_keyword(name, kwargs[name])
+            sizes[name] = _check_size_keyword(name, kwargs[name], name in program.int_params)
             origins[name] = f"the keyword {name}={sizes[name]}"
     shaped = [(t, passed[t.name]) for t in program.tensors if t.name in passed and t.shape is not None]
     for t, array in shaped:
@@ -332,6 +337,10 @@ def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Map
     progress = True
     while progress:
         progress = False
+        for name, num, d in program.derived_sizes:  # e.g. a strided output extent floor((H - K) / 2)
+            if name not in sizes and all(v in sizes for v in num.variables):
+                sizes[name], origins[name] = num.evaluate(sizes) // d, f"floor(({num}) / {d})"
+                progress = True
         for t, array in shaped:
             for d, entry in enumerate(t.shape):
                 unknown = [v for v in entry.variables if v not in sizes]
@@ -347,10 +356,28 @@ def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Map
                                         + _context(entry, u, sizes, origins))
                 sizes[u], origins[u] = value, f"{t.name}.shape[{d}] = {entry}"
                 progress = True
+    _largest_allowed(program, sizes, origins)
     missing = [n for n in size_names if n not in sizes]
     if missing:
         raise ArgumentError(_undetermined_message(program, missing))
     return sizes, origins
+
+
+def _largest_allowed(program: Program, sizes: Dict[str, int], origins: Dict[str, str]) -> None:
+    """A size no shape determines, but which the kernel's requirements bound from above (a range
+    `where i in 0:N` over an undeclared input `a[i]` needs `a_dim0 >= N`), takes the largest value
+    they allow: the kernel then covers its inputs."""
+    for name in program.sizes:
+        if name in sizes:
+            continue
+        caps = []
+        for c in program.assumptions:
+            k = c.expr.coeff(name)
+            if c.kind == "ge" and k < 0 and all(v in sizes for v in c.expr.variables if v != name):
+                caps.append((c.expr.substitute({name: Affine.const(0)}).evaluate(sizes) // -k, c))
+        if caps:
+            value, c = min(caps, key=lambda x: x[0])
+            sizes[name], origins[name] = value, f"the largest value the requirement {c} allows"
 
 
 def _context(entry: Affine, skip: str, sizes: Mapping[str, int], origins: Mapping[str, str]) -> str:

@@ -191,8 +191,10 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
             if parent is not None:
                 parent.ends_here += (name,)
         carried, other = _carried_levels(schedule, deps, maps)
+    # A floor-division quotient's loop runs once per outer instance: never a grid axis.
+    quotients = {q for st in schedule.model.program.statements for q in st.divisions}
     for node in nodes.values():
-        node.parallel = not any(node.dim in carried[st] for st in node.statements)
+        node.parallel = not any(node.dim in carried[st] for st in node.statements) and node.name not in quotients
         node.reducible = not node.parallel and _reducible(schedule.model.program, node, other)
     return roots
 

@@ -230,12 +230,15 @@ def is_reduction_dependence(model: PolyModel, dep: Dependence) -> bool:
 def _innermost_problem(s: Schedule, k: int) -> Optional[str]:
     """Why loop dimension `k` is not the innermost loop of every statement it iterates, or None.
     Fully unrolled dimensions inside it (register-blocking lanes) are not loops in the code."""
+    # A floor-division quotient's loop takes one value per outer instance: no loop in the code.
+    quotients = {q for st in s.model.program.statements for q in st.divisions}
     for name, _ in s.maps:
         for p in pieces(s, name):
             if fixed_value(p, k) is not None:
                 continue
             for j in range(k + 1, len(s.dims)):
-                if s.dims[j].is_loop and s.dims[j].unroll != -1 and fixed_value(p, j) is None:
+                if s.dims[j].is_loop and s.dims[j].unroll != -1 and s.dims[j].name not in quotients \
+                        and fixed_value(p, j) is None:
                     return (f"loop {s.dims[k].name!r} is not innermost: statement {name} still iterates "
                             f"loop {s.dims[j].name!r} inside it")
     return None

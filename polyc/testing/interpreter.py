@@ -72,7 +72,12 @@ class _Evaluator:
         arr = self.arrays[acc.tensor]
         if not acc.indices:
             return arr[()]
-        return arr[tuple(self.index(e, env) for e in acc.indices)]
+        idx = tuple(self.index(e, env) for e in acc.indices)
+        if getattr(self, "guarded", 0):
+            # numpy evaluates both branches of a select; where the guard fails the element is
+            # never used (and may lie outside the tensor, like A[i - 1] at i = 0): clamp it.
+            idx = tuple(np.clip(i, 0, max(n - 1, 0)) for i, n in zip(idx, arr.shape))
+        return arr[idx]
 
     def expr(self, e: Expr, env, dtype):
         if isinstance(e, Const):
@@ -93,8 +98,12 @@ class _Evaluator:
             with np.errstate(all="ignore"):
                 return _BIN[e.op](a, b)
         if isinstance(e, Select):
-            return np.where(self.expr(e.cond, env, dtype), self.expr(e.if_true, env, dtype),
-                            self.expr(e.if_false, env, dtype))
+            self.guarded = getattr(self, "guarded", 0) + 1
+            try:
+                return np.where(self.expr(e.cond, env, dtype), self.expr(e.if_true, env, dtype),
+                                self.expr(e.if_false, env, dtype))
+            finally:
+                self.guarded -= 1
         if isinstance(e, Call):
             with np.errstate(all="ignore"):
                 return _NUMPY_FN[e.fn](*(self.expr(a, env, dtype) for a in e.args))

@@ -28,6 +28,6 @@ def test_in_bounds_with_where_clause_passes():
 
 def test_uninitialised_intermediate_read():
     with pytest.raises(pc.UninitializedReadError) as info:
-        pc.kernel("t[i] = A[i] where i in 1:N\nB[i] = t[i]", A=pc.f64["N"])
+        pc.kernel("t[i] = A[i] where i in 1:N\nB[i] = t[i]", A=pc.f64["N"], B=pc.f64["N"])
     msg = str(info.value)
     assert "reads t[0]" in msg and "no earlier statement writes" in msg and "line 2" in msg

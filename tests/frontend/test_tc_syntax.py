@@ -1,0 +1,50 @@
+"""Item 8: statements spanning lines, `//` in expressions, unsigned 8/16-bit element types."""
+import numpy as np
+import pytest
+
+import polyc as pc
+
+from .tc_helpers import check_all
+
+rng = np.random.default_rng(8)
+
+
+def test_continuation_lines_starting_with_operator_or_where():
+    k = pc.kernel("""
+        C[i, j] +=! A[i, k]
+            * B[k, j]
+            where k in 0:K
+        D[i, j] = C[i, j] +
+            1.0
+    """, A=pc.f64["I", "K"])
+    assert len(k.program.statements) == 3
+    assert k.program.statements[1].text == "C[i, j] +=! A[i, k] * B[k, j] where k in 0:K"
+    a, b = rng.random((3, 4)), rng.random((4, 5))
+    check_all(k, dict(A=a, B=b), a @ b + 1.0)
+
+
+def test_semicolon_still_separates_and_new_line_starts_a_statement():
+    k = pc.kernel("B[i] = A[i] * 2.0; C[i] = B[i] + 1.0\nD[i] = C[i] - 1.0")
+    assert len(k.program.statements) == 3
+
+
+def test_floor_division_of_values():
+    k = pc.kernel("B[i] = A[i] // 2.0")
+    a = rng.random(6) * 10 - 5
+    check_all(k, dict(A=a), a // 2.0)
+
+
+@pytest.mark.parametrize("dtype", [pc.u8, pc.u16])
+def test_unsigned_image_types(dtype):
+    k = pc.kernel("O[x, y] max=! I[x, y + k] where k in 0:3", I=dtype["W", "H"])
+    img = rng.integers(0, 250, (5, 6)).astype(dtype.numpy)
+    expected = np.stack([img[:, 0:4], img[:, 1:5], img[:, 2:6]]).max(0)
+    check_all(k, dict(I=img), expected)
+    got = k(I=img)
+    assert got.dtype == dtype.numpy
+
+
+def test_unsigned_scalar_range_is_checked():
+    k = pc.kernel("O[x] = I[x] + s", I=pc.u8["W"], s=pc.u8)
+    with pytest.raises(pc.ArgumentError, match="does not fit"):
+        k(I=np.zeros(3, np.uint8), s=300)
