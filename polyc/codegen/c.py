@@ -15,7 +15,7 @@ import cgen as c
 from ..ir import Access, Program
 from ..runtime.signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
-from .cexpr import CExprPrinter
+from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .typing import Typing
 
@@ -27,7 +27,7 @@ PREAMBLE = """\
 static inline int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t polyc_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
-"""
+""" + expression_helpers("static inline")
 
 
 #: Parallel loops run their bodies in helpers with restrict parameters (`_Emitter._outlined`), so the

@@ -1,22 +1,81 @@
-"""Printing IR scalar expressions and accesses as C (shared by the C and CUDA emitters)."""
+"""Printing IR scalar expressions and accesses as C (shared by the C and CUDA emitters).
+
+Operators and functions follow numpy's semantics, not C's (README "Types"): `max`/`min` (calls and
+`max=!`/`min=!` updates) propagate NaN like `np.maximum`/`np.minimum`; `%` and `//` floor like
+`np.mod`/`np.floor_divide` (Python's rule) on integers and floats; an integer `%` or `//` by zero
+gives 0 and `INT_MIN // -1` wraps, as numpy does, so no input makes generated code trap.  The
+printed expressions call small helpers (`expression_helpers`) that every C/CUDA preamble includes,
+so that an argument is evaluated once however deeply calls nest.
+"""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Callable, Dict, Optional
 
-from ..errors import PolycError
+import numpy as np
+
+from ..errors import LiteralRangeError, PolycError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select,
-                  Statement, Unary)
+                  Statement, Unary, i64)
 from .typing import BOOL, Typing
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
-             "ceil": "ceil", "sin": "sin", "cos": "cos", "max": "fmax", "min": "fmin", "pow": "pow"}
+             "ceil": "ceil", "sin": "sin", "cos": "cos", "fmax": "fmax", "fmin": "fmin", "pow": "pow"}
 _INT_LIMITS = {"i32": ("INT32_MIN", "INT32_MAX"), "i64": ("INT64_MIN", "INT64_MAX")}
+_INT_RANGE = {"i32": (-2 ** 31, 2 ** 31 - 1), "i64": (-2 ** 63, 2 ** 63 - 1)}
+
+#: (polyc type name, C type, suffix of its <math.h> functions) for which helpers are printed.
+_HELPER_TYPES = (("f32", "float", "f"), ("f64", "double", ""), ("i32", "int32_t", ""), ("i64", "int64_t", ""))
+
+
+def expression_helpers(qualifier: str) -> str:
+    """C definitions of the helpers printed expressions call, each declared `qualifier`
+    (`static inline` for C, `static __device__ __forceinline__` for CUDA).
+
+    - `polyc_max_<t>(a, b)` / `polyc_min_<t>`: NaN if either operand is NaN (`np.maximum`).  The
+      form `b != b ? b : (b > a ? b : a)` keeps the dependence on `a` (an accumulator in a
+      `max=!` reduction) to one compare-and-select, which gcc turns into `vmaxps` and vectorises
+      across independent accumulators; `fmax` is a library call that ignores NaN.
+    - `polyc_mod_<t>` / `polyc_floordiv_<t>`: Python's and numpy's floor semantics.  Floats follow
+      numpy's `npy_divmod` (so `1.0 // 0.1` is 9.0 as in Python, not `floor(1.0 / 0.1)`); a float
+      divisor 0 gives NaN or +-inf as numpy does; an integer divisor 0 gives 0, and the
+      quotient `INT_MIN // -1` wraps to `INT_MIN`, without trapping.
+    """
+    q = qualifier
+    out = []
+    for name, ct, sfx in _HELPER_TYPES:
+        if name.startswith("f"):
+            out += [
+                f"{q} {ct} polyc_max_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b > a ? b : a); }}",
+                f"{q} {ct} polyc_min_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b < a ? b : a); }}",
+                f"{q} {ct} polyc_mod_{name}({ct} a, {ct} b) {{ {ct} r = fmod{sfx}(a, b); "
+                f"if (r != 0) {{ if ((b < 0) != (r < 0)) r += b; }} else r = copysign{sfx}(0, b); return r; }}",
+                f"{q} {ct} polyc_floordiv_{name}({ct} a, {ct} b) {{ if (b == 0) return a / b; "
+                f"{ct} r = fmod{sfx}(a, b), d = (a - r) / b; "
+                f"if (r != 0 && ((b < 0) != (r < 0))) d -= 1; if (d == 0) return copysign{sfx}(0, a / b); "
+                f"{ct} f = floor{sfx}(d); return (d - f > 0.5{sfx}) ? f + 1 : f; }}",
+            ]
+        else:
+            ut = "uint32_t" if name == "i32" else "uint64_t"
+            out += [
+                f"{q} {ct} polyc_max_{name}({ct} a, {ct} b) {{ return b > a ? b : a; }}",
+                f"{q} {ct} polyc_min_{name}({ct} a, {ct} b) {{ return b < a ? b : a; }}",
+                f"{q} {ct} polyc_mod_{name}({ct} a, {ct} b) {{ if (b == 0 || b == -1) return 0; "
+                f"{ct} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}",
+                f"{q} {ct} polyc_floordiv_{name}({ct} a, {ct} b) {{ if (b == 0) return 0; "
+                f"if (b == -1) return ({ct})(({ut})0 - ({ut})a); "
+                f"{ct} d = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? d - 1 : d; }}",
+            ]
+    return "\n".join(out) + "\n"
 
 
 def literal(value, dtype: DType) -> str:
     """A C literal of `dtype` (floats keep their type: `0.5f` for float32)."""
     if dtype.is_float:
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                not -np.finfo(dtype.numpy).max <= value <= np.finfo(dtype.numpy).max:
+            raise literal_range_error(value, dtype)
         v = float(value)
         if math.isinf(v):
             return "INFINITY" if v > 0 else "(-INFINITY)"
@@ -33,7 +92,42 @@ def literal(value, dtype: DType) -> str:
         return "1" if value else "0"
     if isinstance(value, float) and not value.is_integer():
         raise PolycError(f"literal {value} in an integer expression")
+    lo, hi = _INT_RANGE.get(dtype.name, _INT_RANGE["i64"])
+    if not lo <= int(value) <= hi:
+        raise literal_range_error(value, dtype)
+    if int(value) == lo:      # `-2147483648` is `-(2147483648)` in C: a wider type
+        return _INT_LIMITS[dtype.name][0] if dtype.name in _INT_LIMITS else str(int(value))
     return str(int(value))
+
+
+def literal_location(st: Statement, value) -> Optional[SourceLocation]:
+    """Where literal `value` of statement `st` is written: its column on the statement's first line
+    when the digits appear there, else the statement's own position."""
+    loc = st.location
+    if loc is None or not loc.text:
+        return loc
+    v = int(value)
+    digits = str(abs(v)) if v.bit_length() < 10000 else ""
+    col = loc.text.find(digits) if digits else -1
+    return replace(loc, column=col + 1) if col >= 0 else loc
+
+
+def literal_range_error(value, dtype: DType, location=None) -> LiteralRangeError:
+    """The error for an integer literal that does not fit the type it takes in its expression."""
+    v = int(value)
+    if v.bit_length() > 128:
+        shown = f"of {v.bit_length()} bits ({'-' if v < 0 else ''}about 10**{int(v.bit_length() * 0.30103)})"
+    else:
+        shown = str(v)
+    if dtype.is_float:
+        rule = f"{dtype.numpy_name} (largest finite value {np.finfo(dtype.numpy).max:.3g})"
+        advice = "write a smaller value"
+    else:
+        lo, hi = _INT_RANGE.get(dtype.name, _INT_RANGE["i64"])
+        rule = f"{dtype.numpy_name} (range {lo} to {hi})"
+        advice = "write a smaller value, or a float literal (e.g. 1e30) in a float expression"
+    return LiteralRangeError(f"the integer literal {shown} does not fit in {rule}, the type it takes in "
+                             f"this expression; {advice}", location, literal=v, dtype=dtype)
 
 
 class CExprPrinter:
@@ -85,30 +179,42 @@ class CExprPrinter:
                 common = _common(a_t, b_t)
                 return f"({self.expr(e.lhs, common)} {e.op} {self.expr(e.rhs, common)})"
             common = _common(a_t, b_t) or want
+            if e.op in ("%", "//") and (common is None or common == BOOL):
+                common = _literal_type(e.lhs, e.rhs)
             lhs, rhs = self.expr(e.lhs, common), self.expr(e.rhs, common)
             if e.op == "/" and common is not None and not common.is_float:
                 return f"((double)({lhs}) / (double)({rhs}))"
-            if e.op == "%" and common is not None and common.is_float:
-                return f"{_fn('fmod', common)}({lhs}, {rhs})"
+            if e.op in ("%", "//"):
+                return f"polyc_{'mod' if e.op == '%' else 'floordiv'}_{common.name}({lhs}, {rhs})"
             return f"({lhs} {e.op} {rhs})"
         if isinstance(e, Select):
             rt = t.type_of(e, want)
             return f"({self.expr(e.cond, None)} ? {self.expr(e.if_true, rt)} : {self.expr(e.if_false, rt)})"
         if isinstance(e, Call):
-            rt = t.type_of(e, want) or want
+            rt = t.type_of(e, want) or want or _literal_type(*e.args)
             args = [self.expr(a, rt) for a in e.args]
+            if e.fn in ("max", "min") and rt is not None and rt != BOOL:
+                return f"polyc_{e.fn}_{rt.name}({args[0]}, {args[1]})"
             if rt is not None and rt.is_float:
                 return f"{_fn(_FLOAT_FN[e.fn], rt)}({', '.join(args)})"
             if e.fn == "abs":
                 return f"llabs({args[0]})"
-            if e.fn in ("max", "min"):
-                op = ">" if e.fn == "max" else "<"
-                return f"(({args[0]}) {op} ({args[1]}) ? ({args[0]}) : ({args[1]}))"
+            if e.fn in ("fmax", "fmin"):
+                return f"polyc_{e.fn[1:]}_{(rt or i64).name}({args[0]}, {args[1]})"
             return f"{e.fn}({', '.join(args)})"
         raise PolycError(f"cannot print expression {e!r}")
 
     def statement(self, st: Statement) -> str:
-        """The statement as one C assignment."""
+        """The statement as one C assignment; a literal that does not fit its type is refused with
+        the statement's source position (`LiteralRangeError`)."""
+        try:
+            return self._statement(st)
+        except LiteralRangeError as err:
+            if err.location is not None or err.literal is None:
+                raise
+            raise literal_range_error(err.literal, err.dtype, literal_location(st, err.literal)) from None
+
+    def _statement(self, st: Statement) -> str:
         dtype = self.typing.tensors[st.target.tensor]
         target = self.access(st.target)
         value = self.expr(st.value, dtype)
@@ -116,10 +222,7 @@ class CExprPrinter:
             return f"{target} = {value};"
         if st.update in ("+", "*"):
             return f"{target} {st.update}= {value};"
-        if dtype.is_float:
-            return f"{target} = {_fn('f' + st.update, dtype)}({target}, {value});"
-        op = ">" if st.update == "max" else "<"
-        return f"{target} = ({value}) {op} {target} ? ({value}) : {target};"
+        return f"{target} = polyc_{st.update}_{dtype.name}({target}, {value});"
 
 
 def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
@@ -129,6 +232,13 @@ def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
     if b is None or b == BOOL:
         return a
     return promote(a, b)
+
+
+def _literal_type(*operands: Expr) -> DType:
+    """The type of an operation between literals alone: int64 for integers, else float64 (Python's rule)."""
+    from ..ir import f64
+    ints = all(isinstance(x, Const) and isinstance(x.value, int) for x in operands)
+    return i64 if ints else f64
 
 
 def _fn(name: str, dtype: DType) -> str:

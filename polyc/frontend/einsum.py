@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Optional, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
+from ..ir.depth import ensure_recursion_room, tree_depth
 from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
@@ -269,6 +270,8 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
                              f"type (pc.f32)")
     statements = parse_einsum(source, filename)
+    for st in statements:   # deep right-hand sides: room for the recursive lowering and every later walker
+        ensure_recursion_room(tree_depth(st.rhs, lambda n: n.args), f"the right-hand side of {st.target}", st.loc)
     program = _Lowering(statements, declared, name, source).lower()
     used = {a.tensor for st in program.statements for a in (st.target,) + st.value.accesses()}
     used |= {e.name for st in program.statements for e in st.value.walk() if isinstance(e, ScalarRef)}

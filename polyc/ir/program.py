@@ -127,6 +127,15 @@ class Program:
     #: Affine facts about sizes that hold for every call (e.g. `N - 1 >= 0`).
     assumptions: Tuple[Constraint, ...] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        # Every later stage walks statement expressions recursively: make room for the deepest
+        # one here, once (see `polyc.ir.depth`); past the documented limit a typed error.
+        from .depth import ensure_recursion_room, expression_depth
+        for st in self.statements:
+            depth = expression_depth(st.value)
+            if depth > 100:
+                ensure_recursion_room(depth, f"the right-hand side of statement {st.name} ({st.target})", st.location)
+
     def tensor(self, name: str) -> TensorDecl:
         for t in self.tensors:
             if t.name == name:
