@@ -50,10 +50,10 @@ def expression_helpers(qualifier: str) -> str:
                 f"{q} {ct} polyc_max_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b > a ? b : a); }}",
                 f"{q} {ct} polyc_min_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b < a ? b : a); }}",
                 f"{q} {ct} polyc_mod_{name}({ct} a, {ct} b) {{ {ct} r = fmod{sfx}(a, b); "
-                f"if (r != 0) {{ if ((b < 0) != (r < 0)) r += b; }} else r = copysign{sfx}(0, b); return r; }}",
+                f"if (r != 0) {{ if ((b < 0) != (r < 0)) r += b; }} else r = copysign{sfx}(0.0{sfx}, b); return r; }}",
                 f"{q} {ct} polyc_floordiv_{name}({ct} a, {ct} b) {{ if (b == 0) return a / b; "
                 f"{ct} r = fmod{sfx}(a, b), d = (a - r) / b; "
-                f"if (r != 0 && ((b < 0) != (r < 0))) d -= 1; if (d == 0) return copysign{sfx}(0, a / b); "
+                f"if (r != 0 && ((b < 0) != (r < 0))) d -= 1; if (d == 0) return copysign{sfx}(0.0{sfx}, a / b); "
                 f"{ct} f = floor{sfx}(d); return (d - f > 0.5{sfx}) ? f + 1 : f; }}",
             ]
         else:
@@ -168,6 +168,8 @@ class CExprPrinter:
         if isinstance(e, Cast):
             return f"(({e.dtype.c_name})({self.expr(e.operand, None)}))"
         if isinstance(e, Unary):
+            if e.op == "-" and _is_number(e.operand):     # `-2147483648` fits int32, as in numpy
+                return f"({self.expr(Const(-e.operand.value, e.operand.dtype), want)})"
             inner = self.expr(e.operand, want)
             return f"(!{inner})" if e.op == "not" else f"(-{inner})"
         if isinstance(e, Binary):
@@ -232,6 +234,11 @@ def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
     if b is None or b == BOOL:
         return a
     return promote(a, b)
+
+
+def _is_number(e: Expr) -> bool:
+    """A numeric literal (not a boolean)."""
+    return isinstance(e, Const) and not isinstance(e.value, bool)
 
 
 def _literal_type(*operands: Expr) -> DType:

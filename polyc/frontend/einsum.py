@@ -169,8 +169,6 @@ class _Lowering:
                     raise ParseError(f"select takes 3 arguments (condition, if_true, if_false), got {len(args)}",
                                      node.loc)
                 return Select(*args)
-            if fn in ("fmax", "fmin"):
-                fn = fn[1:]
             if fn not in MATH_FUNCTIONS:
                 known = ", ".join(sorted(MATH_FUNCTIONS) + ["select"])
                 raise ParseError(f"unknown function {fn!r}; available: {known}", node.loc)

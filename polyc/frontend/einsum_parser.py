@@ -189,7 +189,7 @@ class _Parser:
 
     def term(self) -> Node:
         node = self.unary()
-        while self.peek().kind == "op" and self.peek().text in ("*", "/", "%"):
+        while self.peek().kind == "op" and self.peek().text in ("*", "/", "//", "%"):
             tok = self.next()
             node = Node("bin", self.loc(tok), tok.text, (node, self.unary()))
         return node

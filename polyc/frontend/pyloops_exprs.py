@@ -465,7 +465,7 @@ class ExprLowering:
             for a in args[1:]:
                 out = Call(name, (out, a))
             return out
-        arity = 2 if name == "pow" else 1
+        arity = 2 if name in ("pow", "fmax", "fmin") else 1
         if len(args) != arity:
             raise self.src.error(node, f"`{shown}` takes {arity} argument(s) in a kernel")
         return Call(name, tuple(args))

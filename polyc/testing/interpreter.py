@@ -115,6 +115,8 @@ class _Evaluator:
         if isinstance(e, Cast):
             return np.asarray(self.expr(e.operand, env, dtype)).astype(e.dtype.numpy)
         if isinstance(e, Unary):
+            if e.op == "-" and isinstance(e.operand, Const) and not isinstance(e.operand.value, bool):
+                return self.const(Const(-e.operand.value, e.operand.dtype), dtype)   # `-2147483648` fits int32
             v = self.expr(e.operand, env, dtype)
             return np.logical_not(v) if e.op == "not" else np.negative(v)
         if isinstance(e, Binary):
