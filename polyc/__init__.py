@@ -9,6 +9,7 @@ from .api import Kernel, codegen, compile, kernel
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, OutOfBoundsError,
                      ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
+from .errors import ExpressionTooDeepError, LiteralRangeError
 from .ir import DType, TensorType, f32, f64, i32, i64, tensor
 from .schedule import Schedule
 
@@ -24,4 +25,5 @@ __all__ = [
     "f32", "f64", "i32", "i64", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
+    "LiteralRangeError", "ExpressionTooDeepError",
 ]

@@ -72,10 +72,9 @@ def expression_helpers(qualifier: str) -> str:
 
 def literal(value, dtype: DType) -> str:
     """A C literal of `dtype` (floats keep their type: `0.5f` for float32)."""
+    if not integer_literal_fits(value, dtype):
+        raise literal_range_error(value, dtype)
     if dtype.is_float:
-        if isinstance(value, int) and not isinstance(value, bool) and \
-                not -np.finfo(dtype.numpy).max <= value <= np.finfo(dtype.numpy).max:
-            raise literal_range_error(value, dtype)
         v = float(value)
         if math.isinf(v):
             return "INFINITY" if v > 0 else "(-INFINITY)"
@@ -93,11 +92,20 @@ def literal(value, dtype: DType) -> str:
     if isinstance(value, float) and not value.is_integer():
         raise PolycError(f"literal {value} in an integer expression")
     lo, hi = _INT_RANGE.get(dtype.name, _INT_RANGE["i64"])
-    if not lo <= int(value) <= hi:
-        raise literal_range_error(value, dtype)
     if int(value) == lo:      # `-2147483648` is `-(2147483648)` in C: a wider type
         return _INT_LIMITS[dtype.name][0] if dtype.name in _INT_LIMITS else str(int(value))
     return str(int(value))
+
+
+def integer_literal_fits(value, dtype: DType) -> bool:
+    """Whether `value` (any literal) is representable in `dtype`: integer literals must be in the
+    integer type's range, or within the float type's finite range (not rounded to inf)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return True
+    if dtype.is_float:
+        return abs(value) <= float(np.finfo(dtype.numpy).max)     # exact int/float comparison
+    lo, hi = _INT_RANGE.get(dtype.name, _INT_RANGE["i64"])
+    return lo <= value <= hi
 
 
 def literal_location(st: Statement, value) -> Optional[SourceLocation]:

@@ -206,7 +206,11 @@ class _Parser:
         if tok.kind == "number":
             self.next()
             is_float = any(c in tok.text for c in ".eE")
-            value = float(tok.text) if is_float else int(tok.text)
+            try:
+                value = float(tok.text) if is_float else int(tok.text)
+            except ValueError:   # past Python's int-to-str digit limit (4300 digits)
+                raise ParseError(f"the integer literal of {len(tok.text)} digits is too large for any "
+                                 f"type a kernel computes in", self.loc(tok)) from None
             return Node("num", self.loc(tok), value, is_float=is_float)
         if tok.kind == "name" and tok.text not in ("where", "in", "and", "or", "not"):
             self.next()

@@ -84,23 +84,18 @@ class _Evaluator:
 
     def const(self, e: Const, dtype: np.dtype):
         """A literal in the type it takes; an integer type's infinities are its limits (the
-        identity of `max=!` and `min=!`)."""
+        identity of `max=!` and `min=!`); an integer literal that does not fit is refused."""
+        from ..codegen.cexpr import integer_literal_fits, literal_location, literal_range_error
+        from ..ir import dtype_of_numpy
         dt = e.dtype.numpy if e.dtype else np.dtype(dtype)
         value = e.value
-        if dt.kind in "iu":
+        if dt.kind in "iu" and isinstance(value, float) and math.isinf(value):
             info = np.iinfo(dt)
-            if isinstance(value, float) and math.isinf(value):
-                return dt.type(info.max if value > 0 else info.min)
-            if not isinstance(value, float) and not info.min <= int(value) <= info.max:
-                from ..codegen.cexpr import literal_location, literal_range_error
-                from ..ir import dtype_of_numpy
-                loc = literal_location(self.statement, value) if self.statement is not None else None
-                raise literal_range_error(value, dtype_of_numpy(dt), loc)
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2 ** 1024:
-            from ..codegen.cexpr import literal_location, literal_range_error
-            from ..ir import dtype_of_numpy
+            return dt.type(info.max if value > 0 else info.min)
+        polyc_type = dtype_of_numpy(dt)
+        if polyc_type is not None and not integer_literal_fits(value, polyc_type):
             loc = literal_location(self.statement, value) if self.statement is not None else None
-            raise literal_range_error(value, dtype_of_numpy(dt), loc)
+            raise literal_range_error(value, polyc_type, loc)
         return dt.type(value)
 
     def expr(self, e: Expr, env, dtype):

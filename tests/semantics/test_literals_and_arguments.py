@@ -94,3 +94,19 @@ def test_size_beyond_int64_is_an_argument_error(value):
     k = pc.kernel(steps)
     with pytest.raises(ArgumentError, match="does not fit in int64"):
         pc.compile(k)(A=np.ones(3), T=value)
+    with pytest.raises(ArgumentError, match="does not fit in int64"):
+        k.reference(A=np.ones(3), T=value)
+
+
+def test_integer_literal_beyond_float32_is_refused_in_both_oracles():
+    k = pc.kernel("B[i] = A[i] + 1000000000000000000000000000000000000000")
+    a = np.ones(3, dtype=np.float32)
+    for run in (lambda: pc.compile(k)(A=a), lambda: k.reference(A=a)):
+        with pytest.raises(LiteralRangeError, match="float32"):
+            run()
+
+
+def test_einsum_5000_digit_literal_is_a_parse_error():
+    with pytest.raises(ParseError, match="5000 digits") as err:
+        pc.kernel("B[i] = A[i] + " + "9" * 5000)
+    assert err.value.column == 15
