@@ -30,7 +30,7 @@ TRUE: DNF = [[]]
 FALSE: DNF = []
 
 ALLOWED_CALLS = ("math/numpy sqrt, exp, log, tanh, sin, cos, floor, ceil, fabs, power, maximum, "
-                 "minimum, and the builtins abs, min, max, pow, float, int")
+                 "minimum, fmax, fmin, and the builtins abs, min, max, pow, float, int")
 
 
 def dnf_and(a: DNF, b: DNF) -> DNF:

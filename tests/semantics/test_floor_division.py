@@ -110,8 +110,8 @@ def test_int32_floor_semantics():
 
 @pytest.mark.parametrize("target", ["c", "cuda-emu"])
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
-def test_einsum_mod_is_numpy_mod(target, dtype):
-    k = pc.kernel("R[i] = A[i] % B[i]\nS[i] = A[i] % 3 - B[i] % -2")
+def test_einsum_mod_and_floordiv_are_numpy_mod_and_floor_divide(target, dtype):
+    k = pc.kernel("R[i] = A[i] % B[i]\nS[i] = A[i] % 3 - B[i] % -2\nQ[i] = A[i] // B[i] + A[i] // -4")
     if np.dtype(dtype).kind == "i":
         a, b = _ints(dtype)
     else:
@@ -121,9 +121,11 @@ def test_einsum_mod_is_numpy_mod(target, dtype):
     with np.errstate(all="ignore"):
         _same(out["R"], np.mod(a, b))
         _same(out["S"], np.mod(a, dtype(3)) - np.mod(b, dtype(-2)))
+        _same(out["Q"], np.floor_divide(a, b) + np.floor_divide(a, dtype(-4)))
+    assert out["Q"].dtype == dtype
     ref = k.reference(A=a, B=b)
-    _same(ref["R"], out["R"])
-    _same(ref["S"], out["S"])
+    for name in "RSQ":
+        _same(ref[name], out[name])
 
 
 @pytest.mark.parametrize("text", ["B[i] = A[i] % 0", "B[i] = A[i] % (A[i] - A[i])"])
@@ -179,3 +181,24 @@ def test_cuda_source_with_every_helper_compiles_with_nvcc(dtypes):
     src = generate_cuda(k.schedule(), resolve_typing(k.program, {})).source
     assert f"polyc_floordiv_{b.name}(" in src and f"polyc_max_{a.name}(" in src
     compile_cuda_check(src, "sm_80")
+
+
+def index_over_parameter(A: pc.i64["N"], d: int):
+    for i in range(N):
+        A[i] = (i - 2) // d + (i - 2) % d
+
+
+def test_zero_divisor_on_python_ints_compiled_gives_zero_reference_raises():
+    """The documented difference: on plain Python ints (loop indices, `int` parameters) the
+    reference raises ZeroDivisionError as Python does; compiled code gives numpy's 0."""
+    k = pc.kernel(index_over_parameter)
+    a = np.full(5, 7, dtype=np.int64)
+    pc.compile(k)(A=a, d=0)
+    _same(a, np.zeros(5, dtype=np.int64))
+    with pytest.raises(ZeroDivisionError):
+        k.reference(A=np.zeros(5, dtype=np.int64), d=0)
+    b, b_ref = np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64)
+    pc.compile(k)(A=b, d=3)
+    k.reference(A=b_ref, d=3)
+    _same(b, b_ref)
+    _same(b, np.arange(-2, 3) // 3 + np.arange(-2, 3) % 3)
