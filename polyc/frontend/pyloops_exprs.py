@@ -380,10 +380,10 @@ class ExprLowering:
             raise self.src.error(node, f"the operator in `{_short(node)}` is not supported")
         op = ops[type(node.op)]
         if op in ("/", "//", "%") and isinstance(rhs, Const) and rhs.value == 0:
-            # Python raises ZeroDivisionError here on every run; compiled code would give numpy's
-            # value (inf, nan or 0), so the kernel is refused where the mistake is written.
+            # Always a mistake: Python raises ZeroDivisionError on Python numbers, numpy and compiled
+            # code give inf, nan or 0; so the kernel is refused where the mistake is written.
             raise self.src.error(node.right, f"`{_short(node)}` divides by the literal zero (Python raises "
-                                             "ZeroDivisionError)")
+                                             "ZeroDivisionError on Python numbers; numpy gives inf, nan or 0)")
         if op == "/" and self._is_integer(lhs) and self._is_integer(rhs):
             # Python's `/` on integers is true division: make that explicit for C and CUDA.
             lhs = Cast(f64, lhs)
