@@ -10,20 +10,19 @@ so that an argument is evaluated once however deeply calls nest.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Callable, Dict, Optional
 
-import numpy as np
 
-from ..errors import LiteralRangeError, PolycError, SourceLocation
+from ..errors import LiteralRangeError, PolycError
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select,
                   Statement, Unary, i64)
+from ..ir.literals import INT_RANGE as _INT_RANGE
+from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from .typing import BOOL, Typing
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
              "ceil": "ceil", "sin": "sin", "cos": "cos", "fmax": "fmax", "fmin": "fmin", "pow": "pow"}
 _INT_LIMITS = {"i32": ("INT32_MIN", "INT32_MAX"), "i64": ("INT64_MIN", "INT64_MAX")}
-_INT_RANGE = {"i32": (-2 ** 31, 2 ** 31 - 1), "i64": (-2 ** 63, 2 ** 63 - 1)}
 
 #: (polyc type name, C type, suffix of its <math.h> functions) for which helpers are printed.
 _HELPER_TYPES = (("f32", "float", "f"), ("f64", "double", ""), ("i32", "int32_t", ""), ("i64", "int64_t", ""))
@@ -95,47 +94,6 @@ def literal(value, dtype: DType) -> str:
     if int(value) == lo:      # `-2147483648` is `-(2147483648)` in C: a wider type
         return _INT_LIMITS[dtype.name][0] if dtype.name in _INT_LIMITS else str(int(value))
     return str(int(value))
-
-
-def integer_literal_fits(value, dtype: DType) -> bool:
-    """Whether `value` (any literal) is representable in `dtype`: integer literals must be in the
-    integer type's range, or within the float type's finite range (not rounded to inf)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        return True
-    if dtype.is_float:
-        return abs(value) <= float(np.finfo(dtype.numpy).max)     # exact int/float comparison
-    lo, hi = _INT_RANGE.get(dtype.name, _INT_RANGE["i64"])
-    return lo <= value <= hi
-
-
-def literal_location(st: Statement, value) -> Optional[SourceLocation]:
-    """Where literal `value` of statement `st` is written: its column on the statement's first line
-    when the digits appear there, else the statement's own position."""
-    loc = st.location
-    if loc is None or not loc.text:
-        return loc
-    v = int(value)
-    digits = str(abs(v)) if v.bit_length() < 10000 else ""
-    col = loc.text.find(digits) if digits else -1
-    return replace(loc, column=col + 1) if col >= 0 else loc
-
-
-def literal_range_error(value, dtype: DType, location=None) -> LiteralRangeError:
-    """The error for an integer literal that does not fit the type it takes in its expression."""
-    v = int(value)
-    if v.bit_length() > 128:
-        shown = f"of {v.bit_length()} bits ({'-' if v < 0 else ''}about 10**{int(v.bit_length() * 0.30103)})"
-    else:
-        shown = str(v)
-    if dtype.is_float:
-        rule = f"{dtype.numpy_name} (largest finite value {np.finfo(dtype.numpy).max:.3g})"
-        advice = "write a smaller value"
-    else:
-        lo, hi = _INT_RANGE.get(dtype.name, _INT_RANGE["i64"])
-        rule = f"{dtype.numpy_name} (range {lo} to {hi})"
-        advice = "write a smaller value, or a float literal (e.g. 1e30) in a float expression"
-    return LiteralRangeError(f"the integer literal {shown} does not fit in {rule}, the type it takes in "
-                             f"this expression; {advice}", location, literal=v, dtype=dtype)
 
 
 class CExprPrinter:

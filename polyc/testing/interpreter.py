@@ -22,7 +22,8 @@ import islpy as isl
 import numpy as np
 
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Statement,
-                  Unary)
+                  Unary, dtype_of_numpy)
+from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from ..poly.islutil import isl_name
 
 _NUMPY_FN = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs, "floor": np.floor,
@@ -85,8 +86,6 @@ class _Evaluator:
     def const(self, e: Const, dtype: np.dtype):
         """A literal in the type it takes; an integer type's infinities are its limits (the
         identity of `max=!` and `min=!`); an integer literal that does not fit is refused."""
-        from ..codegen.cexpr import integer_literal_fits, literal_location, literal_range_error
-        from ..ir import dtype_of_numpy
         dt = e.dtype.numpy if e.dtype else np.dtype(dtype)
         value = e.value
         if dt.kind in "iu" and isinstance(value, float) and math.isinf(value):
