@@ -9,6 +9,7 @@ from .api import Kernel, codegen, compile, kernel
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, NameClashError,
                      OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
+from .errors import ExpressionTooDeepError, LiteralRangeError
 from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
 
@@ -24,5 +25,5 @@ __all__ = [
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
-    "NameClashError",
+    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError",
 ]

@@ -53,6 +53,20 @@ class ShapeInferenceError(ParseError):
     """An index range or tensor shape that cannot be inferred and must be stated (`where`)."""
 
 
+class LiteralRangeError(ParseError):
+    """An integer literal that does not fit the integer type it takes in its expression."""
+
+    def __init__(self, message: str, location: Optional[SourceLocation] = None, literal: Optional[int] = None,
+                 dtype: object = None):
+        self.literal = literal
+        self.dtype = dtype
+        super().__init__(message, location)
+
+
+class ExpressionTooDeepError(ParseError):
+    """An expression nested deeper than polyc's documented limit (`polyc.ir.depth.MAX_EXPRESSION_DEPTH`)."""
+
+
 class OutOfBoundsError(PolycError):
     """isl proved that an access can leave its tensor for some valid sizes."""
 

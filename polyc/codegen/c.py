@@ -15,7 +15,7 @@ import cgen as c
 from ..ir import Access, Program
 from ..runtime.signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
-from .cexpr import CExprPrinter
+from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
 from .typing import Typing
@@ -28,7 +28,7 @@ PREAMBLE = """\
 static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
 static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
 static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
-"""
+""" + expression_helpers("static inline")
 
 
 #: Parallel loops run their bodies in helpers with restrict parameters (`_Emitter._outlined`), so the

@@ -1,21 +1,78 @@
-"""Printing IR scalar expressions and accesses as C (shared by the C and CUDA emitters)."""
+"""Printing IR scalar expressions and accesses as C (shared by the C and CUDA emitters).
+
+Operators and functions follow numpy's semantics, not C's (README "Types"): `max`/`min` (calls and
+`max=!`/`min=!` updates) propagate NaN like `np.maximum`/`np.minimum`; `%` and `//` floor like
+`np.mod`/`np.floor_divide` (Python's rule) on integers and floats; an integer `%` or `//` by zero
+gives 0 and `INT_MIN // -1` wraps, as numpy does, so no input makes generated code trap.  The
+printed expressions call small helpers (`expression_helpers`) that every C/CUDA preamble includes,
+so that an argument is evaluated once however deeply calls nest.
+"""
 from __future__ import annotations
 
 import math
 from typing import Callable, Dict, Optional
 
-from ..errors import PolycError
+
+from ..errors import LiteralRangeError, PolycError
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select,
-                  Statement, Unary)
+                  Statement, Unary, i64)
+from ..ir.literals import INT_RANGE as _INT_RANGE
+from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from .typing import BOOL, Typing
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
-             "ceil": "ceil", "sin": "sin", "cos": "cos", "max": "fmax", "min": "fmin", "pow": "pow"}
+             "ceil": "ceil", "sin": "sin", "cos": "cos", "fmax": "fmax", "fmin": "fmin", "pow": "pow"}
 _INT_LIMITS = {"i32": ("INT32_MIN", "INT32_MAX"), "i64": ("INT64_MIN", "INT64_MAX")}
+
+#: (polyc type name, C type, suffix of its <math.h> functions) for which helpers are printed.
+_HELPER_TYPES = (("f32", "float", "f"), ("f64", "double", ""), ("i32", "int32_t", ""), ("i64", "int64_t", ""))
+
+
+def expression_helpers(qualifier: str) -> str:
+    """C definitions of the helpers printed expressions call, each declared `qualifier`
+    (`static inline` for C, `static __device__ __forceinline__` for CUDA).
+
+    - `pc_max_<t>(a, b)` / `pc_min_<t>`: NaN if either operand is NaN (`np.maximum`).  The
+      form `b != b ? b : (b > a ? b : a)` keeps the dependence on `a` (an accumulator in a
+      `max=!` reduction) to one compare-and-select, which gcc turns into `vmaxps` and vectorises
+      across independent accumulators; `fmax` is a library call that ignores NaN.
+    - `pc_mod_<t>` / `pc_floordiv_<t>`: Python's and numpy's floor semantics.  Floats follow
+      numpy's `npy_divmod` (so `1.0 // 0.1` is 9.0 as in Python, not `floor(1.0 / 0.1)`); a float
+      divisor 0 gives NaN or +-inf as numpy does; an integer divisor 0 gives 0, and the
+      quotient `INT_MIN // -1` wraps to `INT_MIN`, without trapping.
+    """
+    q = qualifier
+    out = []
+    for name, ct, sfx in _HELPER_TYPES:
+        if name.startswith("f"):
+            out += [
+                f"{q} {ct} pc_max_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b > a ? b : a); }}",
+                f"{q} {ct} pc_min_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b < a ? b : a); }}",
+                f"{q} {ct} pc_mod_{name}({ct} a, {ct} b) {{ {ct} r = fmod{sfx}(a, b); "
+                f"if (r != 0) {{ if ((b < 0) != (r < 0)) r += b; }} else r = copysign{sfx}(0.0{sfx}, b); return r; }}",
+                f"{q} {ct} pc_floordiv_{name}({ct} a, {ct} b) {{ if (b == 0) return a / b; "
+                f"{ct} r = fmod{sfx}(a, b), d = (a - r) / b; "
+                f"if (r != 0 && ((b < 0) != (r < 0))) d -= 1; if (d == 0) return copysign{sfx}(0.0{sfx}, a / b); "
+                f"{ct} f = floor{sfx}(d); return (d - f > 0.5{sfx}) ? f + 1 : f; }}",
+            ]
+        else:
+            ut = "uint32_t" if name == "i32" else "uint64_t"
+            out += [
+                f"{q} {ct} pc_max_{name}({ct} a, {ct} b) {{ return b > a ? b : a; }}",
+                f"{q} {ct} pc_min_{name}({ct} a, {ct} b) {{ return b < a ? b : a; }}",
+                f"{q} {ct} pc_mod_{name}({ct} a, {ct} b) {{ if (b == 0 || b == -1) return 0; "
+                f"{ct} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}",
+                f"{q} {ct} pc_floordiv_{name}({ct} a, {ct} b) {{ if (b == 0) return 0; "
+                f"if (b == -1) return ({ct})(({ut})0 - ({ut})a); "
+                f"{ct} d = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? d - 1 : d; }}",
+            ]
+    return "\n".join(out) + "\n"
 
 
 def literal(value, dtype: DType) -> str:
     """A C literal of `dtype` (floats keep their type: `0.5f` for float32)."""
+    if not integer_literal_fits(value, dtype):
+        raise literal_range_error(value, dtype)
     if dtype.is_float:
         v = float(value)
         if math.isinf(v):
@@ -33,6 +90,9 @@ def literal(value, dtype: DType) -> str:
         return "1" if value else "0"
     if isinstance(value, float) and not value.is_integer():
         raise PolycError(f"literal {value} in an integer expression")
+    lo, hi = _INT_RANGE.get(dtype.name, _INT_RANGE["i64"])
+    if int(value) == lo:      # `-2147483648` is `-(2147483648)` in C: a wider type
+        return _INT_LIMITS[dtype.name][0] if dtype.name in _INT_LIMITS else str(int(value))
     return str(int(value))
 
 
@@ -80,6 +140,8 @@ class CExprPrinter:
         if isinstance(e, Cast):
             return f"(({e.dtype.c_name})({self.expr(e.operand, None)}))"
         if isinstance(e, Unary):
+            if e.op == "-" and _is_number(e.operand):     # `-2147483648` fits int32, as in numpy
+                return f"({self.expr(Const(-e.operand.value, e.operand.dtype), want)})"
             inner = self.expr(e.operand, want)
             return f"(!{inner})" if e.op == "not" else f"(-{inner})"
         if isinstance(e, Binary):
@@ -91,30 +153,42 @@ class CExprPrinter:
                 common = _common(a_t, b_t)
                 return f"({self.expr(e.lhs, common)} {e.op} {self.expr(e.rhs, common)})"
             common = _common(a_t, b_t) or want
+            if e.op in ("%", "//") and (common is None or common == BOOL):
+                common = _literal_type(e.lhs, e.rhs)
             lhs, rhs = self.expr(e.lhs, common), self.expr(e.rhs, common)
             if e.op == "/" and common is not None and not common.is_float:
                 return f"((double)({lhs}) / (double)({rhs}))"
-            if e.op == "%" and common is not None and common.is_float:
-                return f"{_fn('fmod', common)}({lhs}, {rhs})"
+            if e.op in ("%", "//"):
+                return f"pc_{'mod' if e.op == '%' else 'floordiv'}_{common.name}({lhs}, {rhs})"
             return f"({lhs} {e.op} {rhs})"
         if isinstance(e, Select):
             rt = t.type_of(e, want)
             return f"({self.expr(e.cond, None)} ? {self.expr(e.if_true, rt)} : {self.expr(e.if_false, rt)})"
         if isinstance(e, Call):
-            rt = t.type_of(e, want) or want
+            rt = t.type_of(e, want) or want or _literal_type(*e.args)
             args = [self.expr(a, rt) for a in e.args]
+            if e.fn in ("max", "min") and rt is not None and rt != BOOL:
+                return f"pc_{e.fn}_{rt.name}({args[0]}, {args[1]})"
             if rt is not None and rt.is_float:
                 return f"{_fn(_FLOAT_FN[e.fn], rt)}({', '.join(args)})"
             if e.fn == "abs":
                 return f"llabs({args[0]})"
-            if e.fn in ("max", "min"):
-                op = ">" if e.fn == "max" else "<"
-                return f"(({args[0]}) {op} ({args[1]}) ? ({args[0]}) : ({args[1]}))"
+            if e.fn in ("fmax", "fmin"):
+                return f"pc_{e.fn[1:]}_{(rt or i64).name}({args[0]}, {args[1]})"
             return f"{e.fn}({', '.join(args)})"
         raise PolycError(f"cannot print expression {e!r}")
 
     def statement(self, st: Statement) -> str:
-        """The statement as one C assignment."""
+        """The statement as one C assignment; a literal that does not fit its type is refused with
+        the statement's source position (`LiteralRangeError`)."""
+        try:
+            return self._statement(st)
+        except LiteralRangeError as err:
+            if err.location is not None or err.literal is None:
+                raise
+            raise literal_range_error(err.literal, err.dtype, literal_location(st, err.literal)) from None
+
+    def _statement(self, st: Statement) -> str:
         dtype = self.typing.tensors[st.target.tensor]
         target = self.access(st.target)
         value = self.expr(st.value, dtype)
@@ -122,10 +196,7 @@ class CExprPrinter:
             return f"{target} = {value};"
         if st.update in ("+", "*"):
             return f"{target} {st.update}= {value};"
-        if dtype.is_float:
-            return f"{target} = {_fn('f' + st.update, dtype)}({target}, {value});"
-        op = ">" if st.update == "max" else "<"
-        return f"{target} = ({value}) {op} {target} ? ({value}) : {target};"
+        return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
 
 
 def _wrapped(text: str) -> bool:
@@ -148,6 +219,18 @@ def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
     if b is None or b == BOOL:
         return a
     return promote(a, b)
+
+
+def _is_number(e: Expr) -> bool:
+    """A numeric literal (not a boolean)."""
+    return isinstance(e, Const) and not isinstance(e.value, bool)
+
+
+def _literal_type(*operands: Expr) -> DType:
+    """The type of an operation between literals alone: int64 for integers, else float64 (Python's rule)."""
+    from ..ir import f64
+    ints = all(isinstance(x, Const) and isinstance(x.value, int) for x in operands)
+    return i64 if ints else f64
 
 
 def _fn(name: str, dtype: DType) -> str:

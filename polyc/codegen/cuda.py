@@ -24,7 +24,7 @@ from ..runtime.signature import KernelSignature
 from ..schedule.gpu import default_gpu_mapping, is_mapped
 from ..schedule.schedule import Schedule
 from .c import c_symbol, kernel_signature
-from .cexpr import CExprPrinter, literal
+from .cexpr import CExprPrinter, expression_helpers, literal
 from .cuda_ir import (REDUCE_THREADS, Barrier, GPUKernel, GPUProgram, IdxGuard, IdxGuardU, KNode, Mapped, Raw, Reduce,
                       Region, UGuard, ULoop, USeq, build_gpu_program)
 from .loop_ast import Block, Call, Guard, Loop, c_text, strip_parens
@@ -39,7 +39,7 @@ CUDA_PREAMBLE = """\
 static __device__ __forceinline__ int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
 static __device__ __forceinline__ int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
 static __device__ __forceinline__ int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
-"""
+""" + expression_helpers("static __device__ __forceinline__")
 
 EMU_PREAMBLE = """\
 #include <math.h>
@@ -49,7 +49,7 @@ EMU_PREAMBLE = """\
 static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
 static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
 static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
-"""
+""" + expression_helpers("static inline")
 
 _AXES = "xyz"
 
@@ -189,9 +189,7 @@ class _Printer:
         def comb(a: str, b: str) -> str:
             if op in ("+", "*"):
                 return f"{a} {op} ({b})"
-            if dt.is_float:
-                return f"{'fmax' if op == 'max' else 'fmin'}{'f' if dt.bits == 32 else ''}({a}, {b})"
-            return f"(({b}) {'>' if op == 'max' else '<'} ({a}) ? ({b}) : ({a}))"
+            return f"pc_{op}_{dt.name}({a}, {b})"      # NaN-propagating, as cexpr prints max/min
 
         identity = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}[op]
         lp, red, nt = n.loop, n.scratch, REDUCE_THREADS

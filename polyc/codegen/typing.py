@@ -8,8 +8,8 @@ undeclared scalars adopt the type of the other operand; integer `/` integer is a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Mapping, Optional
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Tuple
 
 from ..errors import ArgumentError, PolycError
 from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
@@ -23,6 +23,10 @@ class Typing:
     tensors: Dict[str, DType]
     scalars: Dict[str, DType]
     default_float: DType
+    #: type_of's answers by (node identity, hint); printers ask about every node of a tree, so
+    #: without it a 1,000-term sum costs a million calls.  Holds the node, so its id stays unique.
+    _memo: Dict[Tuple[int, Optional[DType]], Tuple[Expr, Optional[DType]]] = \
+        field(default_factory=dict, compare=False, repr=False)
 
     def key(self) -> str:
         return ",".join(f"{k}:{v.name}" for k, v in sorted(self.tensors.items())) + ";" + \
@@ -30,6 +34,15 @@ class Typing:
 
     def type_of(self, e: Expr, hint: Optional[DType] = None) -> Optional[DType]:
         """The type of `e`; None for a literal-only expression with no hint."""
+        key = (id(e), hint)
+        known = self._memo.get(key)
+        if known is not None and known[0] is e:
+            return known[1]
+        t = self._type_of(e, hint)
+        self._memo[key] = (e, t)
+        return t
+
+    def _type_of(self, e: Expr, hint: Optional[DType]) -> Optional[DType]:
         if isinstance(e, Const):
             if e.dtype is not None:
                 return e.dtype

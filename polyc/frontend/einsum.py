@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
+from ..ir.depth import ensure_recursion_room, tree_depth
 from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
@@ -192,8 +193,6 @@ class _Lowering:
                 raise ParseError(f"select takes 3 arguments (condition, if_true, if_false), got {len(args)}",
                                  node.loc)
             return Select(*args)
-        if fn in ("fmax", "fmin"):
-            fn = fn[1:]  # type: ignore[index]
         if fn not in MATH_FUNCTIONS:
             known = ", ".join(sorted(MATH_FUNCTIONS) + ["select"])
             raise ParseError(f"unknown function {fn!r}; available: {known}", node.loc)
@@ -367,6 +366,8 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
                              f"type (pc.f32)")
     statements = parse_einsum(source, filename)
+    for st in statements:   # deep right-hand sides: room for the recursive lowering and every later walker
+        ensure_recursion_room(tree_depth(st.rhs, lambda n: n.args), f"the right-hand side of {st.target}", st.loc)
     lowering = _Lowering(statements, declared, name, source, outputs)
     program = lowering.lower()
     if outputs is not None:

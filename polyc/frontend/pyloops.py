@@ -40,6 +40,7 @@ import textwrap
 from typing import Callable, Dict, List, Set, Tuple
 
 from ..errors import ParseError, SourceLocation
+from ..ir.depth import ensure_recursion_room, tree_depth
 from ..ir import (Affine, Constraint, DType, Program, ScalarDecl, Statement, TensorDecl,
                   TensorType, f64)
 from .pyloops_exprs import DNF, ExprLowering, Scope, Source
@@ -71,6 +72,9 @@ def _read_source(fn: Callable) -> Tuple[Source, str, ast.FunctionDef]:
                          SourceLocation(source.first_line + (e.lineno or 1) - 1, (e.offset or 1) + indent,
                                         lines[(e.lineno or 1) - 1].rstrip("\n"), filename)) from e
     node = tree.body[0] if tree.body else None
+    # Deep expressions (a 1,000-term sum): room for the recursive lowering and every later walker.
+    ensure_recursion_room(tree_depth(tree, ast.iter_child_nodes), f"the body of {fn.__name__}",
+                          source.location(node) if node is not None else None)
     if not isinstance(node, ast.FunctionDef):
         raise ParseError("a loop kernel must be a function defined with `def` (not a lambda)",
                          source.location(node) if node is not None else None)

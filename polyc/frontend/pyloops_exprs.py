@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Set
 
 import numpy as np
 
-from ..errors import ParseError, SourceLocation
+from ..errors import LiteralRangeError, ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64)
 
@@ -30,7 +30,7 @@ TRUE: DNF = [[]]
 FALSE: DNF = []
 
 ALLOWED_CALLS = ("math/numpy sqrt, exp, log, tanh, sin, cos, floor, ceil, fabs, power, maximum, "
-                 "minimum, and the builtins abs, min, max, pow, float, int")
+                 "minimum, fmax, fmin, and the builtins abs, min, max, pow, float, int")
 
 
 def dnf_and(a: DNF, b: DNF) -> DNF:
@@ -88,8 +88,8 @@ def _function_table() -> Dict[int, str]:
     table: Dict[int, str] = {}
     names = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",
              "cos": "cos", "floor": "floor", "ceil": "ceil", "fabs": "abs", "abs": "abs",
-             "absolute": "abs", "pow": "pow", "power": "pow", "maximum": "max", "fmax": "max",
-             "minimum": "min", "fmin": "min"}
+             "absolute": "abs", "pow": "pow", "power": "pow", "maximum": "max", "fmax": "fmax",
+             "minimum": "min", "fmin": "fmin"}
     for module in (math, np):
         for attr, ir_name in names.items():
             obj = getattr(module, attr, None)
@@ -102,7 +102,7 @@ _FUNCTIONS = _function_table()
 _SYNTACTIC_FUNCTIONS = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",
                         "cos": "cos", "floor": "floor", "ceil": "ceil", "fabs": "abs",
                         "abs": "abs", "absolute": "abs", "pow": "pow", "power": "pow",
-                        "maximum": "max", "fmax": "max", "minimum": "min", "fmin": "min"}
+                        "maximum": "max", "fmax": "fmax", "minimum": "min", "fmin": "fmin"}
 _CASTS = {id(float): f64, id(int): i64, id(np.float64): f64, id(np.float32): f32,
           id(np.int64): i64, id(np.int32): i32}
 _SYNTACTIC_CASTS = {"float64": f64, "float32": f32, "int64": i64, "int32": i32}
@@ -282,7 +282,7 @@ class ExprLowering:
                 return Const(aff.constant) if aff.is_constant else IndexExpr(aff)
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float)):
-                return Const(node.value)
+                return self._literal(node, node.value)
             raise self.src.error(node, f"the literal {node.value!r} is not a number")
         if isinstance(node, ast.Name):
             return self._name(node)
@@ -335,8 +335,18 @@ class ExprLowering:
                                        f"index it element by element, e.g. `{name}[i]`")
         value = self.scope.globals.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return Const(value)
+            return self._literal(node, value)
         raise self.src.error(node, f"undefined name `{name}`")
+
+    def _literal(self, node: ast.AST, value) -> Const:
+        """A literal; an integer too large for every polyc type (int64, and float64 when it is
+        converted) is refused here, where its position is known.  One that fits float64 but not
+        the integer type it takes is refused when the kernel is specialised (`LiteralRangeError`)."""
+        if type(value) is int and abs(value) >= 2 ** 1024:
+            raise LiteralRangeError(f"the integer literal `{_short(node)}` ({value.bit_length()} bits) "
+                                    "fits no type a kernel computes in (int64, float64)",
+                                    self.src.location(node), literal=value)
+        return Const(value)
 
     def access(self, node: ast.Subscript) -> Access:
         """`A[i, j]` or `A[i][j]` with affine subscripts, A an array parameter."""
@@ -362,15 +372,18 @@ class ExprLowering:
         return Access(name, tuple(self.affine(s, f"a subscript of `{name}`") for s in subscripts))
 
     def _binary(self, node: ast.BinOp) -> Expr:
-        ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%"}
+        ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%", ast.FloorDiv: "//"}
         lhs, rhs = self.value(node.left), self.value(node.right)
         if isinstance(node.op, ast.Pow):
             return Call("pow", (lhs, rhs))
         if type(node.op) not in ops:
-            hint = " (floor division is not supported; use math.floor(a / b))" \
-                if isinstance(node.op, ast.FloorDiv) else ""
-            raise self.src.error(node, f"the operator in `{ast.unparse(node)}` is not supported{hint}")
+            raise self.src.error(node, f"the operator in `{_short(node)}` is not supported")
         op = ops[type(node.op)]
+        if op in ("/", "//", "%") and isinstance(rhs, Const) and rhs.value == 0:
+            # Always a mistake: Python raises ZeroDivisionError on Python numbers, numpy and compiled
+            # code give inf, nan or 0; so the kernel is refused where the mistake is written.
+            raise self.src.error(node.right, f"`{_short(node)}` divides by the literal zero (Python raises "
+                                             "ZeroDivisionError on Python numbers; numpy gives inf, nan or 0)")
         if op == "/" and self._is_integer(lhs) and self._is_integer(rhs):
             # Python's `/` on integers is true division: make that explicit for C and CUDA.
             lhs = Cast(f64, lhs)
@@ -452,7 +465,16 @@ class ExprLowering:
             for a in args[1:]:
                 out = Call(name, (out, a))
             return out
-        arity = 2 if name == "pow" else 1
+        arity = 2 if name in ("pow", "fmax", "fmin") else 1
         if len(args) != arity:
             raise self.src.error(node, f"`{shown}` takes {arity} argument(s) in a kernel")
         return Call(name, tuple(args))
+
+
+def _short(node: ast.AST) -> str:
+    """Source text of `node` for a message, shortened when long (a huge literal, a long sum)."""
+    try:
+        text = ast.unparse(node)
+    except ValueError:      # an integer past Python's int-to-str digit limit
+        return f"<integer of {node.value.bit_length()} bits>" if isinstance(node, ast.Constant) else "<expression>"
+    return text if len(text) <= 60 else text[:28] + " ... " + text[-27:]

@@ -208,7 +208,7 @@ def expr_type(e: Expr, scope: Scope, local_types: Dict[str, DType]) -> _Type:
     if isinstance(e, Unary):
         return rec(e.operand) if e.op == "-" else (None, "int")
     if isinstance(e, Binary):
-        if e.op not in ("+", "-", "*", "/", "%"):
+        if e.op not in ("+", "-", "*", "/", "//", "%"):
             return None, "int"
         t = _combine(rec(e.lhs), rec(e.rhs))
         return _floating(t) if e.op == "/" else t
@@ -218,7 +218,7 @@ def expr_type(e: Expr, scope: Scope, local_types: Dict[str, DType]) -> _Type:
         t = None
         for a in e.args:
             t = _combine(t, rec(a))
-        return t if e.fn in ("max", "min", "abs", "pow") else _floating(t)
+        return t if e.fn in ("max", "min", "fmax", "fmin", "abs", "pow") else _floating(t)
     return None
 
 

@@ -86,6 +86,9 @@ def check_arguments(program: Program, kwargs: Dict[str, object]) -> Tuple[Dict[s
             v = kwargs[s]
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise ArgumentError(f"size argument {s} must be an int, got {v!r}")
+            if not 0 <= int(v) <= 2 ** 63 - 1:    # as the compiled kernel: sizes are int64
+                shown = str(int(v)) if int(v).bit_length() <= 128 else f"an integer of {int(v).bit_length()} bits"
+                raise ArgumentError(f"size argument {s} = {shown} does not fit in int64 as a non-negative size")
             given[s] = int(v)
     for sc in program.scalars:
         if sc.name not in kwargs:

@@ -10,9 +10,11 @@ from .types import DType
 #: Math functions a kernel may call, with their arity.  Both front ends accept exactly these.
 MATH_FUNCTIONS = {
     "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "abs": 1, "floor": 1, "ceil": 1,
-    "sin": 1, "cos": 1, "max": 2, "min": 2, "pow": 2,
+    "sin": 1, "cos": 1, "max": 2, "min": 2, "pow": 2, "fmax": 2, "fmin": 2,
 }
-ARITHMETIC_OPS = ("+", "-", "*", "/", "%")
+#: `max`/`min` propagate NaN (`np.maximum`); `fmax`/`fmin` ignore it (`np.fmax`, C's `fmax`).
+#: `%` and `//` floor as in Python and numpy (`np.mod`, `np.floor_divide`); see README "Types".
+ARITHMETIC_OPS = ("+", "-", "*", "/", "//", "%")
 COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
 LOGICAL_OPS = ("and", "or")
 
@@ -24,10 +26,15 @@ class Expr:
         return ()
 
     def walk(self) -> Iterator["Expr"]:
-        """This node and all nodes below it, parents first."""
-        yield self
-        for c in self.children():
-            yield from c.walk()
+        """This node and all nodes below it, parents first (children left to right).
+
+        Iterative, so an expression of any depth (a 1,000-term sum) costs linear time and no
+        recursion."""
+        stack = [self]
+        while stack:
+            e = stack.pop()
+            yield e
+            stack.extend(reversed(e.children()))
 
     def accesses(self) -> Tuple["Access", ...]:
         return tuple(e for e in self.walk() if isinstance(e, Access))

@@ -138,6 +138,15 @@ class Program:
     #: same definition as two constraints, so isl reasons about it exactly.
     derived_sizes: Tuple[Tuple[str, Affine, int], ...] = ()
 
+    def __post_init__(self) -> None:
+        # Every later stage walks statement expressions recursively: make room for the deepest
+        # one here, once (see `polyc.ir.depth`); past the documented limit a typed error.
+        from .depth import ensure_recursion_room, expression_depth
+        for st in self.statements:
+            depth = expression_depth(st.value)
+            if depth > 100:
+                ensure_recursion_room(depth, f"the right-hand side of statement {st.name} ({st.target})", st.location)
+
     def tensor(self, name: str) -> TensorDecl:
         for t in self.tensors:
             if t.name == name:

@@ -315,6 +315,9 @@ def _check_size_keyword(name: str, value: Any, any_sign: bool = False) -> int:
         return int(value)
     if int(value) < 0:
         raise ArgumentError(f"size {name} must be a non-negative integer but got {int(value)}")
+    if int(value) > _INT_RANGES[64][1]:
+        raise ArgumentError(f"size {name} = {_short_int(int(value))} does not fit in int64 (at most "
+                            f"{_INT_RANGES[64][1]}), the type sizes have in generated code")
     return int(value)
 
 
@@ -476,12 +479,21 @@ def _check_scalar(decl: ScalarDecl, kwargs: Mapping[str, Any]) -> Number:
         if not isinstance(value, numbers.Real):
             raise ArgumentError(f"{name} must be {kind} ({dtype.numpy_name}) but got "
                                 f"{type(value).__name__} {value!r}")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:      # an int past float64's range (10**400): no silent inf
+            raise ArgumentError(f"{name} = {_short_int(int(value))} does not fit in {dtype.numpy_name} "
+                                f"(largest finite value {np.finfo(dtype.numpy).max:.4g})") from None
     if not isinstance(value, numbers.Integral):
         raise ArgumentError(f"{name} must be {kind} ({dtype.numpy_name}) but got "
                             f"{type(value).__name__} {value!r}; polyc does not convert silently")
     lo, hi = _INT_RANGES[dtype.bits]
     if not lo <= int(value) <= hi:
-        raise ArgumentError(f"{name} = {int(value)} does not fit in {dtype.numpy_name} "
+        raise ArgumentError(f"{name} = {_short_int(int(value))} does not fit in {dtype.numpy_name} "
                             f"(range {lo} to {hi})")
     return int(value)
+
+
+def _short_int(v: int) -> str:
+    """`v` for a message: digits when short, else its size (str() refuses past 4300 digits)."""
+    return str(v) if v.bit_length() <= 128 else f"an integer of {v.bit_length()} bits"

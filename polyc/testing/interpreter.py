@@ -1,5 +1,11 @@
 """A direct numpy interpretation of a kernel: the oracle compiled code is checked against.
 
+Operators mean what numpy's ufuncs mean (README "Types"): `max`/`min` are `np.maximum`/
+`np.minimum` (NaN propagates), `fmax`/`fmin` are `np.fmax`/`np.fmin`, `%` and `//` are `np.mod` and
+`np.floor_divide` (floor semantics; an integer divisor 0 gives 0), and the identity of `max=!`
+on an integer tensor is that type's minimum.  An integer literal that does not fit the type it takes
+raises `LiteralRangeError`, as compiling the kernel does.
+
 Affine-Python kernels run their own Python source (on copies of nothing: in place, as written).
 Einstein kernels run statement by statement in source order; each statement is evaluated for all
 points of its domain at once with numpy (points enumerated from isl's bounds for the concrete
@@ -9,19 +15,21 @@ interpreter shares no code with the code generator, so a bug in one is not hidde
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+import math
+from typing import Any, Dict, Mapping, Optional
 
 import islpy as isl
 import numpy as np
 
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Statement,
-                  Unary)
+                  Unary, dtype_of_numpy)
+from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from ..poly.islutil import isl_name
 
 _NUMPY_FN = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs, "floor": np.floor,
              "ceil": np.ceil, "sin": np.sin, "cos": np.cos, "max": np.maximum, "min": np.minimum,
-             "pow": np.power}
-_BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.fmod,
+             "fmax": np.fmax, "fmin": np.fmin, "pow": np.power}
+_BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod, "//": np.floor_divide,
         "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
         "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
 _UPDATE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -64,6 +72,7 @@ def _points(kernel, st: Statement, sizes: Mapping[str, int]) -> Dict[str, np.nda
 class _Evaluator:
     def __init__(self, arrays, scalars, sizes, typing):
         self.arrays, self.scalars, self.sizes, self.typing = arrays, scalars, sizes, typing
+        self.statement: Optional[Statement] = None
 
     def index(self, a: Affine, env) -> Any:
         return a.evaluate({**self.sizes, **env})
@@ -79,9 +88,23 @@ class _Evaluator:
             idx = tuple(np.clip(i, 0, max(n - 1, 0)) for i, n in zip(idx, arr.shape))
         return arr[idx]
 
+    def const(self, e: Const, dtype: np.dtype):
+        """A literal in the type it takes; an integer type's infinities are its limits (the
+        identity of `max=!` and `min=!`); an integer literal that does not fit is refused."""
+        dt = e.dtype.numpy if e.dtype else np.dtype(dtype)
+        value = e.value
+        if dt.kind in "iu" and isinstance(value, float) and math.isinf(value):
+            info = np.iinfo(dt)
+            return dt.type(info.max if value > 0 else info.min)
+        polyc_type = dtype_of_numpy(dt)
+        if polyc_type is not None and not integer_literal_fits(value, polyc_type):
+            loc = literal_location(self.statement, value) if self.statement is not None else None
+            raise literal_range_error(value, polyc_type, loc)
+        return dt.type(value)
+
     def expr(self, e: Expr, env, dtype):
         if isinstance(e, Const):
-            return (e.dtype.numpy if e.dtype else dtype).type(e.value)
+            return self.const(e, dtype)
         if isinstance(e, ScalarRef):
             return self.typing.scalars[e.name].numpy.type(self.scalars[e.name])
         if isinstance(e, IndexExpr):
@@ -91,6 +114,8 @@ class _Evaluator:
         if isinstance(e, Cast):
             return np.asarray(self.expr(e.operand, env, dtype)).astype(e.dtype.numpy)
         if isinstance(e, Unary):
+            if e.op == "-" and isinstance(e.operand, Const) and not isinstance(e.operand.value, bool):
+                return self.const(Const(-e.operand.value, e.operand.dtype), dtype)   # `-2147483648` fits int32
             v = self.expr(e.operand, env, dtype)
             return np.logical_not(v) if e.op == "not" else np.negative(v)
         if isinstance(e, Binary):
@@ -110,6 +135,7 @@ class _Evaluator:
         raise TypeError(e)
 
     def run(self, st: Statement, env) -> None:
+        self.statement = st
         target = self.arrays[st.target.tensor]
         dtype = target.dtype
         value = np.asarray(self.expr(st.value, env, dtype)).astype(dtype)
@@ -158,10 +184,11 @@ def interpret(kernel, kwargs: Dict[str, Any]) -> Any:
             continue
         if st.iterators and len(pts[st.iterators[0]]) == 0:
             continue
-        if _is_recurrence(st) and st.iterators:
-            for k in range(len(pts[st.iterators[0]])):
-                ev.run(st, {i: pts[i][k:k + 1] for i in st.iterators})
-        else:
-            ev.run(st, pts)
+        with np.errstate(all="ignore"):     # NaN, inf and division by zero are values, as in C
+            if _is_recurrence(st) and st.iterators:
+                for k in range(len(pts[st.iterators[0]])):
+                    ev.run(st, {i: pts[i][k:k + 1] for i in st.iterators})
+            else:
+                ev.run(st, pts)
     outs = {name: arrays[name] for name in bound.outputs}
     return next(iter(outs.values())) if len(outs) == 1 else outs
