@@ -31,7 +31,7 @@ KERNELS_PY = textwrap.dedent('''
 def files(tmp_path):
     (tmp_path / "kernels.py").write_text(KERNELS_PY)
     (tmp_path / "matvec.tc").write_text("y[i] +=! A[i, j] * x[j]\n")
-    (tmp_path / "broken.tc").write_text("y[i] +=! A[i, j] *\n")
+    (tmp_path / "broken.tc").write_text("y[i] +=! A[i, j] * )\n")
     return tmp_path
 
 
@@ -54,7 +54,7 @@ def test_codegen_prints_the_c_of_the_schedule_given_as_a_primitive_chain(files, 
 def test_codegen_of_an_einstein_text_file_for_cuda_in_f64(files, capsys):
     status, out, _ = run(capsys, "codegen", files / "matvec.tc", "--target", "cuda", "--dtype", "f64")
     assert status == 0
-    assert "__global__" in out and "double *__restrict__ y" in out
+    assert "__global__" in out and "double *__restrict__ d_y" in out
 
 
 def test_dependences_and_outline(files, capsys):
