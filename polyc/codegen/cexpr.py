@@ -22,10 +22,12 @@ from .typing import BOOL, Typing
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
              "ceil": "ceil", "sin": "sin", "cos": "cos", "fmax": "fmax", "fmin": "fmin", "pow": "pow"}
-_INT_LIMITS = {"i32": ("INT32_MIN", "INT32_MAX"), "i64": ("INT64_MIN", "INT64_MAX")}
+_INT_LIMITS = {"i32": ("INT32_MIN", "INT32_MAX"), "i64": ("INT64_MIN", "INT64_MAX"),
+               "u8": ("0", "UINT8_MAX"), "u16": ("0", "UINT16_MAX")}
 
 #: (polyc type name, C type, suffix of its <math.h> functions) for which helpers are printed.
-_HELPER_TYPES = (("f32", "float", "f"), ("f64", "double", ""), ("i32", "int32_t", ""), ("i64", "int64_t", ""))
+_HELPER_TYPES = (("f32", "float", "f"), ("f64", "double", ""), ("i32", "int32_t", ""), ("i64", "int64_t", ""),
+                 ("u8", "uint8_t", ""), ("u16", "uint16_t", ""))
 
 
 def expression_helpers(qualifier: str) -> str:
@@ -46,25 +48,34 @@ def expression_helpers(qualifier: str) -> str:
     for name, ct, sfx in _HELPER_TYPES:
         if name.startswith("f"):
             out += [
-                f"{q} {ct} pc_max_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b > a ? b : a); }}",
-                f"{q} {ct} pc_min_{name}({ct} a, {ct} b) {{ return (b != b) ? b : (b < a ? b : a); }}",
-                f"{q} {ct} pc_mod_{name}({ct} a, {ct} b) {{ {ct} r = fmod{sfx}(a, b); "
-                f"if (r != 0) {{ if ((b < 0) != (r < 0)) r += b; }} else r = copysign{sfx}(0.0{sfx}, b); return r; }}",
-                f"{q} {ct} pc_floordiv_{name}({ct} a, {ct} b) {{ if (b == 0) return a / b; "
-                f"{ct} r = fmod{sfx}(a, b), d = (a - r) / b; "
-                f"if (r != 0 && ((b < 0) != (r < 0))) d -= 1; if (d == 0) return copysign{sfx}(0.0{sfx}, a / b); "
-                f"{ct} f = floor{sfx}(d); return (d - f > 0.5{sfx}) ? f + 1 : f; }}",
+                f"{q} {ct} pc_max_{name}({ct} pc_a, {ct} pc_b) {{ return (pc_b != pc_b) ? pc_b : (pc_b > pc_a ? pc_b : pc_a); }}",
+                f"{q} {ct} pc_min_{name}({ct} pc_a, {ct} pc_b) {{ return (pc_b != pc_b) ? pc_b : (pc_b < pc_a ? pc_b : pc_a); }}",
+                f"{q} {ct} pc_mod_{name}({ct} pc_a, {ct} pc_b) {{ {ct} pc_r = fmod{sfx}(pc_a, pc_b); "
+                f"if (pc_r != 0) {{ if ((pc_b < 0) != (pc_r < 0)) pc_r += pc_b; }} "
+                f"else pc_r = copysign{sfx}(0.0{sfx}, pc_b); return pc_r; }}",
+                f"{q} {ct} pc_floordiv_{name}({ct} pc_a, {ct} pc_b) {{ if (pc_b == 0) return pc_a / pc_b; "
+                f"{ct} pc_r = fmod{sfx}(pc_a, pc_b), pc_d = (pc_a - pc_r) / pc_b; "
+                f"if (pc_r != 0 && ((pc_b < 0) != (pc_r < 0))) pc_d -= 1; "
+                f"if (pc_d == 0) return copysign{sfx}(0.0{sfx}, pc_a / pc_b); "
+                f"{ct} pc_f = floor{sfx}(pc_d); return (pc_d - pc_f > 0.5{sfx}) ? pc_f + 1 : pc_f; }}",
+            ]
+        elif name.startswith("u"):   # unsigned: C's / and % already floor; only a zero divisor needs care
+            out += [
+                f"{q} {ct} pc_max_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b > pc_a ? pc_b : pc_a; }}",
+                f"{q} {ct} pc_min_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b < pc_a ? pc_b : pc_a; }}",
+                f"{q} {ct} pc_mod_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b == 0 ? 0 : ({ct})(pc_a % pc_b); }}",
+                f"{q} {ct} pc_floordiv_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b == 0 ? 0 : ({ct})(pc_a / pc_b); }}",
             ]
         else:
             ut = "uint32_t" if name == "i32" else "uint64_t"
             out += [
-                f"{q} {ct} pc_max_{name}({ct} a, {ct} b) {{ return b > a ? b : a; }}",
-                f"{q} {ct} pc_min_{name}({ct} a, {ct} b) {{ return b < a ? b : a; }}",
-                f"{q} {ct} pc_mod_{name}({ct} a, {ct} b) {{ if (b == 0 || b == -1) return 0; "
-                f"{ct} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}",
-                f"{q} {ct} pc_floordiv_{name}({ct} a, {ct} b) {{ if (b == 0) return 0; "
-                f"if (b == -1) return ({ct})(({ut})0 - ({ut})a); "
-                f"{ct} d = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? d - 1 : d; }}",
+                f"{q} {ct} pc_max_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b > pc_a ? pc_b : pc_a; }}",
+                f"{q} {ct} pc_min_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b < pc_a ? pc_b : pc_a; }}",
+                f"{q} {ct} pc_mod_{name}({ct} pc_a, {ct} pc_b) {{ if (pc_b == 0 || pc_b == -1) return 0; "
+                f"{ct} pc_r = pc_a % pc_b; return (pc_r != 0 && ((pc_r < 0) != (pc_b < 0))) ? pc_r + pc_b : pc_r; }}",
+                f"{q} {ct} pc_floordiv_{name}({ct} pc_a, {ct} pc_b) {{ if (pc_b == 0) return 0; "
+                f"if (pc_b == -1) return ({ct})(({ut})0 - ({ut})pc_a); "
+                f"{ct} pc_d = pc_a / pc_b; return (pc_a % pc_b != 0 && ((pc_a < 0) != (pc_b < 0))) ? pc_d - 1 : pc_d; }}",
             ]
     return "\n".join(out) + "\n"
 

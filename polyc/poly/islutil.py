@@ -212,7 +212,7 @@ def params_set_to_constraints(s: isl.Set, derived: Sequence[Tuple[str, Affine, i
     for k in range(bset.dim(isl.dim_type.div)):
         div = bset.get_div(k)
         d = div.get_denominator_val()
-        num = Affine.from_dict({div.get_dim_name(isl.dim_type.param, j): int((div.get_coefficient_val(
+        num = Affine.from_dict({user_name(div.get_dim_name(isl.dim_type.param, j)): int((div.get_coefficient_val(
             isl.dim_type.param, j) * d).to_python()) for j in range(div.dim(isl.dim_type.param))},
             int((div.get_constant_val() * d).to_python()))
         match = [name for name, n, dd in derived if n == num and dd == int(d.to_python())]
@@ -230,7 +230,7 @@ def params_set_to_constraints(s: isl.Set, derived: Sequence[Tuple[str, Affine, i
         for k in range(c.dim(isl.dim_type.param)):
             v = c.get_coefficient_val(isl.dim_type.param, k).to_python()
             if v:
-                name = c.get_dim_name(isl.dim_type.param, k)
+                name = user_name(c.get_dim_name(isl.dim_type.param, k))
                 coeffs[name] = coeffs.get(name, 0) + int(v)
         expr = Affine.from_dict(coeffs, int(c.get_constant_val().to_python()))
         out.append(Constraint("eq" if c.is_equality() else "ge", expr))
@@ -260,7 +260,7 @@ def pw_aff_to_floor_form(pa: isl.PwAff, context: Optional[isl.Set] = None
         return None  # a nested division
     coeffs, rest = {}, {}
     for k in range(div.dim(isl.dim_type.param)):
-        name = div.get_dim_name(isl.dim_type.param, k)
+        name = user_name(div.get_dim_name(isl.dim_type.param, k))
         v = div.get_coefficient_val(isl.dim_type.param, k) * d
         if not v.is_zero():
             coeffs[name] = int(v.to_python())

@@ -21,10 +21,10 @@ from polyc.codegen.names import ascii_spelling, mangle
 EXTERNAL = set("""
     auto break case char const continue default do double else enum extern float for goto if inline int
     long register restrict return short signed sizeof static struct switch typedef union unsigned void
-    volatile while int32_t int64_t uint32_t uint64_t size_t
-    INFINITY NAN INT32_MIN INT32_MAX INT64_MIN INT64_MAX
+    volatile while int32_t int64_t uint32_t uint64_t uint8_t uint16_t size_t
+    INFINITY NAN INT32_MIN INT32_MAX INT64_MIN INT64_MAX UINT8_MAX UINT16_MAX
     exp expf log logf sqrt sqrtf tanh tanhf fabs fabsf floor floorf ceil ceilf sin sinf cos cosf
-    fmax fmaxf fmin fminf pow powf fmod fmodf llabs
+    fmax fmaxf fmin fminf pow powf fmod fmodf llabs copysign copysignf
     memcpy memset free aligned_alloc omp_get_max_threads omp_get_thread_num
     __attribute__ vector_size aligned
     __global__ __device__ __forceinline__ __shared__ __align__ __restrict__ __launch_bounds__ __syncthreads
