@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import List, Mapping, Optional, Sequence, Tuple
@@ -231,13 +232,80 @@ def has_reuse(fps: Sequence[Footprint], n: int) -> bool:
     return any(2 <= rank(fp.coeffs) < n for fp in fps)
 
 
+#: Bands whose full product of candidate sizes is at most this many are searched exhaustively
+#: (every band of up to four loops: the benchmark kernels get the exact optimum); larger bands are
+#: searched locally (`_local_search`), which evaluates O(n^2) candidates per step instead of 8^n.
+EXHAUSTIVE_LIMIT = 4096
+
+#: Hard cap on the candidates a local search evaluates for one band (the deterministic bound).
+LOCAL_SEARCH_LIMIT = 3000
+
+
+class SearchBudget:
+    """The automatic scheduler's search budget: a deadline in seconds (None for none) and a count
+    of the tile-size candidates evaluated (the regression guard: the count is deterministic, the
+    clock is not).  Once the deadline has passed, searches return the best found so far.
+
+    The clock is this process's CPU time (`time.process_time`), not the time on the wall: on a
+    machine shared with other jobs the wall clock runs several times faster than the scheduler's
+    own work, and a wall-clock deadline would make the schedule (and so the generated code) depend
+    on the load of other processes.  CPU time bounds the work itself, reproducibly."""
+
+    def __init__(self, seconds: Optional[float] = None, clock=time.process_time):
+        self.clock = clock
+        self.deadline = None if seconds is None else clock() + seconds
+        self.seconds = seconds
+        self.candidates = 0
+        self.expired_at: Optional[str] = None   # what was cut short first (for the debug log)
+
+    def expired(self, what: str = "") -> bool:
+        if self.deadline is None or self.clock() < self.deadline:
+            return False
+        if self.expired_at is None:
+            self.expired_at = what or "search"
+        return True
+
+
+#: Candidates evaluated by `tile_sizes` since the process started (all bands, all searches).
+CANDIDATES_EVALUATED = [0]
+
+
+def _elements_function(fps: Sequence[Footprint]):
+    """`sizes -> sum of fp.elements(sizes)`, with each footprint's coefficients prepared once
+    (integers where they are whole: the search evaluates this thousands of times)."""
+    rows = []
+    for fp in fps:
+        prepared = []
+        for row in fp.coeffs:
+            terms = tuple((p, int(abs(c)) if c.denominator == 1 else abs(c)) for p, c in enumerate(row) if c)
+            prepared.append(terms)
+        rows.append(tuple(prepared))
+
+    def elements(sizes: Sequence[int]) -> int:
+        total = 0
+        for prepared in rows:
+            product = 1
+            for terms in prepared:
+                extent = 1
+                for p, c in terms:
+                    extent += c * (sizes[p] - 1)
+                product *= max(1, int(extent))
+            total += product
+        return total
+
+    return elements
+
+
 def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: int = 8,
                innermost: Optional[int] = None, time_like: Sequence[int] = (),
-               min_inner: int = 64) -> Tuple[int, ...]:
+               min_inner: int = 64, search: Optional[SearchBudget] = None) -> Tuple[int, ...]:
     """Tile sizes for an n-loop band maximising iterations per byte of the tile's footprint,
     which must fit `budget_bytes`.  The `innermost` loop (the SIMD one) gets at least `min_inner`;
-    `time_like` loops (skewed time) are kept short so tiles stay compact."""
-    best, best_key = None, None
+    `time_like` loops (skewed time) are kept short so tiles stay compact.
+
+    Up to `EXHAUSTIVE_LIMIT` combinations every one is scored; beyond, a local search from
+    uniform starting points (`_local_search`) keeps the work polynomial in n.  `search` counts
+    the candidates and may cut the search short at its deadline (best so far)."""
     choices = []
     for p in range(n):
         c = [v for v in CANDIDATES if v >= 4]
@@ -246,19 +314,100 @@ def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: 
         if p in time_like:
             c = [v for v in CANDIDATES if 4 <= v <= 32]
         choices.append(c)
-    for sizes in itertools.product(*choices):
-        elems = sum(fp.elements(sizes) for fp in fps)
-        nbytes = elems * elem_bytes
-        if nbytes > budget_bytes:
-            continue
+    elements = _elements_function(fps)
+
+    def score(sizes: Sequence[int]) -> Optional[tuple]:
+        """The cost model's key (higher is better), None when the tile's data does not fit."""
+        CANDIDATES_EVALUATED[0] += 1
+        if search is not None:
+            search.candidates += 1
+        elems = elements(sizes)
+        if elems * elem_bytes > budget_bytes:
+            return None
         work = 1
         for t in sizes:
             work *= t
         ratio = work / max(1, elems)
         inner = sizes[innermost] if innermost is not None else 0
-        key = (round(ratio, 3), inner, -work)
-        if best_key is None or key > best_key:
-            best, best_key = sizes, key
+        return (round(ratio, 3), inner, -work)
+
+    total = 1
+    for c in choices:
+        total *= len(c)
+    if total <= EXHAUSTIVE_LIMIT:
+        best, best_key = None, None
+        for k, sizes in enumerate(itertools.product(*choices)):
+            if k % 256 == 0 and search is not None and best is not None and search.expired("tile sizes"):
+                break
+            key = score(sizes)
+            if key is not None and (best_key is None or key > best_key):
+                best, best_key = sizes, key
+    else:
+        best = _local_search(choices, score, search)
     if best is None:
         best = tuple(min(c) for c in choices)
     return tuple(best)
+
+
+def _local_search(choices: List[List[int]], score, search: Optional[SearchBudget]) -> Optional[Tuple[int, ...]]:
+    """Steepest-ascent search over tile sizes for large bands.
+
+    Starts from the best uniform point (every loop at the same candidate index, clamped to each
+    loop's choices); each step moves to the best neighbour, where a neighbour changes one loop to
+    any of its sizes, or moves two loops one step each (a tile at the cache budget can only grow
+    along one loop by shrinking along another; reuse between two loops may only show when both
+    grow).  Stops at a local
+    optimum, after `LOCAL_SEARCH_LIMIT` candidates, or at the deadline."""
+    n = len(choices)
+    seen: dict = {}
+    spent = [0]
+
+    def key_of(idx: Tuple[int, ...]):
+        if idx not in seen:
+            spent[0] += 1
+            seen[idx] = score(tuple(choices[p][i] for p, i in enumerate(idx)))
+        return seen[idx]
+
+    def better(a, a_idx, b, b_idx) -> bool:
+        """Key `a` at `a_idx` beats key `b` at `b_idx`; equal keys go to the smaller sizes in
+        lexicographic order (as the exhaustive search's first maximum)."""
+        if a is None:
+            return False
+        return b is None or a > b or (a == b and a_idx < b_idx)
+
+    best_idx, best_key = None, None
+    width = max(len(c) for c in choices)
+    for u in range(width):
+        idx = tuple(min(u, len(c) - 1) for c in choices)
+        key = key_of(idx)
+        if better(key, idx, best_key, best_idx):
+            best_idx, best_key = idx, key
+    if best_idx is None:
+        return None
+    while spent[0] < LOCAL_SEARCH_LIMIT:
+        if search is not None and search.expired("tile sizes"):
+            break
+        moves = []
+        for p in range(n):
+            for i in range(len(choices[p])):
+                if i != best_idx[p]:
+                    moves.append(best_idx[:p] + (i,) + best_idx[p + 1:])
+        for p in range(n):
+            for q in range(p + 1, n):
+                for dp, dq in ((1, -1), (-1, 1), (1, 1), (-1, -1)):
+                    i, j = best_idx[p] + dp, best_idx[q] + dq
+                    if 0 <= i < len(choices[p]) and 0 <= j < len(choices[q]):
+                        idx = list(best_idx)
+                        idx[p], idx[q] = i, j
+                        moves.append(tuple(idx))
+        step_idx, step_key = best_idx, best_key
+        for idx in moves:
+            if spent[0] >= LOCAL_SEARCH_LIMIT:
+                break
+            key = key_of(idx)
+            if better(key, idx, step_key, step_idx):
+                step_idx, step_key = idx, key
+        if step_idx == best_idx:
+            break
+        best_idx, best_key = step_idx, step_key
+    return tuple(choices[p][i] for p, i in enumerate(best_idx))
