@@ -349,65 +349,76 @@ def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: 
     return tuple(best)
 
 
+#: Starting points a local search climbs from (the best uniform tiles): one climb can stop at a
+#: local optimum that another reaches past.
+LOCAL_SEARCH_STARTS = 3
+
+
 def _local_search(choices: List[List[int]], score, search: Optional[SearchBudget]) -> Optional[Tuple[int, ...]]:
     """Steepest-ascent search over tile sizes for large bands.
 
-    Starts from the best uniform point (every loop at the same candidate index, clamped to each
-    loop's choices); each step moves to the best neighbour, where a neighbour changes one loop to
-    any of its sizes, or moves two loops one step each (a tile at the cache budget can only grow
-    along one loop by shrinking along another; reuse between two loops may only show when both
-    grow).  Stops at a local
-    optimum, after `LOCAL_SEARCH_LIMIT` candidates, or at the deadline."""
+    Scores the uniform points (every loop at the same candidate index, clamped to each loop's
+    choices) and climbs from the `LOCAL_SEARCH_STARTS` best: each step moves to the best neighbour,
+    where a neighbour changes one loop to any of its sizes, or moves two loops one step each (a
+    tile at the cache budget can only grow along one loop by shrinking along another; reuse between
+    two loops may only show when both grow).  A climb stops at a local optimum; the whole search
+    after `LOCAL_SEARCH_LIMIT` candidates or at the deadline.  Equal keys go to the smaller sizes
+    in lexicographic order, as the exhaustive search's first maximum."""
     n = len(choices)
     seen: dict = {}
-    spent = [0]
 
     def key_of(idx: Tuple[int, ...]):
         if idx not in seen:
-            spent[0] += 1
             seen[idx] = score(tuple(choices[p][i] for p, i in enumerate(idx)))
         return seen[idx]
 
-    def better(a, a_idx, b, b_idx) -> bool:
-        """Key `a` at `a_idx` beats key `b` at `b_idx`; equal keys go to the smaller sizes in
-        lexicographic order (as the exhaustive search's first maximum)."""
-        if a is None:
-            return False
-        return b is None or a > b or (a == b and a_idx < b_idx)
-
-    best_idx, best_key = None, None
-    width = max(len(c) for c in choices)
-    for u in range(width):
-        idx = tuple(min(u, len(c) - 1) for c in choices)
+    def rank(idx: Tuple[int, ...]):
+        """Sort key (ascending = better) of a fitting point."""
         key = key_of(idx)
-        if better(key, idx, best_key, best_idx):
-            best_idx, best_key = idx, key
-    if best_idx is None:
+        return (tuple(-x for x in key), idx)
+
+    def out_of_budget() -> bool:
+        return len(seen) >= LOCAL_SEARCH_LIMIT or (search is not None and search.expired("tile sizes"))
+
+    width = max(len(c) for c in choices)
+    seeds = sorted({tuple(min(u, len(c) - 1) for c in choices) for u in range(width)})
+    fitting = sorted((idx for idx in seeds if key_of(idx) is not None), key=rank)
+    if not fitting:
         return None
-    while spent[0] < LOCAL_SEARCH_LIMIT:
-        if search is not None and search.expired("tile sizes"):
-            break
-        moves = []
-        for p in range(n):
-            for i in range(len(choices[p])):
-                if i != best_idx[p]:
-                    moves.append(best_idx[:p] + (i,) + best_idx[p + 1:])
-        for p in range(n):
-            for q in range(p + 1, n):
-                for dp, dq in ((1, -1), (-1, 1), (1, 1), (-1, -1)):
-                    i, j = best_idx[p] + dp, best_idx[q] + dq
-                    if 0 <= i < len(choices[p]) and 0 <= j < len(choices[q]):
-                        idx = list(best_idx)
-                        idx[p], idx[q] = i, j
-                        moves.append(tuple(idx))
-        step_idx, step_key = best_idx, best_key
-        for idx in moves:
-            if spent[0] >= LOCAL_SEARCH_LIMIT:
+    best = fitting[0]
+    for start in fitting[:LOCAL_SEARCH_STARTS]:
+        current = start
+        while not out_of_budget():
+            step = current
+            for idx in _neighbours(current, choices):
+                if len(seen) >= LOCAL_SEARCH_LIMIT:
+                    break
+                if key_of(idx) is not None and rank(idx) < rank(step):
+                    step = idx
+            if step == current:
                 break
-            key = key_of(idx)
-            if better(key, idx, step_key, step_idx):
-                step_idx, step_key = idx, key
-        if step_idx == best_idx:
+            current = step
+        if rank(current) < rank(best):
+            best = current
+        if out_of_budget():
             break
-        best_idx, best_key = step_idx, step_key
-    return tuple(choices[p][i] for p, i in enumerate(best_idx))
+    return tuple(choices[p][i] for p, i in enumerate(best))
+
+
+def _neighbours(idx: Tuple[int, ...], choices: List[List[int]]) -> List[Tuple[int, ...]]:
+    """One loop at any other size; two loops one step each (both ways, same or opposite)."""
+    n = len(choices)
+    out = []
+    for p in range(n):
+        for i in range(len(choices[p])):
+            if i != idx[p]:
+                out.append(idx[:p] + (i,) + idx[p + 1:])
+    for p in range(n):
+        for q in range(p + 1, n):
+            for dp, dq in ((1, -1), (-1, 1), (1, 1), (-1, -1)):
+                i, j = idx[p] + dp, idx[q] + dq
+                if 0 <= i < len(choices[p]) and 0 <= j < len(choices[q]):
+                    moved = list(idx)
+                    moved[p], moved[q] = i, j
+                    out.append(tuple(moved))
+    return out

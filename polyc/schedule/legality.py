@@ -70,7 +70,8 @@ class _PairMemo:
 
     Key: (id of the dependence, canonical source map text, canonical sink map text, question).
     Value: (weak reference to the dependence, the pairs or None when there are none).  A hit whose
-    weak reference no longer points at the same dependence (the id was reused) is a miss."""
+    weak reference no longer points at the same dependence (the id was reused) is a miss.
+    `hits` counts questions answered from the memo, `misses` those isl had to answer."""
 
     def __init__(self, capacity: int = 20000):
         self.capacity = capacity
@@ -81,10 +82,8 @@ class _PairMemo:
     def get(self, dep: Dependence, key: tuple):
         entry = self.entries.get(key)
         if entry is None or entry[0]() is not dep:
-            self.misses += 1
             return False, None
         self.entries.move_to_end(key)
-        self.hits += 1
         return True, entry[1]
 
     def put(self, dep: Dependence, key: tuple, pairs: Optional[isl.Map]) -> None:
@@ -185,10 +184,14 @@ def _memo_pairs(schedule: Schedule, canon: _Canonical, dep: Dependence, drop: Tu
     plain_key = (id(dep), texts[dep.source], texts[dep.sink], drop, question)
     found, pairs = _MEMO.get(dep, plain_key)
     if found:
+        _MEMO.hits += 1
         return pairs
     key = (id(dep), canon.text(schedule, dep.source, drop), canon.text(schedule, dep.sink, drop), question)
     found, pairs = _MEMO.get(dep, key)
-    if not found:
+    if found:
+        _MEMO.hits += 1
+    else:
+        _MEMO.misses += 1
         src, snk = canon.map(schedule, dep.source, drop), canon.map(schedule, dep.sink, drop)
         rel = relation(src.dim(isl.dim_type.out), src.get_space().range())
         through = src.apply_range(rel).apply_range(snk.reverse())
