@@ -105,36 +105,69 @@ def legality_memo() -> _PairMemo:
     return _MEMO
 
 
+def _columns(text: str, m: isl.Map, fixed: Tuple[Optional[int], ...]) -> Optional[str]:
+    """A statement map's description as one string: its domain and each dimension's expression,
+    the constant for dimensions fixed on the whole map (`Schedule.fixed_positions`), printed by
+    isl otherwise; the parts joined by NUL (None when the map is not a function).  Cached by the
+    map's text: successive schedules of a primitive chain share most of their maps."""
+    got = _COLUMNS.get(text)
+    if got is not None:
+        _COLUMNS.move_to_end(text)
+        return got[0]
+    try:
+        pma = isl.PwMultiAff.from_map(m) if any(v is None for v in fixed) else None
+        parts = [str(m.domain())] + [str(v) if v is not None else str(pma.get_pw_aff(k))
+                                     for k, v in enumerate(fixed)]
+        cols: Optional[Tuple[str, ...]] = tuple(parts)
+    except isl.Error:
+        cols = None  # not a function: keyed by the whole map and the dimensions dropped
+    _COLUMNS[text] = (cols,)
+    if len(_COLUMNS) > 4096:
+        _COLUMNS.popitem(last=False)
+    return cols
+
+
+_COLUMNS: "OrderedDict[str, Tuple[Optional[Tuple[str, ...]]]]" = OrderedDict()
+
+
 class _Canonical:
     """Statement maps of one schedule with some output dimensions projected out (cached per
     schedule, see `_canonical`; it holds no reference to the schedule, so no model is kept).
 
-    The canonical *text* of a statement's map without dimensions `drop` is the tuple of its other
-    dimensions' expressions (a schedule map is a function, so its dimensions' expressions describe
-    it exactly); each expression is printed once per schedule.  The projected isl map itself is
-    built only when a question has to be answered."""
+    The canonical *text* of a statement's map without dimensions `drop` is its domain and the
+    expressions of its other dimensions (a schedule map is a function, so they describe it
+    exactly), see `_columns`.  The projected isl map itself is built only when a question has to
+    be answered."""
 
     def __init__(self, schedule: Schedule):
         self.texts: Dict[str, str] = dict(schedule.maps)
-        self.columns: Dict[str, Tuple[str, ...]] = {}
+        self.keys: Dict[Tuple[str, Tuple[int, ...]], str] = {}
+        self.shared: Dict[Tuple[str, str, int], Tuple[int, ...]] = {}
         self.cache: Dict[Tuple[str, Tuple[int, ...]], isl.Map] = {}
 
-    def text(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> tuple:
-        cols = self.columns.get(name)
-        if cols is None:
-            m = schedule.statement_map(name)
-            try:
-                pma = isl.PwMultiAff.from_map(m)
-                cols = tuple(str(pma.get_pw_aff(k)) for k in range(m.dim(isl.dim_type.out)))
-            except isl.Error:
-                cols = ()  # not a function: keyed by the whole map and the dimensions dropped
-            self.columns[name] = cols
-        if not cols:
-            return (self.texts[name], drop)
-        if not drop:
-            return cols
-        dropped = set(drop)
-        return tuple(c for k, c in enumerate(cols) if k not in dropped)
+    def text(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> str:
+        key = self.keys.get((name, drop))
+        if key is None:
+            cols = _columns(self.texts[name], schedule.statement_map(name), schedule.fixed_positions[name])
+            if cols is None:
+                key = self.texts[name] + "\0" + repr(drop)
+            else:
+                dropped = {k + 1 for k in drop}  # cols[0] is the domain
+                key = "\0".join(c for k, c in enumerate(cols) if k not in dropped)
+            self.keys[(name, drop)] = key
+        return key
+
+    def shared_constants(self, schedule: Schedule, dep: Dependence, upto: int) -> Tuple[int, ...]:
+        """Dimensions below `upto` where source and sink of `dep` sit at the same constant: they
+        never order a pair of the two, so a question can drop them."""
+        key = (dep.source, dep.sink, upto)
+        got = self.shared.get(key)
+        if got is None:
+            fixed = schedule.fixed_positions
+            src, snk = fixed[dep.source], fixed[dep.sink]
+            got = tuple(k for k in range(upto) if src[k] is not None and src[k] == snk[k])
+            self.shared[key] = got
+        return got
 
     def map(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> isl.Map:
         key = (name, drop)
@@ -162,14 +195,6 @@ def _canonical(schedule: Schedule) -> _Canonical:
     if len(_CANONICAL) > 8:
         _CANONICAL.popitem(last=False)
     return canon
-
-
-def _shared_constants(schedule: Schedule, dep: Dependence, upto: int) -> Tuple[int, ...]:
-    """Dimensions below `upto` where source and sink of `dep` sit at the same constant: they never
-    order a pair of the two, so a question can drop them."""
-    fixed = schedule.fixed_positions
-    src, snk = fixed[dep.source], fixed[dep.sink]
-    return tuple(k for k in range(upto) if src[k] is not None and src[k] == snk[k])
 
 
 def _memo_pairs(schedule: Schedule, canon: _Canonical, dep: Dependence, drop: Tuple[int, ...], question: tuple,
@@ -227,7 +252,7 @@ def violations(schedule: Schedule, deps: Iterable[Dependence]) -> List[Tuple[Dep
     for dep in deps:
         if _first_constant_difference(schedule, dep, n) < 0:
             continue  # every source instance runs before every sink instance
-        drop = _shared_constants(schedule, dep, n)
+        drop = canon.shared_constants(schedule, dep, n)
         # t >= t': the sink does not run strictly after the source
         bad = _memo_pairs(schedule, canon, dep, drop, ("not after",), lambda m, space: isl.Map.lex_ge(space))
         if bad is not None:
@@ -267,7 +292,7 @@ def carried_at(schedule: Schedule, deps: Iterable[Dependence], level: int) -> Li
     for dep in deps:
         if _first_constant_difference(schedule, dep, level) != 0:
             continue  # the two statements differ at a constant outside the loop: never carried
-        drop = _shared_constants(schedule, dep, level) + after
+        drop = canon.shared_constants(schedule, dep, level) + after
         pairs = _memo_pairs(schedule, canon, dep, drop, ("carried",), _differs_at)
         if pairs is not None:
             out.append((dep, pairs))

@@ -43,7 +43,7 @@ precision, or a later primitive that changed the statement's loops).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Optional, Tuple, Union
 
 import islpy as isl
@@ -418,11 +418,22 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         except IllegalScheduleError as e:
             first_error = first_error or e
             continue
-        plans = tuple(pl for pl in out.option("packing", ()) if pl.statement != name) + (plan,)
-        options = tuple((k, v) for k, v in out.options if k != "packing") + (("packing", plans),)
-        return Schedule(out.model, out.maps, out.dims, out.history, options, out.steps)
+        return _with_plan(s, out, plan)
     assert first_error is not None
     raise first_error
+
+
+def _with_plan(before: Schedule, after: Schedule, plan: PackPlan) -> Schedule:
+    """`after` (a pack of `before`) with `plan` recorded.  Plans of statements packed earlier stay
+    valid: their maps changed only by the constant dimensions this pack inserted (zeros in the new
+    loops), so their packed code is the same; their `map_text` follows (without that, packing a
+    second contraction silently unpacked the first: `packing_plans` compares the map)."""
+    valid = packing_plans(before)
+    new_maps = dict(after.maps)
+    kept = tuple(replace(pl, map_text=new_maps[pl.statement]) if valid.get(pl.statement) is pl else pl
+                 for pl in after.option("packing", ()) if pl.statement != plan.statement)
+    options = tuple((k, v) for k, v in after.options if k != "packing") + (("packing", kept + (plan,)),)
+    return Schedule(after.model, after.maps, after.dims, after.history, options, after.steps)
 
 
 def packing_plans(s: Schedule) -> Dict[str, PackPlan]:

@@ -17,6 +17,7 @@ import polyc as pc
 from polyc.schedule import auto as auto_module
 from polyc.schedule.auto import auto_schedule
 from polyc.schedule.legality import check_legal, check_parallel, legality_memo
+from polyc.schedule.packing import packing_plans
 from polyc.testing.check import check_kernel
 
 #: CPU seconds one scheduling may take here (the target is 2 s on a developer machine).
@@ -98,7 +99,7 @@ def test_wide_bands_schedule_in_bounded_work(loops):
     _assert_proven(k, sched)
     assert "auto(" in sched.history[0]              # isl's answer was used, no fallback
     assert _marked(sched, "parallel")
-    assert [p.statement for p in sched.option("packing", ())] == ["S1"]
+    assert [p.statement for p in sched.option("packing", ())] == ["S1"] and list(packing_plans(sched)) == ["S1"]
 
 
 def test_a_band_whose_tiles_never_fit_takes_the_smallest_tiles_at_once():
@@ -129,6 +130,7 @@ def test_gated_dilated_convolution_packs_every_contraction_in_bounded_work():
     _assert_proven(k, sched)
     contractions = ["S1", "S3", "S6", "S9", "S11", "S14"]
     assert sorted(p.statement for p in sched.option("packing", ())) == sorted(contractions)
+    assert sorted(packing_plans(sched)) == sorted(contractions)  # all still valid for the code generator
     assert _marked(sched, "vector")
 
 
@@ -162,3 +164,15 @@ def test_thirty_statement_results_match_the_reference(text):
 def test_gated_dilated_convolution_results_match_the_reference():
     k = gated_kernel()
     check_kernel(k, auto_schedule(k), sizes=dict(B=2, C=3, T=7, R=2))
+
+
+def test_packing_a_second_contraction_keeps_the_first_packed():
+    """Each pack inserts dimensions into every statement's map; the plans packed before follow
+    (they were dropped as stale, so 3mm ran only its last product packed)."""
+    from kernels import by_name
+    k = by_name("3mm").kernel
+    sched, *_ = _schedule(k)
+    assert sorted(packing_plans(sched)) == ["S1", "S3", "S5"]
+    source = pc.codegen(k, sched)
+    for st in ("S1", "S3", "S5"):
+        assert f"_{st}_packed" in source
