@@ -294,7 +294,10 @@ def _first_band_dim(s: Schedule, c: Contraction) -> int:
     m = s.statement_map(c.statement)
     st = s.model.program.statement(c.statement)
     positions = [st.iterators.index(x) for x in c.m + c.n + c.k]
+    fixed = s.fixed_positions[c.statement]
     for q in range(len(s.dims)):
+        if fixed[q] is not None:
+            continue  # a constant (known without isl) moves with nothing
         col = m.project_out(isl.dim_type.out, q + 1, len(s.dims) - q - 1).project_out(isl.dim_type.out, 0, q)
         pwa = isl.PwMultiAff.from_map(col).get_pw_aff(0) if col.is_single_valued() else None
         if pwa is None or any(pwa.involves_dims(isl.dim_type.in_, p, 1) for p in positions):
