@@ -283,3 +283,12 @@ def test_the_deadline_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("POLYC_AUTO_DEADLINE", "soon")
     auto_schedule(k)
     assert auto_module.last_search.seconds == auto_module.AUTO_DEADLINE
+
+
+@pytest.mark.slow
+def test_the_schedule_kept_at_the_deadline_computes_the_right_result():
+    from polyc.testing.check import check_kernel
+    k = pc.kernel("O[a, b, c, d] +=! X[a, b, r, s] * Y[r, s, c, d]", name="late_result")
+    sched = auto_schedule(k, deadline=1e-9)
+    assert auto_module.last_search.expired_at is not None
+    check_kernel(k, sched, sizes={s: 3 for s in k.program.sizes})
