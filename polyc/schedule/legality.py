@@ -143,6 +143,7 @@ class _Canonical:
         self.texts: Dict[str, str] = dict(schedule.maps)
         self.keys: Dict[Tuple[str, Tuple[int, ...]], str] = {}
         self.shared: Dict[Tuple[str, str, int], Tuple[int, ...]] = {}
+        self.differences: Dict[Tuple[str, str, int], int] = {}
         self.cache: Dict[Tuple[str, Tuple[int, ...]], isl.Map] = {}
 
     def text(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> str:
@@ -169,13 +170,27 @@ class _Canonical:
             self.shared[key] = got
         return got
 
+    def first_difference(self, schedule: Schedule, dep: Dependence, before: int) -> int:
+        """`_first_constant_difference`, once per pair of statements and level."""
+        key = (dep.source, dep.sink, before)
+        got = self.differences.get(key)
+        if got is None:
+            got = self.differences[key] = _first_constant_difference(schedule, dep, before)
+        return got
+
     def map(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> isl.Map:
         key = (name, drop)
         got = self.cache.get(key)
         if got is None:
             got = schedule.statement_map(name)
-            for k in sorted(drop, reverse=True):
-                got = got.project_out(isl.dim_type.out, k, 1)
+            runs: List[List[int]] = []  # contiguous runs of dropped dimensions, one projection each
+            for k in sorted(drop):
+                if runs and runs[-1][0] + runs[-1][1] == k:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([k, 1])
+            for start, count in reversed(runs):
+                got = got.project_out(isl.dim_type.out, start, count)
             self.cache[key] = got
         return got
 
@@ -250,7 +265,7 @@ def violations(schedule: Schedule, deps: Iterable[Dependence]) -> List[Tuple[Dep
     n = _n_dims(schedule)
     canon = _canonical(schedule)
     for dep in deps:
-        if _first_constant_difference(schedule, dep, n) < 0:
+        if canon.first_difference(schedule, dep, n) < 0:
             continue  # every source instance runs before every sink instance
         drop = canon.shared_constants(schedule, dep, n)
         # t >= t': the sink does not run strictly after the source
@@ -290,7 +305,7 @@ def carried_at(schedule: Schedule, deps: Iterable[Dependence], level: int) -> Li
     canon = _canonical(schedule)
     out = []
     for dep in deps:
-        if _first_constant_difference(schedule, dep, level) != 0:
+        if canon.first_difference(schedule, dep, level) != 0:
             continue  # the two statements differ at a constant outside the loop: never carried
         drop = canon.shared_constants(schedule, dep, level) + after
         pairs = _memo_pairs(schedule, canon, dep, drop, ("carried",), _differs_at)
