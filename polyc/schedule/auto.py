@@ -15,9 +15,17 @@
    innermost loop that carries none and touches memory with unit stride becomes "vector".
 Any failure (isl budget exceeded, an unexpected tree, an unproven step) falls back to a simpler
 variant and finally to source order with proven parallel marks, with a warning; never a hang.
+
+Compile time is bounded by construction: tile sizes are searched exhaustively only for bands of up
+to four loops and locally beyond (`auto_cost.tile_sizes`), and legality questions are memoised
+(`legality`).  A deadline (`AUTO_DEADLINE`, `POLYC_AUTO_DEADLINE`, or `deadline=`; seconds of
+this process's CPU time, see `auto_cost.SearchBudget`) is the guard behind that: once it has passed, every search keeps the best it has found (tile sizes
+chosen so far, marks and packings proven so far) and the rest is skipped, with one debug log line.
 """
 from __future__ import annotations
 
+import logging
+import os
 import warnings
 from dataclasses import replace
 from typing import Dict, List, Optional
@@ -27,7 +35,7 @@ import islpy as isl
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly import islutil
 from ..poly.dependences import Dependences
-from .auto_cost import access_delta, all_unit_or_invariant, direction, machine
+from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant, direction, machine
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
@@ -36,6 +44,27 @@ from .schedule import Dim, Schedule
 
 #: isl operations the scheduler itself may use (the proofs run under the default budget).
 SCHEDULER_BUDGET = 8_000_000
+
+#: Seconds `schedule="auto"` may spend searching before it settles for the best found so far
+#: (`POLYC_AUTO_DEADLINE` overrides; 0 or a negative value: no deadline).
+AUTO_DEADLINE = 2.0
+
+log = logging.getLogger("polyc.schedule.auto")
+
+
+def _deadline_seconds(deadline: Optional[float]) -> Optional[float]:
+    """The deadline in seconds (None: no deadline) from the argument, the environment or the default."""
+    if deadline is None:
+        text = os.environ.get("POLYC_AUTO_DEADLINE")
+        try:
+            deadline = float(text) if text else AUTO_DEADLINE
+        except ValueError:
+            deadline = AUTO_DEADLINE
+    return deadline if deadline > 0 and deadline != float("inf") else None
+
+
+#: The search budget of the latest `auto_schedule` call (its counters, for tests and debugging).
+last_search: Optional[SearchBudget] = None
 
 _ISL_OPTIONS = {
     "serialize_sccs": 1,
@@ -94,7 +123,7 @@ def codegen_keeps_restrict() -> bool:
 def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optional[int] = None,
                   tile_sizes: Optional[Dict[str, int]] = None,
                   register_blocking: Optional[bool] = None, pack: bool = True,
-                  jam_rows: bool = False) -> Schedule:
+                  jam_rows: bool = False, deadline: Optional[float] = None) -> Schedule:
     """A legal, optimised schedule for `kernel` (see the module docstring).
 
     `budget`: isl operations the scheduler may spend (default `SCHEDULER_BUDGET`, never more than
@@ -103,14 +132,29 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
     per loop name; `register_blocking` (default: `codegen_keeps_restrict()`) unrolls-and-jams a
     reduction loop of contractions into the SIMD loop; `pack=False` leaves matmul-like statements
     to the tiled loops instead of packed BLAS-style code (`Schedule.pack`); `jam_rows=False` leaves
-    reduction chains unjammed (`jam_reductions`).
+    reduction chains unjammed (`jam_reductions`).  `deadline`: seconds of searching after which
+    the best schedule found so far is kept (default `AUTO_DEADLINE`; 0: none).
     """
+    global last_search
+    search = last_search = SearchBudget(_deadline_seconds(deadline))
+    try:
+        return _auto_schedule(kernel, target, tile, budget, tile_sizes, register_blocking, pack, jam_rows,
+                              search)
+    finally:
+        if search.expired_at is not None:
+            log.debug("schedule='auto' for %s: the %.3g s deadline passed during %s; kept the best found so "
+                      "far (%d tile-size candidates evaluated)", kernel.model.program.name, search.seconds,
+                      search.expired_at, search.candidates)
+
+
+def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_sizes, register_blocking,
+                   pack: bool, jam_rows: bool, search: SearchBudget) -> Schedule:
     model = kernel.model
     deps = kernel.dependences() if hasattr(kernel, "dependences") else Dependences(model)
     try:
         tree = tree_from_isl(isl_schedule(model, deps, budget), model)
     except (IslBudgetError, UnsupportedTree, PolycError) as e:
-        return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})", pack)
+        return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})", pack, search)
     cpu = target == "c"
     if register_blocking is None:
         register_blocking = codegen_keeps_restrict()
@@ -124,25 +168,27 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
     if tile and cpu:
         variants.append(DecideOptions(tile=False, wavefront=False, fuse=False))
     reasons = []
-    for opts in variants:
+    for index, opts in enumerate(variants):
+        if index and index < len(variants) - 1 and search.expired("the fallback variants"):
+            continue  # out of time: straight to the simplest variant
         try:
             start = fuse_memory_bound(tree, model, deps) if opts.fuse else tree
-            decided = Decider(model, opts, machine()).decide(start)
+            decided = Decider(model, opts, machine(), search).decide(start)
             note = "auto(" + ", ".join(opts.describe()) + ")"
             sched = flatten(model, decided, history=(note,))
             sched = _with_unroll_options(sched)
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
-                sched = add_marks(sched, deps)
+                sched = add_marks(sched, deps, search)
                 if pack:
-                    sched = pack_contractions(sched, deps)
-                if jam_rows:
+                    sched = pack_contractions(sched, deps, search)
+                if jam_rows and not search.expired("jamming reduction rows"):
                     sched = jam_reductions(split_reduction_chains(sched))
                 sched = _with_unroll_options(sched)
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
-    return fallback_schedule(kernel, deps, "; ".join(reasons), pack)
+    return fallback_schedule(kernel, deps, "; ".join(reasons), pack, search)
 
 
 def _with_unroll_options(sched: Schedule) -> Schedule:
@@ -194,7 +240,7 @@ def real_loops(schedule: Schedule):
     return cols, {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
 
 
-def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
+def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None) -> Schedule:
     """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
 
     With a code generator that loses `restrict` inside parallel loops (`codegen_keeps_restrict`
@@ -202,7 +248,8 @@ def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
     sequential: the lost register promotion would cost more than a second core gains.
 
     Fully unrolled dimensions (register-blocking lanes) are not loops in the generated code: they
-    are never marked and do not count when looking for a statement's innermost loop."""
+    are never marked and do not count when looking for a statement's innermost loop.  Past the
+    `search` deadline no further loop is tried (the marks proven so far stay)."""
     cols, loops_of = real_loops(schedule)
     keeps_restrict = codegen_keeps_restrict()
     dims = list(schedule.dims)
@@ -212,6 +259,8 @@ def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
     for p, d in enumerate(dims):
         if d.name is None:
             continue
+        if search is not None and search.expired("marking parallel loops"):
+            break
         users = [s for s in statements if p in loops_of[s]]
         if not users or any(has_parallel[s] for s in users):
             continue
@@ -229,6 +278,8 @@ def add_marks(schedule: Schedule, deps: Dependences) -> Schedule:
     for p, d in enumerate(dims):
         if d.name is None or "parallel" in dims[p].marks or d.unroll:
             continue
+        if search is not None and search.expired("marking vector loops"):
+            break
         users = [s for s in statements if p in loops_of[s]]
         if not users or not all(loops_of[s][-1] == p for s in users):
             continue
@@ -324,7 +375,7 @@ def jam_reductions(schedule: Schedule) -> Schedule:
 
 # -- packed contractions ---------------------------------------------------------------------------
 
-def pack_contractions(schedule: Schedule, deps: Dependences) -> Schedule:
+def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None) -> Schedule:
     """Run every matmul-like statement that `Schedule.pack` can prove as packed BLAS-style code, its
     m-block loop parallel (proven) when the machine has several cores and no enclosing loop of the
     statement is parallel already.  Statements are recognised from their access relations
@@ -332,7 +383,8 @@ def pack_contractions(schedule: Schedule, deps: Dependences) -> Schedule:
 
     Packing needs the batch loops outside the contraction's loops; where the scheduler tiled them
     into one band and every other statement only initialises (reads no array), the statement is
-    packed from the source order instead (with its proven parallel marks)."""
+    packed from the source order instead (with its proven parallel marks).  Past the `search`
+    deadline no further statement is packed (those packed so far stay)."""
     from .packing import BatchLoopsInside, contraction_form
     from .rewrite import statement_varies
     program = schedule.model.program
@@ -344,13 +396,15 @@ def pack_contractions(schedule: Schedule, deps: Dependences) -> Schedule:
     for st in program.statements:
         if isinstance(forms[st.name], str):
             continue
+        if search is not None and search.expired("packing contractions"):
+            break
         try:
             packed = schedule.pack(st.name)
         except BatchLoopsInside:
             if not only_inits:
                 continue
             try:
-                schedule = add_marks(Schedule.source_order(schedule.model), deps)
+                schedule = add_marks(Schedule.source_order(schedule.model), deps, search)
                 packed = schedule.pack(st.name)
             except (PolycError, IslBudgetError, isl.Error):
                 continue
@@ -370,13 +424,14 @@ def pack_contractions(schedule: Schedule, deps: Dependences) -> Schedule:
 
 # -- fallback ------------------------------------------------------------------------------------
 
-def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True) -> Schedule:
+def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True,
+                      search: Optional[SearchBudget] = None) -> Schedule:
     """Source order with proven parallel/vector marks; warns with `reason`."""
     warnings.warn(f"schedule='auto' for {kernel.model.program.name}: using the source order with "
-                  f"proven parallel marks instead ({reason})", AutoScheduleWarning, stacklevel=3)
+                  f"proven parallel marks instead ({reason})", AutoScheduleWarning, stacklevel=4)
     sched = Schedule.source_order(kernel.model)
     try:
-        sched = add_marks(sched, deps)
-        return pack_contractions(sched, deps) if pack else sched
+        sched = add_marks(sched, deps, search)
+        return pack_contractions(sched, deps, search) if pack else sched
     except (PolycError, isl.Error):
         return sched

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import List, Mapping, Optional, Sequence, Tuple
@@ -231,13 +232,80 @@ def has_reuse(fps: Sequence[Footprint], n: int) -> bool:
     return any(2 <= rank(fp.coeffs) < n for fp in fps)
 
 
+#: Bands whose full product of candidate sizes is at most this many are searched exhaustively
+#: (every band of up to four loops: the benchmark kernels get the exact optimum); larger bands are
+#: searched locally (`_local_search`), which evaluates O(n^2) candidates per step instead of 8^n.
+EXHAUSTIVE_LIMIT = 4096
+
+#: Hard cap on the candidates a local search evaluates for one band (the deterministic bound).
+LOCAL_SEARCH_LIMIT = 3000
+
+
+class SearchBudget:
+    """The automatic scheduler's search budget: a deadline in seconds (None for none) and a count
+    of the tile-size candidates evaluated (the regression guard: the count is deterministic, the
+    clock is not).  Once the deadline has passed, searches return the best found so far.
+
+    The clock is this process's CPU time (`time.process_time`), not the time on the wall: on a
+    machine shared with other jobs the wall clock runs several times faster than the scheduler's
+    own work, and a wall-clock deadline would make the schedule (and so the generated code) depend
+    on the load of other processes.  CPU time bounds the work itself, reproducibly."""
+
+    def __init__(self, seconds: Optional[float] = None, clock=time.process_time):
+        self.clock = clock
+        self.deadline = None if seconds is None else clock() + seconds
+        self.seconds = seconds
+        self.candidates = 0
+        self.expired_at: Optional[str] = None   # what was cut short first (for the debug log)
+
+    def expired(self, what: str = "") -> bool:
+        if self.deadline is None or self.clock() < self.deadline:
+            return False
+        if self.expired_at is None:
+            self.expired_at = what or "search"
+        return True
+
+
+#: Candidates evaluated by `tile_sizes` since the process started (all bands, all searches).
+CANDIDATES_EVALUATED = [0]
+
+
+def _elements_function(fps: Sequence[Footprint]):
+    """`sizes -> sum of fp.elements(sizes)`, with each footprint's coefficients prepared once
+    (integers where they are whole: the search evaluates this thousands of times)."""
+    rows = []
+    for fp in fps:
+        prepared = []
+        for row in fp.coeffs:
+            terms = tuple((p, int(abs(c)) if c.denominator == 1 else abs(c)) for p, c in enumerate(row) if c)
+            prepared.append(terms)
+        rows.append(tuple(prepared))
+
+    def elements(sizes: Sequence[int]) -> int:
+        total = 0
+        for prepared in rows:
+            product = 1
+            for terms in prepared:
+                extent = 1
+                for p, c in terms:
+                    extent += c * (sizes[p] - 1)
+                product *= max(1, int(extent))
+            total += product
+        return total
+
+    return elements
+
+
 def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: int = 8,
                innermost: Optional[int] = None, time_like: Sequence[int] = (),
-               min_inner: int = 64) -> Tuple[int, ...]:
+               min_inner: int = 64, search: Optional[SearchBudget] = None) -> Tuple[int, ...]:
     """Tile sizes for an n-loop band maximising iterations per byte of the tile's footprint,
     which must fit `budget_bytes`.  The `innermost` loop (the SIMD one) gets at least `min_inner`;
-    `time_like` loops (skewed time) are kept short so tiles stay compact."""
-    best, best_key = None, None
+    `time_like` loops (skewed time) are kept short so tiles stay compact.
+
+    Up to `EXHAUSTIVE_LIMIT` combinations every one is scored; beyond, a local search from
+    uniform starting points (`_local_search`) keeps the work polynomial in n.  `search` counts
+    the candidates and may cut the search short at its deadline (best so far)."""
     choices = []
     for p in range(n):
         c = [v for v in CANDIDATES if v >= 4]
@@ -246,19 +314,111 @@ def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: 
         if p in time_like:
             c = [v for v in CANDIDATES if 4 <= v <= 32]
         choices.append(c)
-    for sizes in itertools.product(*choices):
-        elems = sum(fp.elements(sizes) for fp in fps)
-        nbytes = elems * elem_bytes
-        if nbytes > budget_bytes:
-            continue
+    elements = _elements_function(fps)
+
+    def score(sizes: Sequence[int]) -> Optional[tuple]:
+        """The cost model's key (higher is better), None when the tile's data does not fit."""
+        CANDIDATES_EVALUATED[0] += 1
+        if search is not None:
+            search.candidates += 1
+        elems = elements(sizes)
+        if elems * elem_bytes > budget_bytes:
+            return None
         work = 1
         for t in sizes:
             work *= t
         ratio = work / max(1, elems)
         inner = sizes[innermost] if innermost is not None else 0
-        key = (round(ratio, 3), inner, -work)
-        if best_key is None or key > best_key:
-            best, best_key = sizes, key
+        return (round(ratio, 3), inner, -work)
+
+    total = 1
+    for c in choices:
+        total *= len(c)
+    if total <= EXHAUSTIVE_LIMIT:
+        best, best_key = None, None
+        for k, sizes in enumerate(itertools.product(*choices)):
+            if k % 256 == 0 and search is not None and best is not None and search.expired("tile sizes"):
+                break
+            key = score(sizes)
+            if key is not None and (best_key is None or key > best_key):
+                best, best_key = sizes, key
+    else:
+        best = _local_search(choices, score, search)
     if best is None:
         best = tuple(min(c) for c in choices)
     return tuple(best)
+
+
+#: Starting points a local search climbs from (the best uniform tiles): one climb can stop at a
+#: local optimum that another reaches past.
+LOCAL_SEARCH_STARTS = 3
+
+
+def _local_search(choices: List[List[int]], score, search: Optional[SearchBudget]) -> Optional[Tuple[int, ...]]:
+    """Steepest-ascent search over tile sizes for large bands.
+
+    Scores the uniform points (every loop at the same candidate index, clamped to each loop's
+    choices) and climbs from the `LOCAL_SEARCH_STARTS` best: each step moves to the best neighbour,
+    where a neighbour changes one loop to any of its sizes, or moves two loops one step each (a
+    tile at the cache budget can only grow along one loop by shrinking along another; reuse between
+    two loops may only show when both grow).  A climb stops at a local optimum; the whole search
+    after `LOCAL_SEARCH_LIMIT` candidates or at the deadline.  Equal keys go to the smaller sizes
+    in lexicographic order, as the exhaustive search's first maximum."""
+    n = len(choices)
+    seen: dict = {}
+
+    def key_of(idx: Tuple[int, ...]):
+        if idx not in seen:
+            seen[idx] = score(tuple(choices[p][i] for p, i in enumerate(idx)))
+        return seen[idx]
+
+    def rank(idx: Tuple[int, ...]):
+        """Sort key (ascending = better) of a fitting point."""
+        key = key_of(idx)
+        return (tuple(-x for x in key), idx)
+
+    def out_of_budget() -> bool:
+        return len(seen) >= LOCAL_SEARCH_LIMIT or (search is not None and search.expired("tile sizes"))
+
+    width = max(len(c) for c in choices)
+    seeds = sorted({tuple(min(u, len(c) - 1) for c in choices) for u in range(width)})
+    fitting = sorted((idx for idx in seeds if key_of(idx) is not None), key=rank)
+    if not fitting:
+        return None
+    best = fitting[0]
+    for start in fitting[:LOCAL_SEARCH_STARTS]:
+        current = start
+        while not out_of_budget():
+            step = current
+            for idx in _neighbours(current, choices):
+                if len(seen) >= LOCAL_SEARCH_LIMIT:
+                    break
+                if key_of(idx) is not None and rank(idx) < rank(step):
+                    step = idx
+            if step == current:
+                break
+            current = step
+        if rank(current) < rank(best):
+            best = current
+        if out_of_budget():
+            break
+    return tuple(choices[p][i] for p, i in enumerate(best))
+
+
+def _neighbours(idx: Tuple[int, ...], choices: List[List[int]]) -> List[Tuple[int, ...]]:
+    """One loop at any other size; two loops one step each (both ways, same or opposite)."""
+    n = len(choices)
+    out = []
+    for p in range(n):
+        for i in range(len(choices[p])):
+            if i != idx[p]:
+                out.append(idx[:p] + (i,) + idx[p + 1:])
+    for p in range(n):
+        for q in range(p + 1, n):
+            for dp, dq in ((1, -1), (-1, 1), (1, 1), (-1, -1)):
+                i, j = idx[p] + dp, idx[q] + dq
+                if 0 <= i < len(choices[p]) and 0 <= j < len(choices[q]):
+                    moved = list(idx)
+                    moved[p], moved[q] = i, j
+                    out.append(tuple(moved))
+    return out

@@ -6,10 +6,21 @@
   *carried* by it: no pair that agrees on all outer dimensions and differs at that loop.
 Each refusal raises `IllegalScheduleError` naming the dependence kind, the statements, the array
 and one concrete pair of instances with the sizes isl picked.
+
+Every primitive re-proves the whole schedule, and the automatic scheduler applies many primitives
+in a row (pack, then parallel, for each contraction), so the same question about one dependence
+comes back again and again.  Each question is therefore asked on a canonical form and memoised
+(`_PairMemo`): dimensions where the two statements sit at the same constant cannot order a pair
+(they are dropped), and for "carried at level L" the dimensions after L do not matter either.  A
+primitive that only adds a mark, or inserts scalar dimensions (as `pack` does), then asks questions
+whose canonical form was answered already.  The memo holds the answers, never the dependences or
+models (keys hold the dependence's id, checked against a weak reference).
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+import weakref
+from collections import OrderedDict
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import islpy as isl
 
@@ -50,21 +61,186 @@ def describe_pair(schedule: Schedule, dep: Dependence, pairs: isl.Map) -> str:
             f"(with {sizes})")
 
 
-def _pairs_where(schedule: Schedule, dep: Dependence, time_relation: isl.Map) -> isl.Map:
-    """Pairs of `dep` whose schedule times are related by `time_relation` ([t] -> [t'])."""
-    s_src = schedule.statement_map(dep.source)
-    s_snk = schedule.statement_map(dep.sink)
-    through = s_src.apply_range(time_relation).apply_range(s_snk.reverse())
-    return dep.relation.intersect(through)
-
-
 def _n_dims(schedule: Schedule) -> int:
     return len(schedule.dims)
 
 
-def _time_space(schedule: Schedule) -> isl.Space:
-    name, text = schedule.maps[0]
-    return isl.Map(text).get_space().range()
+class _PairMemo:
+    """Answers of legality questions (pairs of a dependence with related times) in canonical form (see the module docstring), bounded.
+
+    Key: (id of the dependence, canonical source map text, canonical sink map text, question).
+    Value: (weak reference to the dependence, the pairs or None when there are none).  A hit whose
+    weak reference no longer points at the same dependence (the id was reused) is a miss.
+    `hits` counts questions answered from the memo, `misses` those isl had to answer."""
+
+    def __init__(self, capacity: int = 20000):
+        self.capacity = capacity
+        self.entries: "OrderedDict[tuple, Tuple[weakref.ref, Optional[isl.Map]]]" = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, dep: Dependence, key: tuple):
+        entry = self.entries.get(key)
+        if entry is None or entry[0]() is not dep:
+            return False, None
+        self.entries.move_to_end(key)
+        return True, entry[1]
+
+    def put(self, dep: Dependence, key: tuple, pairs: Optional[isl.Map]) -> None:
+        self.entries[key] = (weakref.ref(dep), pairs)
+        if len(self.entries) > self.capacity:
+            self.entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.hits = self.misses = 0
+
+
+#: The process-wide memo of legality questions (`legality_memo().clear()` empties it).
+_MEMO = _PairMemo()
+
+
+def legality_memo() -> _PairMemo:
+    """The memo of legality questions (its `hits` and `misses` count lookups; for tests)."""
+    return _MEMO
+
+
+def _columns(text: str, m: isl.Map, fixed: Tuple[Optional[int], ...]) -> Optional[str]:
+    """A statement map's description as one string: its domain and each dimension's expression,
+    the constant for dimensions fixed on the whole map (`Schedule.fixed_positions`), printed by
+    isl otherwise; the parts joined by NUL (None when the map is not a function).  Cached by the
+    map's text: successive schedules of a primitive chain share most of their maps."""
+    got = _COLUMNS.get(text)
+    if got is not None:
+        _COLUMNS.move_to_end(text)
+        return got[0]
+    try:
+        pma = isl.PwMultiAff.from_map(m) if any(v is None for v in fixed) else None
+        parts = [str(m.domain())] + [str(v) if v is not None else str(pma.get_pw_aff(k))
+                                     for k, v in enumerate(fixed)]
+        cols: Optional[Tuple[str, ...]] = tuple(parts)
+    except isl.Error:
+        cols = None  # not a function: keyed by the whole map and the dimensions dropped
+    _COLUMNS[text] = (cols,)
+    if len(_COLUMNS) > 4096:
+        _COLUMNS.popitem(last=False)
+    return cols
+
+
+_COLUMNS: "OrderedDict[str, Tuple[Optional[Tuple[str, ...]]]]" = OrderedDict()
+
+
+class _Canonical:
+    """Statement maps of one schedule with some output dimensions projected out (cached per
+    schedule, see `_canonical`; it holds no reference to the schedule, so no model is kept).
+
+    The canonical *text* of a statement's map without dimensions `drop` is its domain and the
+    expressions of its other dimensions (a schedule map is a function, so they describe it
+    exactly), see `_columns`.  The projected isl map itself is built only when a question has to
+    be answered."""
+
+    def __init__(self, schedule: Schedule):
+        self.texts: Dict[str, str] = dict(schedule.maps)
+        self.keys: Dict[Tuple[str, Tuple[int, ...]], str] = {}
+        self.shared: Dict[Tuple[str, str, int], Tuple[int, ...]] = {}
+        self.differences: Dict[Tuple[str, str, int], int] = {}
+        self.cache: Dict[Tuple[str, Tuple[int, ...]], isl.Map] = {}
+
+    def text(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> str:
+        key = self.keys.get((name, drop))
+        if key is None:
+            cols = _columns(self.texts[name], schedule.statement_map(name), schedule.fixed_positions[name])
+            if cols is None:
+                key = self.texts[name] + "\0" + repr(drop)
+            else:
+                dropped = {k + 1 for k in drop}  # cols[0] is the domain
+                key = "\0".join(c for k, c in enumerate(cols) if k not in dropped)
+            self.keys[(name, drop)] = key
+        return key
+
+    def shared_constants(self, schedule: Schedule, dep: Dependence, upto: int) -> Tuple[int, ...]:
+        """Dimensions below `upto` where source and sink of `dep` sit at the same constant: they
+        never order a pair of the two, so a question can drop them."""
+        key = (dep.source, dep.sink, upto)
+        got = self.shared.get(key)
+        if got is None:
+            fixed = schedule.fixed_positions
+            src, snk = fixed[dep.source], fixed[dep.sink]
+            got = tuple(k for k in range(upto) if src[k] is not None and src[k] == snk[k])
+            self.shared[key] = got
+        return got
+
+    def first_difference(self, schedule: Schedule, dep: Dependence, before: int) -> int:
+        """`_first_constant_difference`, once per pair of statements and level."""
+        key = (dep.source, dep.sink, before)
+        got = self.differences.get(key)
+        if got is None:
+            got = self.differences[key] = _first_constant_difference(schedule, dep, before)
+        return got
+
+    def map(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> isl.Map:
+        key = (name, drop)
+        got = self.cache.get(key)
+        if got is None:
+            got = schedule.statement_map(name)
+            runs: List[List[int]] = []  # contiguous runs of dropped dimensions, one projection each
+            for k in sorted(drop):
+                if runs and runs[-1][0] + runs[-1][1] == k:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([k, 1])
+            for start, count in reversed(runs):
+                got = got.project_out(isl.dim_type.out, start, count)
+            self.cache[key] = got
+        return got
+
+
+#: The canonical views of the last few schedules asked about (by id, checked by weak reference):
+#: a primitive's validation asks `check_legal` and then `check_parallel` for each marked loop.
+_CANONICAL: "OrderedDict[int, Tuple[weakref.ref, _Canonical]]" = OrderedDict()
+
+
+def _canonical(schedule: Schedule) -> _Canonical:
+    entry = _CANONICAL.get(id(schedule))
+    if entry is not None and entry[0]() is schedule:
+        _CANONICAL.move_to_end(id(schedule))
+        return entry[1]
+    canon = _Canonical(schedule)
+    _CANONICAL[id(schedule)] = (weakref.ref(schedule), canon)
+    if len(_CANONICAL) > 8:
+        _CANONICAL.popitem(last=False)
+    return canon
+
+
+def _memo_pairs(schedule: Schedule, canon: _Canonical, dep: Dependence, drop: Tuple[int, ...], question: tuple,
+                relation) -> Optional[isl.Map]:
+    """The pairs of `dep` (in the context) whose canonical times (dimensions `drop` left out) are
+    related by `relation(n)` (n: the canonical dimension count); None when there are none.
+
+    Looked up first by the statements' map texts as they are (free: a primitive that only adds a
+    mark asks again about unchanged maps), then by the canonical maps' texts (the expressions of the
+    dimensions kept, see `_Canonical`)."""
+    texts = canon.texts
+    plain_key = (id(dep), texts[dep.source], texts[dep.sink], drop, question)
+    found, pairs = _MEMO.get(dep, plain_key)
+    if found:
+        _MEMO.hits += 1
+        return pairs
+    key = (id(dep), canon.text(schedule, dep.source, drop), canon.text(schedule, dep.sink, drop), question)
+    found, pairs = _MEMO.get(dep, key)
+    if found:
+        _MEMO.hits += 1
+    else:
+        _MEMO.misses += 1
+        src, snk = canon.map(schedule, dep.source, drop), canon.map(schedule, dep.sink, drop)
+        rel = relation(src.dim(isl.dim_type.out), src.get_space().range())
+        through = src.apply_range(rel).apply_range(snk.reverse())
+        through = through.align_params(dep.relation.get_space())
+        got = dep.relation.intersect(through).intersect_params(schedule.model.context)
+        pairs = None if got.is_empty() else got
+        _MEMO.put(dep, key, pairs)
+    _MEMO.put(dep, plain_key, pairs)
+    return pairs
 
 
 def _first_constant_difference(schedule: Schedule, dep: Dependence, before: int) -> Optional[int]:
@@ -86,13 +262,15 @@ def _first_constant_difference(schedule: Schedule, dep: Dependence, before: int)
 def violations(schedule: Schedule, deps: Iterable[Dependence]) -> List[Tuple[Dependence, isl.Map]]:
     """Dependences that `schedule` does not keep strictly positive, with their violating pairs."""
     out = []
-    space = _time_space(schedule)
-    not_after = isl.Map.lex_ge(space)  # t >= t': the sink does not run strictly after the source
+    n = _n_dims(schedule)
+    canon = _canonical(schedule)
     for dep in deps:
-        if _first_constant_difference(schedule, dep, _n_dims(schedule)) < 0:
+        if canon.first_difference(schedule, dep, n) < 0:
             continue  # every source instance runs before every sink instance
-        bad = _pairs_where(schedule, dep, not_after).intersect_params(schedule.model.context)
-        if not bad.is_empty():
+        drop = canon.shared_constants(schedule, dep, n)
+        # t >= t': the sink does not run strictly after the source
+        bad = _memo_pairs(schedule, canon, dep, drop, ("not after",), lambda m, space: isl.Map.lex_ge(space))
+        if bad is not None:
             out.append((dep, bad))
     return out
 
@@ -109,22 +287,29 @@ def check_legal(schedule: Schedule, deps: Dependences, what: str) -> None:
             f"runs the second instance before (or together with) the first{more}.", dependence=dep)
 
 
+def _differs_at(m: int, space: isl.Space) -> isl.Map:
+    """{ [t] -> [u] : t_k = u_k for k < m - 1 and t_(m-1) != u_(m-1) } on `space`."""
+    ts = [f"t{k}" for k in range(m)]
+    us = [f"u{k}" for k in range(m)]
+    cond = " and ".join([f"t{k} = u{k}" for k in range(m - 1)] + [f"t{m - 1} != u{m - 1}"])
+    return isl.Map(f"{{ [{', '.join(ts)}] -> [{', '.join(us)}] : {cond} }}").align_params(space)
+
+
 def carried_at(schedule: Schedule, deps: Iterable[Dependence], level: int) -> List[Tuple[Dependence, isl.Map]]:
-    """Dependences carried by schedule dimension `level`, with the carrying pairs."""
+    """Dependences carried by schedule dimension `level`, with the carrying pairs.
+
+    Only the dimensions up to `level` matter (equal before it, different at it); those after it
+    are dropped, as are those before it where both statements sit at the same constant."""
     n = _n_dims(schedule)
-    ts = [f"t{k}" for k in range(n)]
-    us = [f"u{k}" for k in range(n)]
-    eq = [f"t{k} = u{k}" for k in range(level)]
-    cond = " and ".join(eq + [f"t{level} != u{level}"])
-    rel = isl.Map(f"{{ [{', '.join(ts)}] -> [{', '.join(us)}] : {cond} }}")
+    after = tuple(range(level + 1, n))
+    canon = _canonical(schedule)
     out = []
     for dep in deps:
-        if _first_constant_difference(schedule, dep, level) != 0:
+        if canon.first_difference(schedule, dep, level) != 0:
             continue  # the two statements differ at a constant outside the loop: never carried
-        params = dep.relation.get_space()
-        r = rel.align_params(params)
-        pairs = _pairs_where(schedule, dep, r).intersect_params(schedule.model.context)
-        if not pairs.is_empty():
+        drop = canon.shared_constants(schedule, dep, level) + after
+        pairs = _memo_pairs(schedule, canon, dep, drop, ("carried",), _differs_at)
+        if pairs is not None:
             out.append((dep, pairs))
     return out
 

@@ -43,7 +43,7 @@ precision, or a later primitive that changed the statement's loops).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Optional, Tuple, Union
 
 import islpy as isl
@@ -297,7 +297,10 @@ def _first_band_dim(s: Schedule, c: Contraction) -> int:
     m = s.statement_map(c.statement)
     st = s.model.program.statement(c.statement)
     positions = [st.iterators.index(x) for x in c.m + c.n + c.k]
+    fixed = s.fixed_positions[c.statement]
     for q in range(len(s.dims)):
+        if fixed[q] is not None:
+            continue  # a constant (known without isl) moves with nothing
         col = m.project_out(isl.dim_type.out, q + 1, len(s.dims) - q - 1).project_out(isl.dim_type.out, 0, q)
         pwa = isl.PwMultiAff.from_map(col).get_pw_aff(0) if col.is_single_valued() else None
         if pwa is None or any(pwa.involves_dims(isl.dim_type.in_, p, 1) for p in positions):
@@ -394,6 +397,27 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         packed = [isl_name(x) for x in origins]
         m_block = loop_names[len(c.n) + len(c.k)]
     n_old = len(s.dims)
+    block = _reusable_block(s, c, p, origins)
+    if block is not None:
+        # The loops of a contraction packed before, with the same loops by name, and nothing of
+        # this statement between them and its own loops: run this one there too, after everything
+        # that shares its outer dimensions, instead of inserting dimensions into every map (a chain
+        # of packed contractions would otherwise grow the schedule by nine dimensions per product).
+        q, names = block
+        fixed = s.fixed_positions
+        after = 1 + max(v[q] for v in fixed.values() if v[q] is not None)
+        prefix = s.statement_map(name).project_out(isl.dim_type.out, q, n_old - q)
+        tail = ", ".join([str(after)] + packed + ["0"] * (n_old - q - 1 - len(packed)))
+        own = isl.Map(f"{s.model.pstr} -> {{ {isl_name(name)}[{its}] -> [{tail}] }}")
+        maps = tuple((sname, str(prefix.flat_range_product(own).coalesce()) if sname == name else text)
+                     for sname, text in s.maps)
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], names,
+                        names[loop_names.index(m_block)], mask)
+        try:
+            out = finish(Schedule(s.model, maps, s.dims, s.history, s.options, s.steps), st_call, dims=s.dims)
+            return _with_plan(s, out, plan)
+        except IllegalScheduleError:
+            pass  # not there: in new dimensions at the statement's own place
     t = time_vars(n_old)
     dims = list(s.dims[:p]) + [Dim(None)] + [
         Dim(nm, frozenset({"packed"}), 0, origin) for nm, origin in zip(loop_names, origins)] + list(s.dims[p:])
@@ -420,19 +444,55 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         except IllegalScheduleError as e:
             first_error = first_error or e
             continue
-        plans = tuple(pl for pl in out.option("packing", ()) if pl.statement != name) + (plan,)
-        options = tuple((k, v) for k, v in out.options if k != "packing") + (("packing", plans),)
-        return Schedule(out.model, out.maps, out.dims, out.history, options, out.steps)
+        return _with_plan(s, out, plan)
     assert first_error is not None
     raise first_error
+
+
+def _reusable_block(s: Schedule, c: Contraction, p: int, origins) -> Optional[Tuple[int, Tuple[str, ...]]]:
+    """(q, loop names) of a packed contraction's block of dimensions (a scalar dimension q, then
+    its packed loops) that statement `c.statement` can run in instead of new dimensions: the loops
+    come from the same user indices in the same roles (`origins`), the statement sits at constants
+    from q up to `p` (its first loop of m, n or k), and the dimensions before q fix its batch
+    loops.  None when there is no such block."""
+    name = c.statement
+    fixed = s.fixed_positions[name]
+    for plan in packing_plans(s).values():
+        positions = [s.dim_index(nm) for nm in plan.loops]
+        q = positions[0] - 1
+        if positions != list(range(q + 1, q + 1 + len(positions))) or q < 0 or s.dims[q].name is not None:
+            continue
+        if [s.dims[k].origin for k in positions] != list(origins) or positions[-1] >= p:
+            continue
+        if any(v is None for v in fixed[q:p]) or not _prefix_fixes_batch(s, c, q):
+            continue
+        return q, tuple(plan.loops)
+    return None
+
+
+def _with_plan(before: Schedule, after: Schedule, plan: PackPlan) -> Schedule:
+    """`after` (a pack of `before`) with `plan` recorded.  Plans of statements packed earlier stay
+    valid: their maps changed only by the constant dimensions this pack inserted (zeros in the new
+    loops), so their packed code is the same; their `map_text` follows (without that, packing a
+    second contraction silently unpacked the first: `packing_plans` compares the map)."""
+    valid = packing_plans(before)
+    new_maps = dict(after.maps)
+    kept = tuple(replace(pl, map_text=new_maps[pl.statement]) if valid.get(pl.statement) is pl else pl
+                 for pl in after.option("packing", ()) if pl.statement != plan.statement)
+    options = tuple((k, v) for k, v in after.options if k != "packing") + (("packing", kept + (plan,)),)
+    return Schedule(after.model, after.maps, after.dims, after.history, options, after.steps)
 
 
 def packing_plans(s: Schedule) -> Dict[str, PackPlan]:
     """The packed contractions of `s` that are still valid (the statement's map is unchanged)."""
     out = {}
+    texts = dict(s.maps)
+    names = set(s.loop_names)
     for plan in s.option("packing", ()):
-        current = s.statement_map(plan.statement) if plan.statement in dict(s.maps) else None
-        if current is not None and current.is_equal(isl.Map(plan.map_text)) \
-                and all(nm in s.loop_names for nm in plan.loops):
+        text = texts.get(plan.statement)
+        if text is None or not all(nm in names for nm in plan.loops):
+            continue
+        # The same text is the same map (the usual case: plans follow their maps), no isl needed.
+        if text == plan.map_text or s.statement_map(plan.statement).is_equal(isl.Map(plan.map_text)):
             out[plan.statement] = plan
     return out

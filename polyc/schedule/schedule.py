@@ -21,6 +21,7 @@ into `i_outer` (tile loop) and `i_inner` (point loop); every other primitive kee
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Dict, FrozenSet, Mapping, Optional, Tuple
@@ -58,6 +59,11 @@ def _fresh(base: str, taken: set) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse_map(text: str) -> isl.Map:
+    return isl.Map(text)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """An immutable schedule of a kernel's statements.  Every primitive returns a new Schedule."""
@@ -93,8 +99,9 @@ class Schedule:
     # -- isl views -----------------------------------------------------------------------------
     @cached_property
     def _parsed_maps(self) -> Dict[str, isl.Map]:
-        """Each statement's map parsed once (a Schedule never changes; isl values are immutable)."""
-        return {name: isl.Map(text) for name, text in self.maps}
+        """Each statement's map parsed once (a Schedule never changes; isl values are immutable,
+        so schedules that share a map text, as a primitive's input and output, share the parse)."""
+        return {name: _parse_map(text) for name, text in self.maps}
 
     def statement_map(self, name: str) -> isl.Map:
         return self._parsed_maps[name]
