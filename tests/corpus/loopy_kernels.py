@@ -13,8 +13,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import (CorpusKernel, INDEX_AS_VALUE, MULTILINE, QUASI_AFFINE, REFUSAL_MESSAGE, SHAPE_FROM_FIRST_WRITE,
-                   UNDECLARED_RANGES, rand)
+from .spec import INT_POW, LOCAL_SCALAR_SUBSCRIPT, CorpusKernel, REFUSAL_MESSAGE, rand
 
 def uniform_l(a: pc.f32["A"], n: int, m: int):
     """test/test_loopy.py (test_unknown_arg_shape): {[i,j]: 0<=i<n and 0<=j<m}, sequential; loopy's
@@ -39,30 +38,28 @@ KERNELS = [
         "loopy_sequential_scan", "inducer/loopy: test/test_scan.py", "index used only as a value, triangular range",
         "a[i] +=! pow(j, 2) where i in 0:N, j in 0:2*i+1",
         lambda r: dict(a=np.zeros(7, np.int64)),
-        lambda a: dict(a=np.array([sum(j * j for j in range(2 * i + 1)) for i in range(7)], np.int64)), ("a",),
-        xfail=INDEX_AS_VALUE),
+        lambda a: dict(a=np.array([sum(j * j for j in range(2 * i + 1)) for i in range(7)], np.int64)), ("a",)),
     # test/test_scan.py (test_local_parallel_scan): [n] -> {[i,j]: 0<=i<n and 0<=j<=i}, out[i] = sum(j, a[j]**2)
     CorpusKernel(
         "loopy_scan_triangular", "inducer/loopy: test/test_scan.py", "prefix sum of squares over a triangular range",
         "out[i] +=! pow(a[j], 2) where i in 0:N, j in 0:i+1",
         lambda r: dict(a=np.arange(9, dtype=np.int64)),
         lambda a: dict(out=np.cumsum(a ** 2)), ("out",),
-        xfail=UNDECLARED_RANGES),
+        xfail=INT_POW),
     # test/test_scan.py (test_local_parallel_scan_with_nonzero_lower_bounds)
     CorpusKernel(
         "loopy_scan_nonzero_lower", "inducer/loopy: test/test_scan.py", "scan with shifted output subscript i-1",
         "out[i-1] +=! pow(a[j], 2) where i in 1:N+1, j in 0:i",
         lambda r: dict(a=np.arange(1, 17, dtype=np.int64)),
         lambda a: dict(out=np.cumsum(a ** 2)), ("out",),
-        xfail=UNDECLARED_RANGES),
+        xfail=INT_POW),
     # test/test_scan.py (test_nested_scan, n fixed to 10): <>tmp[i] = sum(k, 1); out[i] = sum(j, tmp[j])
     CorpusKernel(
         "loopy_scan_of_scan", "inducer/loopy: test/test_scan.py", "reduction index used in no subscript, scan of a temporary",
         """tmp[i] +=! 1 where i in 0:N, k in 0:i+1
 out[i] +=! tmp[j] where i in 0:N, j in 0:i+1""",
         lambda r: dict(out=np.zeros(10, np.int64)),
-        lambda out: dict(out=np.cumsum(np.arange(1, 11)).astype(np.int64)), ("out",),
-        xfail=INDEX_AS_VALUE),
+        lambda out: dict(out=np.cumsum(np.arange(1, 11)).astype(np.int64)), ("out",)),
     # test/test_loopy.py (test_save_of_local_array): <>t[2*j] = j; t[2*j+1] = j; out[i] = t[2*i], 0<=i,j<8
     CorpusKernel(
         "loopy_strided_temporary", "inducer/loopy: test/test_loopy.py", "strided writes of an index value, constant ranges",
@@ -70,14 +67,13 @@ out[i] +=! tmp[j] where i in 0:N, j in 0:i+1""",
 t[2*j+1] = j where j in 0:8
 out[i] = t[2*i] where i in 0:8""",
         lambda r: dict(),
-        lambda: dict(out=np.arange(8, dtype=np.int64)), ("out",), xfail=SHAPE_FROM_FIRST_WRITE),
+        lambda: dict(out=np.arange(8, dtype=np.int64)), ("out",)),
     # test/test_apps.py (test_fd_1d): {[i]: 0<=i<n}, result[i] = u[i+1]-u[i]
     CorpusKernel(
         "loopy_fd_1d", "inducer/loopy: test/test_apps.py", "forward difference over an explicit range",
         "result[i] = u[i+1]-u[i] where i in 0:N",
         lambda r: dict(u=rand(r, 12)),
-        lambda u: dict(result=np.diff(u)), ("result",),
-        xfail=UNDECLARED_RANGES),
+        lambda u: dict(result=np.diff(u)), ("result",)),
     # test/test_apps.py (test_stencil): a_offset(ii, jj) := a[ii+1, jj+1], 0<=i,j<256, a and z of (n+2, n+2)
     CorpusKernel(
         "loopy_stencil", "inducer/loopy: test/test_apps.py", "5-point stencil through an offset substitution",
@@ -86,7 +82,7 @@ out[i] = t[2*i] where i in 0:8""",
         lambda r: dict(a=rand(r, 258, 258)),
         lambda a: dict(z=(-2 * a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[:-2, 1:-1] + a[2:, 1:-1])),
         ("z",), declared=dict(a=pc.f32[258, 258], z=pc.f32[258, 258]),
-        regions=dict(z=(slice(0, 256), slice(0, 256))), xfail=MULTILINE),
+        regions=dict(z=(slice(0, 256), slice(0, 256)))),
     # test/test_apps.py (test_fd_demo): result[i+1,j+1] = ..., {[i,j]: 0<=i,j<n}
     CorpusKernel(
         "loopy_fd_demo", "inducer/loopy: test/test_apps.py", "stencil writing an offset region result[i+1, j+1]",
@@ -96,8 +92,7 @@ out[i] = t[2*i] where i in 0:8""",
         lambda r: dict(u=rand(r, 10, 10)),
         lambda u: dict(result=(u[1:-1, 1:-1] ** 2 - 1 - 4 * u[1:-1, 1:-1] + u[2:, 1:-1] + u[:-2, 1:-1]
                                + u[1:-1, 2:] + u[1:-1, :-2])),
-        ("result",), regions=dict(result=(slice(1, 9), slice(1, 9))),
-        xfail=UNDECLARED_RANGES),
+        ("result",), regions=dict(result=(slice(1, 9), slice(1, 9)))),
     # doc/tutorial.rst (get_op_map example "stats_knl"): a, b float32; g, h float64
     CorpusKernel(
         "loopy_stats_knl", "inducer/loopy: doc/tutorial.rst", "two statements over one domain, mixed f32/f64",
@@ -136,8 +131,7 @@ y1[i] +=! 3*A[i, j0, j2] where i in 0:10, j0 in 0:10, j2 in 0:10""",
 out2[i] +=! 2 * j2 where i in 0:10, j2 in 0:10""",
         lambda r: dict(),
         lambda: dict(out1=np.repeat((2 * np.arange(10) * 45)[:, None], 10, axis=1).astype(np.int64),
-                     out2=np.full(10, 90, np.int64)), ("out1", "out2"),
-        xfail=INDEX_AS_VALUE),
+                     out2=np.full(10, 90, np.int64)), ("out1", "out2")),
     # test/test_nbody.py: axdist(k) := x[i,k]-x[j,k]; invdist := rsqrt(sum(k, axdist(k)**2));
     # pot[i] = sum(j, if(i != j, invdist, 0)), {[i,j,k]: 0<=i,j<N and 0<=k<3}
     CorpusKernel(
@@ -152,8 +146,7 @@ pot[i] +=! select(i != j, 1 / sqrt(dist2[i, j]), 0)""",
         "loopy_strided_read", "inducer/loopy: test/test_statistics.py", "stride-3 read over an explicit range",
         "z[i] = x[3*i] where i in 0:N",
         lambda r: dict(x=rand(r, 13)),
-        lambda x: dict(z=x[0::3].copy()), ("z",),
-        xfail=UNDECLARED_RANGES),
+        lambda x: dict(z=x[0::3].copy()), ("z",)),
     # test/test_statistics.py (test_gather_access_footprint_2): {[i]: 0<=i<n}, c[2*i] = a[i]
     CorpusKernel(
         "loopy_strided_write", "inducer/loopy: test/test_statistics.py", "stride-2 write",
@@ -165,7 +158,7 @@ pot[i] +=! select(i != j, 1 / sqrt(dist2[i, j]), 0)""",
         "loopy_uniform_l", "inducer/loopy: test/test_loopy.py", "block start i // 256 * 256 in subscripts, int parameters",
         uniform_l,
         lambda r: dict(a=rand(r, 260), n=512, m=3),
-        _uniform_l, ("a",), xfail=QUASI_AFFINE),
+        _uniform_l, ("a",), xfail=LOCAL_SCALAR_SUBSCRIPT),
 ]
 
 

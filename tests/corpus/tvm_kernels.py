@@ -15,7 +15,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import (CorpusKernel, QUASI_AFFINE, REFUSAL_MESSAGE, SELECT_GUARDS, rand)
+from .spec import LOCAL_SCALAR_SUBSCRIPT, LOOP_QUASI_AFFINE, CorpusKernel, REFUSAL_MESSAGE, rand
 
 F = pc.f32
 
@@ -126,7 +126,7 @@ KERNELS = [
         """pool_max[n, c, oh, ow] max=! temp[n, c, oh * 2 + rv0 * 1, ow * 2 + rv1 * 1] where rv0 in 0:3, rv1 in 0:3, oh in 0:(H - (3 - 1) * 1 - 1) // 2 + 1, ow in 0:(W - (3 - 1) * 1 - 1) // 2 + 1""",
         lambda r: dict(temp=rand(r, 2, 3, 9, 8)),
         lambda temp: dict(pool_max=_pool(temp, 3, 2, np.max).astype(np.float32)), ("pool_max",),
-        declared=dict(temp=F["N", "C", "H", "W"]), xfail=QUASI_AFFINE),
+        declared=dict(temp=F["N", "C", "H", "W"])),
     # include/tvm/topi/nn/pooling.h (pool_impl_nd, kAvgPool, count_include_pad: kernel 2x2, stride 2)
     CorpusKernel(
         "tvm_avg_pool2d", "apache/tvm: include/tvm/topi/nn/pooling.h", "strided window sum then divide by the window size",
@@ -134,7 +134,7 @@ KERNELS = [
 pool_avg[n, c, oh, ow] = pool_sum[n, c, oh, ow] / (2 * 2)""",
         lambda r: dict(temp=rand(r, 2, 3, 8, 7)),
         lambda temp: dict(pool_avg=_pool(temp, 2, 2, np.mean).astype(np.float32)), ("pool_avg",),
-        declared=dict(temp=F["N", "C", "H", "W"]), xfail=QUASI_AFFINE),
+        declared=dict(temp=F["N", "C", "H", "W"])),
     # python/tvm/topi/nn/conv2d.py (conv(): groups 1, stride 1, dilation 2, NCHW; extent simplified by TVM)
     CorpusKernel(
         "tvm_conv2d_nchw_dilated", "apache/tvm: python/tvm/topi/nn/conv2d.py", "dilated convolution (dilation 2)",
@@ -152,7 +152,7 @@ pool_avg[n, c, oh, ow] = pool_sum[n, c, oh, ow] / (2 * 2)""",
         lambda pad_temp, filt: dict(group_conv2d_nchw=np.concatenate(
             [_conv(pad_temp[:, 3 * g:3 * g + 3], filt[2 * g:2 * g + 2]) for g in range(2)], axis=1).astype(np.float32)),
         ("group_conv2d_nchw",),
-        declared=dict(pad_temp=F["N", 6, "H", "W"], filt=F[4, 3, "KH", "KW"]), xfail=QUASI_AFFINE),
+        declared=dict(pad_temp=F["N", 6, "H", "W"], filt=F[4, 3, "KH", "KW"])),
     # python/tvm/topi/nn/depthwise_conv2d.py (depthwise_conv2d_nchw: channel_multiplier 2, stride 1, dilation 1)
     CorpusKernel(
         "tvm_depthwise_conv2d_nchw", "apache/tvm: python/tvm/topi/nn/depthwise_conv2d.py",
@@ -163,21 +163,21 @@ pool_avg[n, c, oh, ow] = pool_sum[n, c, oh, ow] / (2 * 2)""",
         lambda PaddedInput, Filter: dict(DepthwiseConv2d=np.concatenate(
             [_conv(PaddedInput[:, c:c + 1], Filter[c][:, None]) for c in range(3)], axis=1).astype(np.float32)),
         ("DepthwiseConv2d",),
-        declared=dict(PaddedInput=F["B", "IC", "H", "W"], Filter=F["IC", 2, "KH", "KW"]), xfail=QUASI_AFFINE),
+        declared=dict(PaddedInput=F["B", "IC", "H", "W"], Filter=F["IC", 2, "KH", "KW"])),
     # python/tvm/topi/nn/upsampling.py (nearest_neighbor, scale 2, asymmetric coordinates: floor(h / 2))
     CorpusKernel(
         "tvm_upsampling_nearest", "apache/tvm: python/tvm/topi/nn/upsampling.py", "nearest upsampling: h // 2",
         "resize[n, c, h, w] = data[n, c, h // 2, w // 2] where h in 0:H * 2, w in 0:W * 2",
         lambda r: dict(data=rand(r, 2, 3, 4, 5)),
         lambda data: dict(resize=data.repeat(2, axis=2).repeat(2, axis=3)), ("resize",),
-        declared=dict(data=F["N", "C", "H", "W"]), xfail=QUASI_AFFINE),
+        declared=dict(data=F["N", "C", "H", "W"])),
     # include/tvm/topi/nn/dilate.h (strides (1, 2): zeros between columns)
     CorpusKernel(
         "tvm_dilate", "apache/tvm: include/tvm/topi/nn/dilate.h", "dilation: select on w % 2 == 0, read at w // 2",
         "DilatedInput[h, w] = select(w % 2 == 0, x[h, w // 2], 0.0) where w in 0:(W - 1) * 2 + 1",
         lambda r: dict(x=rand(r, 4, 5)),
         lambda x: dict(DilatedInput=_dilate_cols(x)), ("DilatedInput",),
-        declared=dict(x=F["H", "W"]), xfail=QUASI_AFFINE),
+        declared=dict(x=F["H", "W"])),
     # python/tvm/topi/nn/pad.py (pad: pad_before (0, 0, 1, 1), pad_after (0, 0, 1, 1), pad_value 0)
     CorpusKernel(
         "tvm_pad", "apache/tvm: python/tvm/topi/nn/pad.py", "padding: guarded read data[h - 1] under select",
@@ -185,7 +185,7 @@ pool_avg[n, c, oh, ow] = pool_sum[n, c, oh, ow] / (2 * 2)""",
         "where h in 0:H + 2, w in 0:W + 2",
         lambda r: dict(data=rand(r, 2, 3, 4, 5)),
         lambda data: dict(PadInput=np.pad(data, ((0, 0), (0, 0), (1, 1), (1, 1)))), ("PadInput",),
-        declared=dict(data=F["N", "C", "H", "W"]), xfail=SELECT_GUARDS),
+        declared=dict(data=F["N", "C", "H", "W"])),
     # include/tvm/topi/transform.h (flip / reverse along axis 1)
     CorpusKernel(
         "tvm_flip", "apache/tvm: include/tvm/topi/transform.h", "reversed read x[i, W - j - 1]",
@@ -257,14 +257,14 @@ moving_var_out[c] = (1 - momentum) * moving_var[c] + momentum * data_var[c]""",
         lambda r: dict(data_buf=rand(r, 20), out_buf=np.zeros(20, np.float32)),
         lambda data_buf, out_buf: dict(out_buf=np.cumsum(data_buf.reshape(4, 5), axis=1, dtype=np.float64)
                                        .reshape(20).astype(np.float32)), ("out_buf",),
-        xfail=QUASI_AFFINE),
+        xfail=LOCAL_SCALAR_SUBSCRIPT),
     # python/tvm/topi/nn/lstm.py (te.scan LSTM, as loops)
     CorpusKernel(
         "tvm_lstm", "apache/tvm: python/tvm/topi/nn/lstm.py", "LSTM cell over a sequence: scan with gates",
         lstm,
         lambda r: dict(Xs=rand(r, 3, 2, 4), Wi=rand(r, 12, 4), Wh=rand(r, 12, 3),
                        **{k: np.zeros(v, np.float32) for k, v in _LSTM_SHAPES.items()}),
-        _lstm_ref, tuple(_LSTM_SHAPES), xfail=QUASI_AFFINE),
+        _lstm_ref, tuple(_LSTM_SHAPES), xfail=LOOP_QUASI_AFFINE),
 ]
 
 
