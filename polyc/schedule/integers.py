@@ -15,12 +15,30 @@ from __future__ import annotations
 
 from typing import Optional
 
+import islpy as isl
+
 from ..errors import ScheduleArgumentError
 
 #: Largest magnitude of an integer schedule argument (see the module docstring).
 MAX_SCHEDULE_INT = 2**31 - 1
 #: Largest unroll (or unroll-and-jam) factor: the loop body is copied this many times.
 MAX_UNROLL_FACTOR = 1024
+#: Largest magnitude of a coefficient or constant in a schedule map.  Each argument is bounded by
+#: MAX_SCHEDULE_INT, but primitives compose (two skews by 2**31 give a coefficient near 2**62), so
+#: the maps themselves are bounded too: with sizes below 2**31 a term stays below 2**63.
+MAX_MAP_COEFFICIENT = 2**32
+
+
+def map_coefficients_fit(m: isl.Map) -> bool:
+    """Whether every coefficient, constant and division of `m` is within +-MAX_MAP_COEFFICIENT."""
+    for bm in m.get_basic_maps():
+        for c in bm.get_constraints():
+            vals = [c.get_constant_val()]
+            for t in (isl.dim_type.param, isl.dim_type.in_, isl.dim_type.out, isl.dim_type.div):
+                vals.extend(c.get_coefficient_val(t, k) for k in range(c.dim(t)))
+            if not all(v.is_int() and abs(int(v.to_python())) <= MAX_MAP_COEFFICIENT for v in vals):
+                return False
+    return True
 
 
 def schedule_int(value: object, what: str, *, minimum: int = -MAX_SCHEDULE_INT,

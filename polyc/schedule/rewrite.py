@@ -20,10 +20,11 @@ from typing import List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import islpy as isl
 
-from ..errors import NameClashError, PolycError
+from ..errors import NameClashError, PolycError, ScheduleArgumentError
 from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import isl_budget
 from ..poly.model import PolyModel
+from .integers import map_coefficients_fit
 from .schedule import Dim, Schedule, _fresh
 
 #: Largest trip count a fully unrolled loop may have.
@@ -304,6 +305,13 @@ def finish(old: Schedule, st: Step, *, maps: Optional[Tuple[Tuple[str, str], ...
     new = replace(old, maps=maps if maps is not None else old.maps, dims=new_dims,
                   history=old.history + (st.call_text(),), steps=old.steps + (st,),
                   options=with_options(old.options, new_dims))
+    if maps is not None:
+        for name, m in new._parsed_maps.items():
+            if not map_coefficients_fit(m):
+                raise ScheduleArgumentError(
+                    f"{st.call_text()} would give statement {name} schedule coefficients beyond +-2**32 "
+                    f"(the arguments of the primitives so far compound); the generated loops could overflow "
+                    f"64-bit integers", st.call_text())
     if check:
         with isl_budget(f"checking {st.call_text()}"):
             validate(new, st.call_text(), marking)

@@ -31,7 +31,7 @@ import islpy as isl
 from ..errors import PolycError, ScheduleFileError
 from ..poly.islutil import isl_budget, isl_name
 from ..poly.model import PolyModel
-from .integers import MAX_SCHEDULE_INT, MAX_UNROLL_FACTOR
+from .integers import MAX_SCHEDULE_INT, MAX_UNROLL_FACTOR, map_coefficients_fit
 from .schedule import MARKS, Dim
 
 #: Limits that keep a hostile file from costing unbounded time or memory.
@@ -41,9 +41,6 @@ MAX_DIMS = 256
 MAX_STEPS = 10_000
 MAX_NAME_CHARS = 64
 MAX_HISTORY_CHARS = 2_000
-#: Largest magnitude of a coefficient or constant in a loaded map: with sizes below 2**31 every
-#: term of a loop bound stays below 2**63 (see `integers.py` for the same reasoning).
-MAX_MAP_COEFFICIENT = 2**32
 
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 #: C keywords and the type names generated code declares; a loop of that name would not compile
@@ -238,19 +235,10 @@ def _check_space(model: PolyModel, m: isl.Map, name: str, n_iterators: int, n_di
 
 
 def _check_coefficients(m: isl.Map, where: str) -> None:
-    """Every coefficient, constant and division of `m` within ±MAX_MAP_COEFFICIENT."""
-    def small(v: isl.Val) -> bool:
-        return v.is_int() and abs(int(v.to_python())) <= MAX_MAP_COEFFICIENT
-
-    for bm in m.get_basic_maps():
-        vals = []
-        for c in bm.get_constraints():
-            vals.append(c.get_constant_val())
-            for t in (isl.dim_type.param, isl.dim_type.in_, isl.dim_type.out, isl.dim_type.div):
-                vals.extend(c.get_coefficient_val(t, k) for k in range(c.dim(t)))
-        if not all(small(v) for v in vals):
-            raise fail(where, f"has a coefficient or constant beyond ±2**32; the generated loops could "
-                              f"overflow 64-bit integers")
+    """Every coefficient, constant and division of `m` within +-MAX_MAP_COEFFICIENT."""
+    if not map_coefficients_fit(m):
+        raise fail(where, f"has a coefficient or constant beyond +-2**32; the generated loops could "
+                          f"overflow 64-bit integers")
 
 
 def _example(model: PolyModel, points: isl.Set) -> str:

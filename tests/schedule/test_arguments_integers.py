@@ -88,3 +88,13 @@ def test_tile_sizes_must_be_a_mapping():
     for sizes in (5, "i", [("i", 4)]):
         with pytest.raises(ScheduleArgumentError, match="keywords"):
             matmul.schedule().tile(sizes)
+
+
+def test_compounded_skews_beyond_the_map_bound_are_refused():
+    # Each factor is within bounds, but three skews add up to a coefficient of about 3 * 2**31.
+    k = pc.kernel("B[i, j] = A[i, j] * 2.0")
+    s = k.schedule().skew("j", "i", 2**31 - 1).skew("j", "i", 2**31 - 1)   # 2**32 - 2: still fits
+    a = np.random.default_rng(0).random((3, 4))
+    np.testing.assert_allclose(pc.compile(k, s)(A=a), 2 * a)
+    with pytest.raises(ScheduleArgumentError, match=r"coefficients beyond \+-2\*\*32"):
+        s.skew("j", "i", 2**31 - 1)
