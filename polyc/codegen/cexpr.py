@@ -18,6 +18,7 @@ from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexE
                   Statement, Unary, i64)
 from ..ir.literals import INT_RANGE as _INT_RANGE
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
+from .loop_ast import strip_parens
 from .typing import BOOL, Typing
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
@@ -126,7 +127,7 @@ class CExprPrinter:
         parts = []
         for v, c in a.terms:
             term = self.index_text[v] if v in self.index_text else self._size(v)
-            if any(ch in term for ch in " +-*/?") and not _wrapped(term):
+            if any(ch in term for ch in " +-*/?") and strip_parens(term) == term:
                 term = f"({term})"
             parts.append(term if c == 1 else f"-{term}" if c == -1 else f"{c} * {term}")
         if a.constant or not parts:
@@ -208,19 +209,6 @@ class CExprPrinter:
         if st.update in ("+", "*"):
             return f"{target} {st.update}= {value};"
         return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
-
-
-def _wrapped(text: str) -> bool:
-    """True if one pair of parentheses encloses all of `text` (`(a) + (b)` is not wrapped)."""
-    if not (text.startswith("(") and text.endswith(")")):
-        return False
-    depth = 0
-    for k, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and k < len(text) - 1:
-            return False
-    return True
 
 
 def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
