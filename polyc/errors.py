@@ -143,3 +143,8 @@ class CacheWarning(PolycWarning):
 class NameClashError(PolycError, ValueError):
     """A name given to a new loop (`split(..., outer="K")`) that the kernel already uses for a loop,
     an index, a size, a scalar or a tensor: it would change what that name means."""
+
+
+class LoopGenerationError(PolycError):
+    """isl generated loops that would not run every statement instance exactly once (a defect of
+    isl's code generation, caught by polyc's check of the generated loops); nothing is compiled."""

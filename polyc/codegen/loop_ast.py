@@ -186,4 +186,48 @@ def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = N
             build = build.set_options(isl.UnionMap(options))
         root = build.node_from_schedule_map(smap)
     dims_by_name = {n: d for n, d in zip(names, schedule.dims) if d.name is not None}
-    return _convert(root, dims_by_name)
+    loops = _convert(root, dims_by_name)
+    problem = _check_loops(loops, schedule, smap, context)
+    if problem is None:
+        return loops
+    # isl's AST generator mis-handled this schedule (see ast_check).  Generating every loop
+    # "atomic" (one loop per dimension, no splitting) takes another path through isl; it is kept
+    # only if it passes the same check.
+    with isl_budget(f"generating loops for {model.program.name} again"):
+        atomic = isl.UnionMap("{ [" + ", ".join(f"c{k}" for k in range(len(schedule.dims))) + "] -> atomic[x] }")
+        root = build.set_options(atomic).node_from_schedule_map(smap)
+    retry = _convert(root, dims_by_name)
+    if _check_loops(retry, schedule, smap, context) is None:
+        return retry
+    from ..errors import LoopGenerationError
+    raise LoopGenerationError(f"isl generated wrong loops for this schedule of {model.program.name} ({problem}); polyc "
+                     f"refuses to compile them.  This is a defect of isl's code generation for this "
+                     f"combination of primitives: a different tiling, split or skew usually avoids it.")
+
+
+def _strided(domain: isl.UnionSet) -> bool:
+    """Whether some statement's iteration domain has a stride or a quotient (an existentially
+    quantified variable: `i mod 2 = 0`, `q = floor(i / 3)`)."""
+    found = []
+    domain.foreach_set(lambda s: found.extend(b.dim(isl.dim_type.div) > 0 for b in s.get_basic_sets()))
+    return any(found)
+
+
+def _check_loops(loops: Node, schedule: Schedule, smap: isl.UnionMap, context: isl.Set) -> Optional[str]:
+    """Why `loops` do not run every instance of `smap`'s domain exactly once, or None.  A check
+    that cannot be completed (an unspellable expression, the isl budget) is not a finding.
+
+    Only iteration domains with strides (`range(0, N, 2)`, quotient iterators of `//` and `%`)
+    are checked: every defect of isl's loop generation found so far (by the kernel fuzzer, 10,000
+    cases) needs one, and checking every tiled stencil would cost more than generating it."""
+    from ..errors import IslBudgetError
+    from ..poly.islutil import isl_budget
+    from .ast_check import loops_run_domain_once
+    if not (_strided(smap.domain()) or any(st.divisions for st in schedule.model.program.statements)):
+        return None
+    try:
+        with isl_budget(f"checking the generated loops of {schedule.model.program.name}"):
+            problem = loops_run_domain_once(loops, schedule.model.pstr, smap.domain(), context)
+    except IslBudgetError:
+        return None
+    return None if problem == "unverifiable" else problem
