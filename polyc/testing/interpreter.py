@@ -76,7 +76,11 @@ class _Evaluator:
 
     def expr(self, e: Expr, env, dtype):
         if isinstance(e, Const):
-            return (e.dtype.numpy if e.dtype else dtype).type(e.value)
+            t = np.dtype(e.dtype.numpy if e.dtype else dtype)
+            if t.kind in "iu" and isinstance(e.value, float) and np.isinf(e.value):
+                # the identity of an integer max=!/min=! is the type's extreme value (as in the C)
+                return t.type(np.iinfo(t).min if e.value < 0 else np.iinfo(t).max)
+            return t.type(e.value)
         if isinstance(e, ScalarRef):
             return self.typing.scalars[e.name].numpy.type(self.scalars[e.name])
         if isinstance(e, IndexExpr):
