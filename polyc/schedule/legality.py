@@ -86,6 +86,8 @@ def _first_constant_difference(schedule: Schedule, dep: Dependence, before: int)
 def violations(schedule: Schedule, deps: Iterable[Dependence]) -> List[Tuple[Dependence, isl.Map]]:
     """Dependences that `schedule` does not keep strictly positive, with their violating pairs."""
     out = []
+    if not schedule.maps:
+        return out  # a kernel without statements has nothing to order
     space = _time_space(schedule)
     not_after = isl.Map.lex_ge(space)  # t >= t': the sink does not run strictly after the source
     for dep in deps:

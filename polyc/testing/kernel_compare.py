@@ -54,6 +54,7 @@ def compare_outputs(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray
         if w.dtype.kind != "f":
             bad = g != w
         else:
+            eps = max(eps, float(np.finfo(w.dtype).eps))     # an f32 result of f64 data
             if name in bounds:
                 rtol, atol = EINSUM_ULPS[0] * eps, EINSUM_ULPS[1] * eps * max(1.0, bounds[name])
             else:

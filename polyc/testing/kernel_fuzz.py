@@ -25,7 +25,7 @@ import traceback
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -158,8 +158,9 @@ def _written(kernel, result: Any, passed: Dict[str, Any]) -> Dict[str, np.ndarra
     return {n: np.asarray(got[n] if n in got else passed[n]) for n in names if n in got or n in passed}
 
 
-def run_case(case: FuzzCase) -> CaseResult:
-    """Build, schedule, compile and run one case against the reference."""
+def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> CaseResult:
+    """Build, schedule, compile and run one case against the reference (`reference(kernel)`
+    gives another oracle, e.g. for triage)."""
     import polyc as pc
     res = CaseResult(case)
 
@@ -210,7 +211,8 @@ def run_case(case: FuzzCase) -> CaseResult:
         mine, theirs = _copy(args), _copy(args)
         try:
             with np.errstate(over="raise", invalid="ignore", divide="ignore", under="ignore"):
-                want = _written(kernel, kernel.reference(**theirs), theirs)
+                oracle = kernel.reference if reference is None else reference(kernel)
+                want = _written(kernel, oracle(**theirs), theirs)
         except FloatingPointError as e:
             return fail("discarded", "reference", f"overflow in the reference ({e}) at sizes {sizes}")
         except PolycError as e:
@@ -228,16 +230,6 @@ def run_case(case: FuzzCase) -> CaseResult:
         if problems:
             return fail("mismatch", "compare", f"sizes {sizes}: " + "; ".join(problems))
     return res
-
-
-def classify(r: CaseResult) -> str:
-    """A failure's class: "known:..." when it belongs to a bug another area is fixing (here: NaN
-    propagation through max/min, recognised by the failure vanishing on NaN-free data), else "new"."""
-    if r.status == "mismatch" and r.case.specials and {"max", "min"} & set(r.case.kernel.features):
-        again = run_case(replace(r.case, nan_free=True))
-        if again.status == "ok":
-            return "known:nan-through-max/min"
-    return "new"
 
 
 def _trace(e: BaseException) -> str:
@@ -270,6 +262,7 @@ class CampaignSummary:
         for k, v in r.steps.items():
             c["steps:" + k] += v
         if r.status in ("mismatch", "crash"):
+            from .kernel_triage import classify
             c[f"failure:{r.status}:{classify(r)}"] += 1
             self.failures.append(r)
 
