@@ -90,3 +90,17 @@ def test_local_scalar_in_loop_empty_at_small_size():
     a, b = np.ones(1), np.zeros(1)
     pc.compile(k)(A=a, B=b)
     np.testing.assert_array_equal(b, np.zeros(1))
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_auto_schedule_of_a_kernel_without_statements(target):
+    """Found by the fuzzer (crash): a loop kernel whose loops hold only `pass` has no statements;
+    `schedule="auto"` raised IndexError in the legality check.  Fixed in `schedule/legality.py`."""
+    fn = load_function("no_statements", """def no_statements(A: pc.f64['N']):
+    for i in range(N):
+        pass
+""")
+    k = pc.kernel(fn)
+    a = np.arange(3.0)
+    pc.compile(k, "auto", target=target)(A=a)
+    np.testing.assert_array_equal(a, np.arange(3.0))
