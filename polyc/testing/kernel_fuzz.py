@@ -55,12 +55,14 @@ class FuzzCase:
     data_seed: int
     specials: float               # fraction of NaN/inf/zero entries in float inputs
     nan_free: bool = False        # replace NaN in the inputs by 0 (triage: is NaN the trigger?)
+    steps: Optional[Tuple[str, ...]] = None   # explicit primitive calls instead of the seed's (minimiser)
 
     def describe(self, schedule_json: Optional[str] = None) -> str:
         """The case as text: kernel source, schedule, target, flags, sizes."""
         flags = " ".join(self.flags) if self.flags else "(default)"
+        kind = f"steps {list(self.steps)}" if self.steps is not None else self.schedule_kind
         return (f"# kernel_fuzz case seed={self.seed} index={self.index}\n{self.kernel.text()}\n"
-                f"# schedule: {self.schedule_kind}" + (f" {schedule_json}" if schedule_json else "") +
+                f"# schedule: {kind}" + (f" {schedule_json}" if schedule_json else "") +
                 f"\n# target={self.target} flags={flags} specialise={self.specialise} "
                 f"sizes={list(self.sizes)} specials={self.specials}")
 
@@ -121,6 +123,19 @@ def random_schedule(kernel, seed: int, steps: Counter, max_steps: int = 4):
     return s
 
 
+def replay(schedule, calls: Sequence[str]):
+    """Apply primitive calls written as text (`"tile(i=2)"`, a schedule's `history`)."""
+    import ast
+    for text in calls:
+        node = ast.parse(text, mode="eval").body
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            raise ValueError(f"not a primitive call: {text!r}")
+        args = [ast.literal_eval(a) for a in node.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        schedule = getattr(schedule, node.func.id)(*args, **kwargs)
+    return schedule
+
+
 def case_inputs(case: FuzzCase, kernel, sizes: Dict[str, int], draw: int) -> Dict[str, Any]:
     """Arrays for every non-temporary tensor (Einstein outputs are left to the callee to
     allocate), scalar values, and the sizes no passed array determines."""
@@ -175,7 +190,10 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
     except Exception as e:  # noqa: BLE001 - an untyped exception is a finding
         return fail("crash", "kernel", _trace(e))
     try:
-        if case.schedule_kind == "random":
+        if case.steps is not None:
+            sched = replay(kernel.schedule(), case.steps)
+            res.schedule_json = sched.to_json()
+        elif case.schedule_kind == "random":
             sched: Any = random_schedule(kernel, case.schedule_seed, res.steps)
             res.schedule_json = sched.to_json()
         elif case.schedule_kind == "auto" and case.target == "c":
@@ -314,12 +332,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0, help="first case index (campaigns in chunks)")
     p.add_argument("--show", type=int, default=None, help="print case INDEX (and run it) instead")
+    p.add_argument("--minimise", action="store_true", help="with --show: minimise a failing case first")
     p.add_argument("--log", default=None, help="append failing cases to this file")
     p.add_argument("--counts", default=None, help="write the counts as JSON to this file")
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args(argv)
     if a.show is not None:
         r = run_case(make_case(a.seed, a.show))
+        if a.minimise and r.status in ("mismatch", "crash"):
+            from .kernel_minimise import minimise
+            _, r = minimise(r.case, r)
         print(r.case.describe(r.schedule_json))
         print(f"# outcome: {r.status} {r.stage} {r.detail}")
         return 0
