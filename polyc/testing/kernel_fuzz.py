@@ -56,6 +56,7 @@ class FuzzCase:
     specials: float               # fraction of NaN/inf/zero entries in float inputs
     nan_free: bool = False        # replace NaN in the inputs by 0 (triage: is NaN the trigger?)
     steps: Optional[Tuple[str, ...]] = None   # explicit primitive calls instead of the seed's (minimiser)
+    finite_only: bool = False     # replace NaN and inf in the inputs by 0 (triage)
 
     def describe(self, schedule_json: Optional[str] = None) -> str:
         """The case as text: kernel source, schedule, target, flags, sizes."""
@@ -78,6 +79,7 @@ class CaseResult:
     schedule_json: Optional[str] = None
     steps: Counter = field(default_factory=Counter)
     runs: int = 0
+    triage: str = ""               # class of a failure (`kernel_triage.classify`), set by campaigns
 
     def report(self) -> str:
         return f"{self.status} at {self.stage}: {self.detail}\n{self.case.describe(self.schedule_json)}"
@@ -150,7 +152,9 @@ def case_inputs(case: FuzzCase, kernel, sizes: Dict[str, int], draw: int) -> Dic
         shape = tuple(int(e.evaluate(sizes)) for e in (t.shape or ()))
         dtype = declared.get(t.name) or (t.dtype.name if t.dtype else "f64")
         a = draw_array(rng, shape, dtype, case.specials)
-        out[t.name] = np.where(np.isnan(a), 0, a).astype(a.dtype) if case.nan_free and a.dtype.kind == "f" else a
+        if a.dtype.kind == "f" and (case.nan_free or case.finite_only):
+            a = np.where(np.isnan(a) | (np.isinf(a) & case.finite_only), 0, a).astype(a.dtype)
+        out[t.name] = a
         for e in t.shape or ():
             shaped.update(e.variables)
     for name, dtype in case.kernel.scalars:
@@ -281,7 +285,8 @@ class CampaignSummary:
             c["steps:" + k] += v
         if r.status in ("mismatch", "crash"):
             from .kernel_triage import classify
-            c[f"failure:{r.status}:{classify(r)}"] += 1
+            r.triage = classify(r)
+            c[f"failure:{r.status}:{r.triage}"] += 1
             self.failures.append(r)
 
     def __str__(self) -> str:
@@ -318,7 +323,7 @@ def run_campaign(cases: int, seed: int = 0, start: int = 0, log=None, verbose: b
             r = run_case(case)
         summary.add(r)
         if r.status in ("mismatch", "crash") and log is not None:
-            print(f"=== case {index}\n{r.report()}\n", file=log, flush=True)
+            print(f"=== case {index}\nclass: {r.triage}\n{r.report()}\n", file=log, flush=True)
         if verbose:
             print(f"{index}: {r.status} {r.stage} {r.detail[:150]}", flush=True)
     summary.seconds = time.time() - t0
