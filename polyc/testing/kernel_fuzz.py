@@ -324,6 +324,9 @@ def run_campaign(cases: int, seed: int = 0, start: int = 0, log=None, verbose: b
         summary.add(r)
         if r.status in ("mismatch", "crash") and log is not None:
             print(f"=== case {index}\nclass: {r.triage}\n{r.report()}\n", file=log, flush=True)
+        elif r.status in ("refused", "discarded") and log is not None:
+            first = r.detail.splitlines()[0] if r.detail else ""
+            print(f"--- {r.status} case {index} at {r.stage}: {first[:300]}", file=log, flush=True)
         if verbose:
             print(f"{index}: {r.status} {r.stage} {r.detail[:150]}", flush=True)
     summary.seconds = time.time() - t0
