@@ -2,9 +2,9 @@
 
 A failure is re-run with the suspected cause removed; if it then passes, it belongs to that class:
 
-- "known:nan-through-max/min": NaN propagation through max/min: an expected NaN came out as a
-  number, and the case passes once the inputs' NaN (or, for NaN made inside the kernel from inf,
-  NaN and inf) are replaced by 0;
+- "known:nan-through-max/min": NaN propagation through max/min: the kernel uses max/min and the
+  case passes once the inputs' NaN are replaced by 0 (or, when an expected NaN came out as a
+  number, once NaN and inf are: NaN made inside the kernel from inf);
 - "known:python-%-//": Python's floored `%` and `//` on negative integers in loop kernels (the
   reference re-run with C's truncating meaning, `np.fmod`);
 - "new" otherwise: a bug to minimise and report.
@@ -56,11 +56,11 @@ def classify(r) -> str:
     if r.status != "mismatch":
         return "new"
     nan_lost = "expected np.float" in r.detail and "(nan)" in r.detail
-    if case.specials and {"max", "min"} & set(case.kernel.features) and nan_lost:
+    if case.specials and {"max", "min"} & set(case.kernel.features):
         if run_case(replace(case, nan_free=True)).status == "ok":
             return "known:nan-through-max/min"
         # NaN made inside the kernel (inf - inf, 0 * inf) and then lost by a max/min
-        if run_case(replace(case, finite_only=True)).status == "ok":
+        if nan_lost and run_case(replace(case, finite_only=True)).status == "ok":
             return "known:nan-through-max/min"
     if case.kernel.language == "loops" and ("%" in case.kernel.source or "//" in case.kernel.source):
         oracle = truncating_reference(case.kernel.source, case.kernel.name)
