@@ -213,13 +213,13 @@ class EinsumGenerator:
         for _ in range(6):     # until every reduction index appears in some read
             st = _Stmt({**lhs_idx, **red_idx}, tuple(lhs_idx), tuple(red_idx))
             value = self.expr(st, rng.choice([1, 2, 2, 3]), is_int_hint=self.int_only)
-            if all(any(r in a.indices for a in st.accesses) or self._can_read(st, r) for r in st.reduction):
+            if all(_reads(value.text, r) or self._can_read(st, r) for r in st.reduction):
                 break
         else:
             st = _Stmt(dict(lhs_idx), tuple(lhs_idx), ())
             value = self.expr(st, 1, is_int_hint=self.int_only)
         for r in list(st.reduction):
-            if not any(r in a.indices for a in st.accesses):
+            if not _reads(value.text, r):
                 extra = self._access(st, prefer=r)
                 join = "*" if op == "*=!" else rng.choice(["+", "*"]) if op == "+=!" else "+"
                 b = extra.bound * value.bound if join == "*" else extra.bound + value.bound
@@ -316,6 +316,13 @@ class EinsumGenerator:
         bounds = tuple((t.name, t.bound) for t in self.tensors.values() if t.written)
         return GeneratedKernel(self.name, "einstein", source, tuple(declared), tuple(self.scalars.items()),
                                bounds, frozenset(self.features) | count_features([source]))
+
+
+def _reads(text: str, index: str) -> bool:
+    """Whether `index` is used in a subscript of `text` (a guard alone does not give it a range;
+    `st.accesses` also holds reads drawn for guards or retries that the text does not use)."""
+    import re
+    return re.search(rf"\[[^\]]*\b{index}\b[^\]]*\]", text) is not None
 
 
 def _names(line: str) -> set:

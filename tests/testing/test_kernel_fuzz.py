@@ -98,3 +98,18 @@ def test_triage_recognises_nan_through_max():
         return
     assert r.status == "mismatch" and "nan" in r.detail
     assert classify(r) == "known:nan-through-max/min"
+
+
+def test_einstein_where_names_only_indices_used_in_subscripts():
+    """Every index a generated `where` clause names is read in a subscript of its statement (an
+    index only in a guard has no range polyc could infer: such kernels were refused, wasted)."""
+    import re
+    for index in range(1300, 1420):
+        k = make_case(1, index).kernel
+        if k.language != "einstein":
+            continue
+        for line in k.source.splitlines():
+            body, _, where = line.partition(" where ")
+            for part in filter(None, where.split(", ")):
+                v = part.split(" in ")[0]
+                assert re.search(rf"\[[^\]]*\b{v}\b[^\]]*\]", body), (index, line)
