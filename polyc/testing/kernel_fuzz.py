@@ -101,14 +101,20 @@ def make_case(seed: int, index: int) -> FuzzCase:
                     data_seed=rng.randrange(2**31), specials=rng.choice([0.0, 0.0, 0.1, 0.3]))
 
 
-def random_schedule(kernel, seed: int, steps: Counter, max_steps: int = 4):
-    """A random legal schedule: primitive calls from the schedule fuzzer, each kept only if
-    polyc proves it legal (refusals are counted in `steps`)."""
-    from .fuzz import call_text, random_call
+#: Extra primitives drawn for the CUDA targets: explicit block and thread mappings.
+GPU_PRIMITIVES = {"map_to_blocks": 3, "map_to_threads": 3}
+
+
+def random_schedule(kernel, seed: int, steps: Counter, max_steps: int = 4, target: str = "c"):
+    """A random legal schedule: primitive calls from the schedule fuzzer (plus explicit GPU
+    mappings for "cuda-emu"), each kept only if polyc proves it legal (refusals are counted in
+    `steps`)."""
+    from .fuzz import PRIMITIVES, call_text, random_call
     rng = random.Random(seed)
     s = kernel.schedule()
+    primitives = {**PRIMITIVES, **GPU_PRIMITIVES} if target != "c" else PRIMITIVES
     for _ in range(rng.randint(1, max_steps)):
-        call = random_call(s, rng)
+        call = random_call(s, rng, primitives)
         try:
             s = getattr(s, call[0])(*call[1], **call[2])
         except IllegalScheduleError:
@@ -198,7 +204,7 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
             sched = replay(kernel.schedule(), case.steps)
             res.schedule_json = sched.to_json()
         elif case.schedule_kind == "random":
-            sched: Any = random_schedule(kernel, case.schedule_seed, res.steps)
+            sched: Any = random_schedule(kernel, case.schedule_seed, res.steps, target=case.target)
             res.schedule_json = sched.to_json()
         elif case.schedule_kind == "auto" and case.target == "c":
             from ..schedule.auto import auto_schedule

@@ -113,3 +113,19 @@ def test_einstein_where_names_only_indices_used_in_subscripts():
             for part in filter(None, where.split(", ")):
                 v = part.split(" in ")[0]
                 assert re.search(rf"\[[^\]]*\b{v}\b[^\]]*\]", body), (index, line)
+
+
+def test_random_schedules_for_cuda_emu_map_blocks_and_threads():
+    """For "cuda-emu" the random primitive sequences also draw explicit block/thread mappings
+    (proven legal like every primitive); for "c" they never do."""
+    from collections import Counter
+
+    import polyc as pc
+    from polyc.testing.kernel_fuzz import random_schedule
+    k = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_fuzz_map")
+    gpu, cpu = Counter(), Counter()
+    for seed in range(12):
+        random_schedule(k, seed, gpu, target="cuda-emu")
+        random_schedule(k, seed, cpu, target="c")
+    assert gpu["call:map_to_blocks"] + gpu["call:map_to_threads"] > 0, gpu
+    assert not any(key.startswith("call:map_to") for key in cpu), cpu
