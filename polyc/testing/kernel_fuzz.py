@@ -80,6 +80,7 @@ class CaseResult:
     steps: Counter = field(default_factory=Counter)
     runs: int = 0
     triage: str = ""               # class of a failure (`kernel_triage.classify`), set by campaigns
+    failed_sizes: Optional[Dict[str, int]] = None   # the size draw that mismatched
 
     def report(self) -> str:
         return f"{self.status} at {self.stage}: {self.detail}\n{self.case.describe(self.schedule_json)}"
@@ -256,6 +257,7 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
         res.runs += 1
         problems = compare_outputs(got, want, eps, bounds, args)
         if problems:
+            res.failed_sizes = dict(sizes)
             return fail("mismatch", "compare", f"sizes {sizes}: " + "; ".join(problems))
     return res
 

@@ -55,6 +55,8 @@ def classify(r) -> str:
     case = r.case
     if r.status != "mismatch":
         return "new"
+    if r.failed_sizes is not None:      # re-run only the draw that failed
+        case = replace(case, sizes=(r.failed_sizes,))
     nan_lost = "expected np.float" in r.detail and "(nan)" in r.detail
     if case.specials and {"max", "min"} & set(case.kernel.features):
         if run_case(replace(case, nan_free=True)).status == "ok":
