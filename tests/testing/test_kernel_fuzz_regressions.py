@@ -120,3 +120,20 @@ def test_automatic_gpu_mapping_after_fuse_and_interchange():
     got = pc.compile(k, s, target="cuda-emu")(A0=a, N=4)
     for name in ("T0", "T2"):
         np.testing.assert_array_equal(got[name], want[name])
+
+
+@pytest.mark.xfail(strict=True, reason="Python's floored % on negative integers: semantics area")
+def test_loop_modulo_of_negative_integer_follows_python():
+    """Silent mismatch: in a loop kernel `A[i] % 3` is Python's floored remainder (-7 % 3 == 2);
+    the compiled C computes the truncated one (-1)."""
+    fn = load_function("loop_mod", """def loop_mod(A: pc.i64['N'], B: pc.i64['N']):
+    for i in range(N):
+        B[i] = A[i] % 3
+""")
+    k = pc.kernel(fn)
+    a = np.array([-7, 7, -3], dtype=np.int64)
+    got, want = np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)
+    pc.compile(k)(A=a, B=got)
+    k.reference(A=a, B=want)
+    np.testing.assert_array_equal(want, [2, 1, 0])
+    np.testing.assert_array_equal(got, want)
