@@ -8,7 +8,7 @@ is).  Integers must be equal, and so must shapes and dtypes.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, List, Mapping
 
 import numpy as np
 

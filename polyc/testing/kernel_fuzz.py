@@ -304,7 +304,8 @@ class CampaignSummary:
                  f"{c['kernels:einstein']} Einstein + {c['kernels:loops']} loop kernels; schedules "
                  f"source {c['schedule:source']}, auto {c['schedule:auto']}, random {c['schedule:random']} "
                  f"(primitive steps: {c['steps:legal']} legal, {c['steps:illegal']} illegal, "
-                 f"{sum(v for k, v in c.items() if k.startswith('steps:invalid'))} invalid, {c['steps:budget']} over budget)",
+                 f"{sum(v for k, v in c.items() if k.startswith('steps:invalid'))} invalid, "
+                 f"{c['steps:budget']} over budget)",
                  f"compiled and run: c {c['compiled:c']} kernels / {c['runs:c']} runs, cuda-emu "
                  f"{c['compiled:cuda-emu']} kernels / {c['runs:cuda-emu']} runs",
                  f"outcomes: ok {c['status:ok']}, refused {c['status:refused']}, discarded "

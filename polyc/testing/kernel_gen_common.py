@@ -11,7 +11,7 @@ from __future__ import annotations
 import linecache
 import random
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -139,6 +139,3 @@ def count_features(texts, names=("max", "min", "%", "//", "select", " if ", "exp
     joined = "\n".join(texts)
     return frozenset(n.strip() for n in names if n in joined)
 
-
-def mapping_items(m: Mapping[str, Any]) -> Tuple[Tuple[str, Any], ...]:
-    return tuple(sorted(m.items()))

@@ -134,7 +134,8 @@ class EinsumGenerator:
         if a is None or not a.exact:
             return f"{self.rng.choice(names)} < {self.rng.choice([2, 3])}"
         cmp = self.rng.choice(["<", ">", "<=", ">=", "==", "!="])
-        cond = f"{a.text} {cmp} {self.rng.choice(['0', '1', '-1']) if a.is_int else self.rng.choice(['0.0', '0.5', '-1.0'])}"
+        bound = self.rng.choice(["0", "1", "-1"]) if a.is_int else self.rng.choice(["0.0", "0.5", "-1.0"])
+        cond = f"{a.text} {cmp} {bound}"
         if self.rng.random() < 0.15:
             cond = f"not ({cond})" if self.rng.random() < 0.5 else f"({cond}) and ({names[0]} >= 1)"
         return cond

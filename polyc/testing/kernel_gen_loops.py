@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from .kernel_gen_common import FLOATS, INTS, SIZE_NAMES, GeneratedKernel, count_features
 
@@ -88,9 +88,11 @@ class LoopGenerator:
             a = self.rng.choice(scope).var
             return f"{a} < {self.rng.choice([2, 3])}"
         text, is_int = got
-        return f"{text} {self.rng.choice(['<', '>', '<=', '>=', '==', '!='])} {self.rng.choice(['0', '1']) if is_int else '0.5'}"
+        cmp = self.rng.choice(["<", ">", "<=", ">=", "==", "!="])
+        return f"{text} {cmp} {self.rng.choice(['0', '1']) if is_int else '0.5'}"
 
-    def expr(self, scope: List[_Loop], depth: int, int_only: bool, local_names: List[Tuple[str, bool]]) -> Tuple[str, bool]:
+    def expr(self, scope: List[_Loop], depth: int, int_only: bool,
+             local_names: List[Tuple[str, bool]]) -> Tuple[str, bool]:
         if depth <= 0:
             return self._leaf(scope, int_only, local_names)
         kind = self.rng.choices(["leaf", "arith", "minmax", "unary", "fn", "div", "ifexp", "mod"],
@@ -162,7 +164,8 @@ class LoopGenerator:
                 return _Loop(var, size, margin), f"range({margin}, {u.var})" if margin else f"range({u.var})"
             if form == "low1":
                 return _Loop(var, size, margin), f"range({margin}, {u.var} + 1)"
-            return _Loop(var, size, margin), f"range({u.var}, {size} - {margin})" if margin else f"range({u.var}, {size})"
+            upper = f"{size} - {margin}" if margin else size
+            return _Loop(var, size, margin), f"range({u.var}, {upper})"
         hi = f"{size} - {margin}" if margin else size
         if r < 0.45:
             self.features.add("step")
@@ -203,7 +206,8 @@ class LoopGenerator:
         rng = self.rng
         for k in range(rng.choice([2, 2, 3, 4])):
             rank = rng.choice([1, 2, 2, 3]) if rng.random() < 0.9 else 1
-            self.arrays.append(_Array(f"A{k}", rng.choice(self.pool), tuple(rng.choice(SIZE_NAMES) for _ in range(rank))))
+            dtype = rng.choice(self.pool)
+            self.arrays.append(_Array(f"A{k}", dtype, tuple(rng.choice(SIZE_NAMES) for _ in range(rank))))
         if rng.random() < 0.3 and any(d in FLOATS for d in self.pool):
             self.scalar = "alpha"
         body: List[str] = []

@@ -30,9 +30,6 @@ def _without_unused(k: GeneratedKernel, source: str) -> GeneratedKernel:
                        bounds=tuple(b for b in k.bounds if b[0] in used))
     head, _, body = source.partition("\n")
     used = set(_NAME.findall(body))
-    params = [p.strip() for p in re.match(r"def \w+\((.*)\):", head).group(1).split(", ") if p.strip()]
-    params = [p for p in params if p.split(":")[0] in used]
-    # parameters split naively on ", " break inside `pc.f64['N', 'M']`: rejoin by brackets
     head = re.sub(r"\((.*)\):", lambda m: "(" + _keep_params(m.group(1), used) + "):", head, count=1)
     return replace(k, source=head + "\n" + body,
                    declared=tuple(d for d in k.declared if d[0] in used),
