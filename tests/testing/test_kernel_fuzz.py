@@ -129,3 +129,13 @@ def test_random_schedules_for_cuda_emu_map_blocks_and_threads():
         random_schedule(k, seed, cpu, target="c")
     assert gpu["call:map_to_blocks"] + gpu["call:map_to_threads"] > 0, gpu
     assert not any(key.startswith("call:map_to") for key in cpu), cpu
+
+
+def test_reference_values_beyond_the_generators_bounds_are_recognised():
+    """An empty integer `max=!` leaks INT_MIN into later arithmetic, whose overflow C leaves
+    undefined: a mismatch with such reference values is discarded, not reported as a bug."""
+    from polyc.testing.kernel_fuzz import _beyond_bounds
+    assert _beyond_bounds({"T": np.array([3, -2**31], dtype=np.int32)}, {"T": 10.0})
+    assert not _beyond_bounds({"T": np.array([3, -10], dtype=np.int32)}, {"T": 10.0})
+    assert not _beyond_bounds({"T": np.array([np.inf, np.nan, -9.5])}, {"T": 10.0})   # identities of floats
+    assert not _beyond_bounds({"A0": np.array([1e9])}, {})                               # loop kernels: no bound
