@@ -137,3 +137,26 @@ def test_loop_modulo_of_negative_integer_follows_python():
     k.reference(A=a, B=want)
     np.testing.assert_array_equal(want, [2, 1, 0])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.xfail(strict=True, reason="isl's AST generation drops a loop of this strided, skewed schedule "
+                                       "(codegen; isl's own C printer shows it too), not fixed here")
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_strided_loop_tiled_and_skewed_keeps_every_iteration(target):
+    """Silent wrong answer (case seed=1 index=5317, minimised): a legal chain of primitives on a
+    strided loop nest loses iterations: row i=2 of A is never incremented for N=3, M=7.  The
+    schedule map is injective; the loop for `i_inner_inner` is missing from isl's AST, which
+    computes i from the enclosing loops as if it were unique."""
+    fn = load_function("stride_skew", """def stride_skew(A: pc.i64['N', 'M']):
+    for i in range(0, N, 2):
+        for j in range(M):
+            A[i, j] += 1
+""")
+    k = pc.kernel(fn)
+    s = (k.schedule().tile(j=8, i=4).skew("i_inner", "j_outer", 1).split("i_inner", 4)
+         .skew("j_outer", "j_inner", 1))
+    got, want = np.zeros((3, 7), dtype=np.int64), np.zeros((3, 7), dtype=np.int64)
+    pc.compile(k, s, target=target)(A=got)
+    k.reference(A=want)
+    np.testing.assert_array_equal(want[::2], 1)
+    np.testing.assert_array_equal(got, want)
