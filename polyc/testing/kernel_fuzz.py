@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
-from .kernel_compare import compare_outputs, tolerance_eps
+from .kernel_compare import compare_outputs, only_nan_lost, tolerance_eps
 from .kernel_gen_common import GeneratedKernel, draw_array, draw_sizes
 from .kernel_gen_einsum import generate_einsum
 from .kernel_gen_loops import generate_loops
@@ -81,6 +81,7 @@ class CaseResult:
     runs: int = 0
     triage: str = ""               # class of a failure (`kernel_triage.classify`), set by campaigns
     failed_sizes: Optional[Dict[str, int]] = None   # the size draw that mismatched
+    only_nan_lost: bool = False    # every difference: NaN expected, a number computed
 
     def report(self) -> str:
         return f"{self.status} at {self.stage}: {self.detail}\n{self.case.describe(self.schedule_json)}"
@@ -242,7 +243,7 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
             with np.errstate(over="raise", invalid="ignore", divide="ignore", under="ignore"):
                 oracle = kernel.reference if reference is None else reference(kernel)
                 want = _written(kernel, oracle(**theirs), theirs)
-        except FloatingPointError as e:
+        except (FloatingPointError, OverflowError) as e:   # numpy's overflow, or a too large int stored
             return fail("discarded", "reference", f"overflow in the reference ({e}) at sizes {sizes}")
         except PolycError as e:
             return fail("refused", "reference", f"{type(e).__name__}: {e}")
@@ -258,6 +259,7 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
         problems = compare_outputs(got, want, eps, bounds, args)
         if problems:
             res.failed_sizes = dict(sizes)
+            res.only_nan_lost = only_nan_lost(got, want)
             if _beyond_bounds(want, bounds):
                 return fail("discarded", "bounds", f"sizes {sizes}: a reference value exceeds the magnitude the "
                             "generator allowed (the identity of an empty integer max/min reduction taken into "

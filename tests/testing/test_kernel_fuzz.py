@@ -139,3 +139,11 @@ def test_reference_values_beyond_the_generators_bounds_are_recognised():
     assert not _beyond_bounds({"T": np.array([3, -10], dtype=np.int32)}, {"T": 10.0})
     assert not _beyond_bounds({"T": np.array([np.inf, np.nan, -9.5])}, {"T": 10.0})   # identities of floats
     assert not _beyond_bounds({"A0": np.array([1e9])}, {})                               # loop kernels: no bound
+
+
+def test_only_nan_lost_signature():
+    from polyc.testing.kernel_compare import only_nan_lost
+    want = {"T": np.array([np.nan, 1.0, np.nan])}
+    assert only_nan_lost({"T": np.array([np.inf, 1.0, 2.0])}, want)
+    assert not only_nan_lost({"T": np.array([np.inf, 1.5, np.nan])}, want)   # a plain wrong value too
+    assert not only_nan_lost({"T": want["T"].copy()}, want)                  # no difference at all
