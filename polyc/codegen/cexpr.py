@@ -75,7 +75,9 @@ class CExprPrinter:
             return f"(({e.dtype.c_name})({self.expr(e.operand, None)}))"
         if isinstance(e, Unary):
             inner = self.expr(e.operand, want)
-            return f"(!{inner})" if e.op == "not" else f"(-{inner})"
+            if e.op == "not":
+                return f"(!{inner})"
+            return f"(-({inner}))" if inner.startswith("-") else f"(-{inner})"   # not `--1.0f`
         if isinstance(e, Binary):
             if e.op in ("and", "or"):
                 op = "&&" if e.op == "and" else "||"

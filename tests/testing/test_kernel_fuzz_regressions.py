@@ -160,3 +160,17 @@ def test_strided_loop_tiled_and_skewed_keeps_every_iteration(target):
     k.reference(A=want)
     np.testing.assert_array_equal(want[::2], 1)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_minus_of_a_negative_literal_compiles(target):
+    """Found by the fuzzer (CompileError on a valid kernel, case seed=1 index=6683): `A[i] -= -(1)`
+    printed as `A[i] += (--1.0f)`, which C reads as a decrement.  Fixed in `codegen/cexpr.py`."""
+    fn = load_function("neg_neg", """def neg_neg(A: pc.f32['N']):
+    for i in range(N):
+        A[i] -= -(1)
+""")
+    k = pc.kernel(fn)
+    a = np.zeros(3, dtype=np.float32)
+    pc.compile(k, target=target)(A=a)
+    np.testing.assert_array_equal(a, np.ones(3, dtype=np.float32))
