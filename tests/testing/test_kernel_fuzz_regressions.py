@@ -174,3 +174,26 @@ def test_minus_of_a_negative_literal_compiles(target):
     a = np.zeros(3, dtype=np.float32)
     pc.compile(k, target=target)(A=a)
     np.testing.assert_array_equal(a, np.ones(3, dtype=np.float32))
+
+
+@pytest.mark.xfail(strict=True, reason="cuda-emu's automatic mapping computes dependences that isl refuses "
+                                       "(local scalar in a triangular loop under a strided one), not fixed here")
+def test_cuda_emu_local_scalar_in_triangular_loop_under_strided_loop():
+    """A valid loop kernel refused on "cuda-emu" (case seed=1 index=7518, minimised): `PolycError:
+    computing the dependences on A1 failed inside isl: ... isl_union_access_info_compute_flow
+    failed: affine expression involves some of the domain dimensions`; "c" runs it correctly."""
+    fn = load_function("local_tri_stride", """def local_tri_stride(A0: pc.f64['N', 'M'], A1: pc.f64['N']):
+    for j in range(1, M - 1, 2):
+        for k in range(0, N):
+            for l in range(j):
+                t0 = (A0[k, l] * A1[k])
+                A1[k] = A0[k, l]
+            A1[k] = A0[k, j]
+""")
+    k = pc.kernel(fn)
+    rng = np.random.default_rng(0)
+    a0, a1 = rng.random((6, 6)), rng.random(6)
+    got, want = a1.copy(), a1.copy()
+    pc.compile(k, target="cuda-emu")(A0=a0.copy(), A1=got)
+    k.reference(A0=a0.copy(), A1=want)
+    np.testing.assert_array_equal(got, want)
