@@ -197,3 +197,17 @@ def test_cuda_emu_local_scalar_in_triangular_loop_under_strided_loop():
     pc.compile(k, target="cuda-emu")(A0=a0.copy(), A1=got)
     k.reference(A0=a0.copy(), A1=want)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.xfail(strict=True, reason="Einstein `+=` of a float value into an integer tensor: the C converts "
+                                       "after adding, the reference before (Einstein typing/TC semantics)")
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_float_accumulated_into_integer_intermediate(target):
+    """Silent mismatch (case seed=1 index=7536, minimised): T is an i64 intermediate and
+    `T[i] += A[i]` adds f64 values; compiled: T = (int64)(T + A) = -2 for T=-3, A=0.5; reference:
+    T + (int64)A = -3."""
+    k = pc.kernel("T[i] = B[i]\nT[i] += A[i]\nC[i] = T[i]", name="mixed_accumulate",
+                  A=pc.f64["M"], B=pc.i64["M"])
+    a = np.array([0.5, 1.5, -0.5, 0.9])
+    b = np.array([-3, 2, 1, 0], dtype=np.int64)
+    np.testing.assert_array_equal(pc.compile(k, target=target)(A=a, B=b), k.reference(A=a, B=b))
