@@ -155,7 +155,9 @@ class CExprPrinter:
             if e.op == "-" and _is_number(e.operand):     # `-2147483648` fits int32, as in numpy
                 return f"({self.expr(Const(-e.operand.value, e.operand.dtype), want)})"
             inner = self.expr(e.operand, want)
-            return f"(!{inner})" if e.op == "not" else f"(-{inner})"
+            if e.op == "not":
+                return f"(!{inner})"
+            return f"(-({inner}))" if inner.startswith("-") else f"(-{inner})"   # not `--1.0f`
         if isinstance(e, Binary):
             if e.op in ("and", "or"):
                 op = "&&" if e.op == "and" else "||"

@@ -262,6 +262,8 @@ def _first_constant_difference(schedule: Schedule, dep: Dependence, before: int)
 def violations(schedule: Schedule, deps: Iterable[Dependence]) -> List[Tuple[Dependence, isl.Map]]:
     """Dependences that `schedule` does not keep strictly positive, with their violating pairs."""
     out = []
+    if not schedule.maps:
+        return out  # a kernel without statements has nothing to order
     n = _n_dims(schedule)
     canon = _canonical(schedule)
     for dep in deps:
