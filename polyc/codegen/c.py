@@ -15,6 +15,7 @@ import cgen as c
 from ..ir import Access, Program
 from ..runtime.signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
+from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, if_clause, single_call
 from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
@@ -101,6 +102,8 @@ class _Emitter:
         self.plans = dict(plans or {})
         self.parallel_loops = parallel_loops
         self.helpers: List[str] = []
+        self._acc: Optional[Accumulator] = None  # the reduction accumulator of the loop being emitted
+        self._atomic_depth = 0                   # reduction-parallel loops (atomic updates) around
         self._scope: List[str] = []   # iterators of the loops around the node being emitted
         self.signature: KernelSignature = None  # type: ignore[assignment]
 
@@ -152,21 +155,29 @@ class _Emitter:
                 call = self._packed(n, in_parallel)
                 if call is not None:
                     return call
-            pragmas = []
-            # "reduction_parallel": iterations race only on reduction updates, made atomic below.
             reduction_here = "reduction_parallel" in marks and not in_parallel
+            if self._acc is None and (reduction_here or "reduction_vector" in marks):
+                opened = self._accumulated(n, marks, in_parallel, reduction_here)
+                if opened is not None:
+                    return opened
+            pragmas = []
+            # "reduction_parallel" without an accumulator: iterations race only on reduction
+            # updates, made atomic below.
             parallel_here = ("parallel" in marks or reduction_here) and not in_parallel
             # At most one pragma may precede a for (gcc rejects `omp simd` after `omp parallel for`
             # and `GCC unroll` next to any OpenMP loop pragma); SIMD is dropped where updates are
             # atomic (a reduction-parallel region), the unroll hint where OpenMP takes the loop.
-            simd = "vector" in marks and not (getattr(self, "_atomic_depth", 0) or reduction_here)
-            if parallel_here:
-                pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"))
+            simd = "vector" in marks and not (self._atomic_depth or reduction_here)
+            if marks & {"vector", "reduction_vector"} and self._acc is not None:
+                pragmas.append(c.Pragma(f"omp simd {self._acc.clauses}"))
+            elif parallel_here:
+                pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"
+                                        + if_clause(n, self.statements, self._c)))
             elif simd:
                 pragmas.append(c.Pragma("omp simd"))
             elif n.dim is not None and n.dim.unroll:
                 pragmas.append(c.Pragma(f"GCC unroll {n.dim.unroll if n.dim.unroll > 0 else 64}"))
-            self._atomic_depth = getattr(self, "_atomic_depth", 0) + reduction_here
+            self._atomic_depth += reduction_here
             it = self.names.id(n.iterator)
             self._scope.append(it)
             try:
@@ -177,18 +188,63 @@ class _Emitter:
             finally:
                 self._atomic_depth -= reduction_here
                 self._scope.pop()
-            loop = c.For(f"int64_t {it} = {strip_parens(self._c(n.init))}", strip_parens(self._c(n.cond)),
-                         f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
-            return pragmas + [loop]
+            return pragmas + [self._for(n, body)]
         if isinstance(n, Call):
             st = self.statements[n.statement]
             index_text = {it: strip_parens(self._c(a)) for it, a in zip(st.iterators, n.args)}
             printer = CExprPrinter(self.typing, index_text, _array_access, self.names)
             line = c.Line(printer.statement(st))
-            if st.update and getattr(self, "_atomic_depth", 0):
+            if self._acc is not None and self._acc.statement == st.name:
+                return [c.Line(self._acc.update_line(printer.expr(st.value, self.typing.tensors[st.target.tensor])))]
+            if st.update and self._atomic_depth:
                 return [c.Pragma("omp atomic" if st.update in ("+", "*") else "omp critical"), line]
             return [line]
         raise TypeError(n)
+
+    def _for(self, n: Loop, body) -> c.For:
+        it = self.names.id(n.iterator)
+        return c.For(f"int64_t {it} = {strip_parens(self._c(n.init))}", strip_parens(self._c(n.cond)),
+                     f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
+
+    def _accumulated(self, n: Loop, marks, in_parallel: bool, reduction_here: bool) -> Optional[List]:
+        """Loop `n` with its reduction's target element held in a scalar accumulator reduced by
+        OpenMP (`c_omp.Accumulator`): `omp simd reduction(...)` for a "reduction_vector" loop,
+        `omp parallel for reduction(...)` (with `if()`) for a "reduction_parallel" one.  None when
+        the nest below `n` is not one reduction statement whose target stays put along every loop
+        of the nest (the caller then emits the loop in order, or with atomic updates)."""
+        call = single_call(n.body)
+        if call is None:
+            return None
+        st = self.statements[call.statement]
+        dtype = self.typing.tensors[st.target.tensor]
+        if st.update not in OMP_OPERATOR or dtype.name not in ACCUMULATOR_TYPES:
+            return None
+        loops = {x.iterator for x in walk(n) if isinstance(x, Loop)}
+        varying = {i for i, a in zip(st.iterators, call.args) if _ids(a) & loops}
+        if any(set(e.variables) & varying for e in st.target.indices):
+            return None
+        acc = Accumulator(st.name, dtype.c_name, st.update, dtype.name in ("f32", "f64") and
+                          st.update in ("max", "min"))
+        # The target's subscripts only use iterators fixed outside `n`: print them with the
+        # call's arguments, as the statement itself would.
+        index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args) if i not in varying}
+        target = CExprPrinter(self.typing, index_text, _array_access, self.names).access(st.target)
+        simd = bool(marks & {"vector", "reduction_vector"})
+        if reduction_here:
+            pragma = ("omp parallel for" + (" simd" if simd else "") + f" {acc.clauses} schedule(static)"
+                      + if_clause(n, self.statements, self._c))
+        else:
+            pragma = f"omp simd {acc.clauses}"
+        self._acc = acc
+        self._scope.append(self.names.id(n.iterator))
+        try:
+            body = c.Block(self.node(n.body, in_parallel or reduction_here))
+        finally:
+            self._acc = None
+            self._scope.pop()
+        lines = [c.Line(x) for x in acc.opening(target)] + [c.Pragma(pragma), self._for(n, body),
+                                                           c.Line(acc.closing(target))]
+        return [c.Block(lines)]
 
     def _c(self, e) -> str:
         """C text of a loop-AST expression, its ids spelled as C identifiers."""
