@@ -8,7 +8,7 @@ identifier comes from `polyc.codegen.names` (user names by kind, polyc's own und
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import cgen as c
 
@@ -102,7 +102,7 @@ class _Emitter:
         self.plans = dict(plans or {})
         self.parallel_loops = parallel_loops
         self.helpers: List[str] = []
-        self._acc: Optional[Accumulator] = None  # the reduction accumulator of the loop being emitted
+        self._accs: Dict[str, Accumulator] = {}  # reduction accumulators (by statement) of the loop emitted
         self._atomic_depth = 0                   # reduction-parallel loops (atomic updates) around
         self._scope: List[str] = []   # iterators of the loops around the node being emitted
         self.signature: KernelSignature = None  # type: ignore[assignment]
@@ -156,7 +156,7 @@ class _Emitter:
                 if call is not None:
                     return call
             reduction_here = "reduction_parallel" in marks and not in_parallel
-            if self._acc is None and (reduction_here or "reduction_vector" in marks):
+            if not self._accs and (reduction_here or "reduction_vector" in marks):
                 opened = self._accumulated(n, marks, in_parallel, reduction_here)
                 if opened is not None:
                     return opened
@@ -168,8 +168,8 @@ class _Emitter:
             # and `GCC unroll` next to any OpenMP loop pragma); SIMD is dropped where updates are
             # atomic (a reduction-parallel region), the unroll hint where OpenMP takes the loop.
             simd = "vector" in marks and not (self._atomic_depth or reduction_here)
-            if marks & {"vector", "reduction_vector"} and self._acc is not None:
-                pragmas.append(c.Pragma(f"omp simd {self._acc.clauses}"))
+            if marks & {"vector", "reduction_vector"} and self._accs:
+                pragmas.append(c.Pragma("omp simd " + " ".join(a.clauses for a in self._accs.values())))
             elif parallel_here:
                 pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"
                                         + if_clause(n, self.statements, self._c)))
@@ -194,8 +194,9 @@ class _Emitter:
             index_text = {it: strip_parens(self._c(a)) for it, a in zip(st.iterators, n.args)}
             printer = CExprPrinter(self.typing, index_text, _array_access, self.names)
             line = c.Line(printer.statement(st))
-            if self._acc is not None and self._acc.statement == st.name:
-                return [c.Line(self._acc.update_line(printer.expr(st.value, self.typing.tensors[st.target.tensor])))]
+            acc = self._accs.get(st.name)
+            if acc is not None:
+                return [c.Line(acc.update_line(printer.expr(st.value, self.typing.tensors[st.target.tensor])))]
             if st.update and self._atomic_depth:
                 return [c.Pragma("omp atomic" if st.update in ("+", "*") else "omp critical"), line]
             return [line]
@@ -207,44 +208,63 @@ class _Emitter:
                      f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
 
     def _accumulated(self, n: Loop, marks, in_parallel: bool, reduction_here: bool) -> Optional[List]:
-        """Loop `n` with its reduction's target element held in a scalar accumulator reduced by
-        OpenMP (`c_omp.Accumulator`): `omp simd reduction(...)` for a "reduction_vector" loop,
-        `omp parallel for reduction(...)` (with `if()`) for a "reduction_parallel" one.  None when
-        the nest below `n` is not one reduction statement whose target stays put along every loop
-        of the nest (the caller then emits the loop in order, or with atomic updates)."""
-        call = single_call(n.body)
-        if call is None:
-            return None
-        st = self.statements[call.statement]
-        dtype = self.typing.tensors[st.target.tensor]
-        if st.update not in OMP_OPERATOR or dtype.name not in ACCUMULATOR_TYPES:
-            return None
+        """Loop `n` with its reductions' target elements held in scalar accumulators reduced by
+        OpenMP (`c_omp.Accumulator`): `omp simd reduction(...)` for a "reduction_vector" loop (its
+        body: statements, the reductions among them accumulated, the others as they are),
+        `omp parallel for reduction(...)` (with `if()`) for a "reduction_parallel" one (a perfect
+        nest around one reduction).  None when that shape is not there or a target element moves
+        along the loops (the caller then emits the loop in order, or with atomic updates)."""
         loops = {x.iterator for x in walk(n) if isinstance(x, Loop)}
-        varying = {i for i, a in zip(st.iterators, call.args) if _ids(a) & loops}
-        if any(set(e.variables) & varying for e in st.target.indices):
+        if reduction_here:
+            call = single_call(n.body)
+            calls = [call] if call is not None else []
+        else:
+            body = n.body.children if isinstance(n.body, Block) else (n.body,)
+            calls = list(body) if all(isinstance(x, Call) for x in body) else []
+        if not calls:
             return None
-        acc = Accumulator(st.name, dtype.c_name, st.update, dtype.name in ("f32", "f64") and
-                          st.update in ("max", "min"))
-        # The target's subscripts only use iterators fixed outside `n`: print them with the
-        # call's arguments, as the statement itself would.
-        index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args) if i not in varying}
-        target = CExprPrinter(self.typing, index_text, _array_access, self.names).access(st.target)
+        accs: Dict[str, Accumulator] = {}
+        targets: Dict[str, str] = {}
+        for call in calls:
+            st = self.statements[call.statement]
+            dtype = self.typing.tensors[st.target.tensor]
+            varying = {i for i, a in zip(st.iterators, call.args) if _ids(a) & loops}
+            if st.update not in OMP_OPERATOR or any(set(e.variables) & varying for e in st.target.indices) \
+                    or any(a.tensor == st.target.tensor for a in st.value.accesses()):
+                continue
+            if dtype.name not in ACCUMULATOR_TYPES:
+                return None
+            name = "pc_acc" if not accs else f"pc_acc{len(accs)}"
+            accs[st.name] = Accumulator(st.name, dtype.c_name, st.update,
+                                        dtype.name in ("f32", "f64") and st.update in ("max", "min"), name)
+            # The target's subscripts only use iterators fixed outside `n`.
+            index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args) if i not in varying}
+            targets[st.name] = CExprPrinter(self.typing, index_text, _array_access, self.names).access(st.target)
+        if reduction_here and not accs:
+            return None
+        # Another statement of the loop touching an accumulated tensor would see a stale element.
+        held = {self.statements[k].target.tensor for k in accs}
+        for call in calls:
+            st = self.statements[call.statement]
+            if call.statement not in accs and held & ({st.target.tensor} | {a.tensor for a in st.value.accesses()}):
+                return None
+        clauses = " ".join(a.clauses for a in accs.values())
         simd = bool(marks & {"vector", "reduction_vector"})
         if reduction_here:
-            pragma = ("omp parallel for" + (" simd" if simd else "") + f" {acc.clauses} schedule(static)"
+            pragma = ("omp parallel for" + (" simd" if simd else "") + f" {clauses} schedule(static)"
                       + if_clause(n, self.statements, self._c))
         else:
-            pragma = f"omp simd {acc.clauses}"
-        self._acc = acc
+            pragma = f"omp simd {clauses}".rstrip()
+        self._accs = accs
         self._scope.append(self.names.id(n.iterator))
         try:
             body = c.Block(self.node(n.body, in_parallel or reduction_here))
         finally:
-            self._acc = None
+            self._accs = {}
             self._scope.pop()
-        lines = [c.Line(x) for x in acc.opening(target)] + [c.Pragma(pragma), self._for(n, body),
-                                                           c.Line(acc.closing(target))]
-        return [c.Block(lines)]
+        lines = [c.Line(x) for k, a in accs.items() for x in a.opening(targets[k])]
+        lines += [c.Pragma(pragma), self._for(n, body)] + [c.Line(a.closing(targets[k])) for k, a in accs.items()]
+        return [c.Block(lines)] if accs else [c.Pragma(pragma), self._for(n, body)]
 
     def _c(self, e) -> str:
         """C text of a loop-AST expression, its ids spelled as C identifiers."""

@@ -103,37 +103,37 @@ def if_clause(loop: Loop, statements, text: Callable[[LExpr], str]) -> str:
 
 @dataclass(frozen=True)
 class Accumulator:
-    """The scalar that holds a reduction's target element for the duration of a loop."""
+    """The scalar `name` that holds a reduction's target element for the duration of a loop."""
 
     statement: str
     ctype: str
     update: str      # "+", "*", "max", "min"
-    nan_flag: bool   # float max/min: track NaNs in `pc_nan`
+    nan_flag: bool   # float max/min: track NaNs in `<name>_nan`
+    name: str = "pc_acc"
 
     @property
     def clauses(self) -> str:
-        out = f"reduction({OMP_OPERATOR[self.update]}:pc_acc)"
-        return out + (" reduction(|:pc_nan)" if self.nan_flag else "")
+        out = f"reduction({OMP_OPERATOR[self.update]}:{self.name})"
+        return out + (f" reduction(|:{self.name}_nan)" if self.nan_flag else "")
 
     def opening(self, target: str) -> list:
-        lines = [f"{self.ctype} pc_acc = {target};"]
+        lines = [f"{self.ctype} {self.name} = {target};"]
         if self.nan_flag:
-            lines.append("int pc_nan = (pc_acc != pc_acc);")
+            lines.append(f"int {self.name}_nan = ({self.name} != {self.name});")
         return lines
 
     def closing(self, target: str) -> str:
         if self.nan_flag:
-            return f"{target} = pc_nan ? ({self.ctype})NAN : pc_acc;"
-        return f"{target} = pc_acc;"
+            return f"{target} = {self.name}_nan ? ({self.ctype})NAN : {self.name};"
+        return f"{target} = {self.name};"
 
     def update_line(self, value: str) -> str:
+        acc = self.name
         if self.update in ("+", "*"):
-            return f"pc_acc {self.update}= {value};"
+            return f"{acc} {self.update}= {value};"
         cmp = ">" if self.update == "max" else "<"
-        if self.nan_flag:
-            return (f"{{ {self.ctype} pc_v = {value}; pc_nan |= (pc_v != pc_v); "
-                    f"pc_acc = pc_v {cmp} pc_acc ? pc_v : pc_acc; }}")
-        return f"{{ {self.ctype} pc_v = {value}; pc_acc = pc_v {cmp} pc_acc ? pc_v : pc_acc; }}"
+        nan = f"{acc}_nan |= (pc_v != pc_v); " if self.nan_flag else ""
+        return f"{{ {self.ctype} pc_v = {value}; {nan}{acc} = pc_v {cmp} {acc} ? pc_v : {acc}; }}"
 
 
 #: Element types a reduction accumulator supports (OpenMP reductions of C arithmetic types).

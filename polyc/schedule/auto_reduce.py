@@ -40,14 +40,18 @@ def reassociable(statement, mode: str) -> bool:
     return mode == "all" or bool(statement.reduction)
 
 
-def _proves_reduction(schedule: Schedule, dims: List[Dim], deps: Dependences, p: int, mark: str) -> bool:
-    """Whether loop `p` carries only reduction self-dependences of statements that keep one target
-    element for the whole loop (so `mark` is legal there)."""
+def _proves_reduction(schedule: Schedule, dims: List[Dim], deps: Dependences, p: int, mark: str,
+                      mode: str) -> bool:
+    """Whether loop `p` carries only reduction self-dependences of statements that may be
+    reassociated (`mode`) and keep one target element for the whole loop (so `mark` is legal)."""
     trial = schedule.with_dims(tuple(dims), f"trying {mark}")
     name = dims[p].name
+    program = schedule.model.program
+
+    def allowed(d) -> bool:
+        return is_reduction_dependence(schedule.model, d) and reassociable(program.statement(d.source), mode)
     try:
-        check_parallel(trial, deps, name, f"marking loop {name!r} {mark} automatically",
-                       ignore=lambda d: is_reduction_dependence(schedule.model, d))
+        check_parallel(trial, deps, name, f"marking loop {name!r} {mark} automatically", ignore=allowed)
         return reduction_target_problem(trial, p) is None
     except (IllegalScheduleError, IslBudgetError, PolycError):
         return False
@@ -70,11 +74,11 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
         users = [s for s in loops_of if p in loops_of[s]]
         if not users or not all(loops_of[s][-1] == p for s in users):
             continue
-        if not all(reassociable(program.statement(s), mode) for s in users):
+        if not any(reassociable(program.statement(s), mode) for s in users):
             continue
         if not all(all_unit_or_invariant(program, s, _direction_of(model, s, cols, loops_of[s], p)) for s in users):
             continue
-        if _proves_reduction(schedule, dims, deps, p, "reduction_vector"):
+        if _proves_reduction(schedule, dims, deps, p, "reduction_vector", mode):
             dims[p] = Dim(d.name, d.marks | {"reduction_vector"}, d.unroll, d.origin)
     for s, ps in loops_of.items():
         if has_parallel.get(s) or not ps or not reassociable(program.statement(s), mode):
@@ -85,6 +89,6 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
             continue
         if search is not None and search.expired("marking parallel reductions"):
             return dims
-        if _proves_reduction(schedule, dims, deps, p, "reduction_parallel"):
+        if _proves_reduction(schedule, dims, deps, p, "reduction_parallel", mode):
             dims[p] = Dim(dims[p].name, dims[p].marks | {"reduction_parallel"}, dims[p].unroll, dims[p].origin)
     return dims

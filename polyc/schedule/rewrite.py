@@ -227,21 +227,22 @@ def is_reduction_dependence(model: PolyModel, dep: Dependence) -> bool:
     return all(a.tensor != st.target.tensor for a in st.value.accesses())
 
 
-def reduction_target_problem(s: Schedule, k: int) -> Optional[str]:
-    """Why the statements iterating loop dimension `k` cannot keep their reduction target in one
-    accumulator for the whole loop (`vectorize(loop, reduction=True)`), or None when they can: each
-    such statement must be a reduction update (`+ * max min`, its value not reading its target)
-    whose target element is the same for every iteration of `k` and of the loops inside it (isl:
-    the map from the schedule dimensions outside `k` to the target elements is single-valued)."""
+def reduction_target_problem(s: Schedule, k: int, reducing=None) -> Optional[str]:
+    """Why the reductions whose updates loop dimension `k` carries cannot keep their target in one
+    accumulator for the whole loop (`vectorize(loop, reduction=True)`), or None when they can: the
+    target element of each must be the same for every iteration of `k` and of the loops inside it
+    (isl: the map from the schedule dimensions outside `k` to the target elements is single-valued).
+    `reducing` (statement names) overrides which statements are checked."""
+    from .legality import carried_at
     model = s.model
     n = len(s.dims)
+    if reducing is None:
+        reducing = {d.source for d, _ in carried_at(s, dependences_of(model), k)
+                    if is_reduction_dependence(model, d)}
     for name, _ in s.maps:
-        if not statement_varies(s, name, k):
+        if name not in reducing or not statement_varies(s, name, k):
             continue
         st = model.program.statement(name)
-        if st.update not in ("+", "*", "max", "min") or any(a.tensor == st.target.tensor
-                                                            for a in st.value.accesses()):
-            return f"statement {name} in loop {s.dims[k].name!r} is not a reduction update"
         with isl_budget(f"checking the reduction target of {name}"):
             prefix = s.statement_map(name).intersect_domain(model.domains[name]) \
                 .project_out(isl.dim_type.out, k, n - k)
