@@ -162,3 +162,33 @@ def test_a_later_primitive_reproves_the_reduction_mark():
     s = k.schedule().vectorize("j", reduction=True)
     with pytest.raises(pc.IllegalScheduleError):
         s.interchange("i", "j")   # j no longer innermost
+
+
+@pytest.mark.parametrize("text", ["s[i] +=! A[i, j] where j in 0:i+1", "t +=! A[i, i]", "s +=! A[i] * 2"])
+def test_triangular_diagonal_and_scalar_reductions(text):
+    k = pc.kernel(text)
+    assert "pc_acc" in pc.codegen(k, "auto")
+    check_kernel(k, "auto", dtype="f32")
+    check_kernel(k, "auto")
+
+
+def test_integer_reductions_are_exact():
+    k = pc.kernel("s[i] +=! A[i, j]", A=pc.i32["I", "J"], s=pc.i32["I"])
+    f = pc.compile(k, "auto")
+    assert "reduction(+:pc_acc)" in f.source
+    A = np.random.default_rng(0).integers(-100, 100, (5, 333)).astype(np.int32)
+    assert np.array_equal(f(A=A), A.sum(axis=1, dtype=np.int32))
+    m = pc.kernel("s[i] max=! A[i, j]", A=pc.i64["I", "J"], s=pc.i64["I"])
+    g = pc.compile(m, "auto")
+    assert "reduction(max:pc_acc)" in g.source and "pc_acc_nan" not in g.source  # no NaN in integers
+    B = A.astype(np.int64)
+    assert np.array_equal(g(A=B), B.max(axis=1))
+
+
+def test_softmax_row_reductions_vectorise_beside_other_statements():
+    import kernels
+    lk = kernels.by_name("softmax")
+    f = pc.compile(lk.kernel, "auto")
+    assert "reduction(max:pc_acc)" in f.source and "reduction(+:pc_acc)" in f.source
+    inputs = lk.make_inputs(dict(I=7, J=33), "f32", np.random.default_rng(1))
+    np.testing.assert_allclose(f(**inputs), lk.expected(inputs), rtol=1e-5, atol=1e-7)
