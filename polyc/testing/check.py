@@ -53,7 +53,11 @@ def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any 
     for t in program.tensors:
         if t.role == "temp":
             continue
-        shape = tuple(int(e.evaluate(sizes)) for e in (t.shape or ()))
+        try:
+            shape = tuple(int(e.evaluate(sizes)) for e in (t.shape or ()))
+        except KeyError as missing:
+            raise ValueError(f"sizes {sizes} do not give {t.name} a shape: they lack {missing}; the kernel's "
+                             f"sizes are {', '.join(default_sizes(kernel))}") from None
         if any(n < 0 for n in shape):
             raise ValueError(f"sizes {sizes} give {t.name} the negative shape {shape}; choose other sizes")
         npd = _np(t.dtype or base)

@@ -36,3 +36,9 @@ def test_the_tolerance_of_a_reassociated_sum_scales_with_its_length():
     with pytest.raises(AssertionError, match="differ"):
         check_kernel(k, pc.compile(k, "auto", reassociate=False).schedule, inputs=inputs, reference=off_by(1e-3))
     check_kernel(k, "auto", sizes={"I": 3, "J": 20000}, dtype="f32", reference=off_by(1e-3))
+
+
+def test_sizes_missing_one_of_the_kernel_sizes_are_refused_by_name():
+    k = pc.kernel("s[i] +=! A[i, j] where j in 0:i+1")
+    with pytest.raises(ValueError, match="A_dim1"):
+        check_kernel(k, "auto", sizes={"I": 6, "J": 6})
