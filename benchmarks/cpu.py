@@ -33,15 +33,33 @@ BENCHMARKS: Dict[str, tuple] = {
     "conv2d 1x64x56x56 k3 f32": ("kernels.nn", "conv2d", dict(N=1, C=64, H=56, W=56, F=64, KH=3, KW=3), "f32"),
     "softmax 4096x4096 f32": ("kernels.nn", "softmax", dict(I=4096, J=4096), "f32"),
     "layernorm 4096x1024 f32": ("kernels.nn", "layernorm", dict(M=4096, N=1024), "f32"),
+    "matvec 2048 f32": ("kernels.linalg", "matvec", dict(I=2048, J=2048), "f32"),
+    "row sum 4096x4096 f32": ("benchmarks.cpu", "row_sum", dict(I=4096, J=4096), "f32"),
+    "row max 4096x4096 f32": ("benchmarks.cpu", "row_max", dict(I=4096, J=4096), "f32"),
 }
 QUICK = ["matmul 1024 f32", "matmul 1024 f64", "batched matmul 16x256 f32", "conv2d 1x64x56x56 k3 f32",
-         "softmax 4096x4096 f32", "layernorm 4096x1024 f32"]
+         "softmax 4096x4096 f32", "layernorm 4096x1024 f32", "matvec 2048 f32", "row sum 4096x4096 f32",
+         "row max 4096x4096 f32"]
 #: Naive C at these sizes takes many seconds per call; timed only with --naive-all.
 SLOW_NAIVE = ("matmul 2048 f32", "matmul 2048 f64")
 
 
+def _row_reductions() -> list:
+    """Row sum and row max (Einstein reductions along the contiguous axis), as library kernels."""
+    import polyc as pc
+    from kernels import LibraryKernel
+    from kernels._core import input_maker
+    make = input_maker({"A": lambda s: (s["I"], s["J"])})
+    return [LibraryKernel(name="row_sum", kernel=pc.kernel("s[i] +=! A[i, j]", name="row_sum"), make_inputs=make,
+                          reference=lambda A: A.sum(axis=1), sizes={"small": dict(I=5, J=37)}),
+            LibraryKernel(name="row_max", kernel=pc.kernel("m[i] max=! A[i, j]", name="row_max"), make_inputs=make,
+                          reference=lambda A: A.max(axis=1), sizes={"small": dict(I=5, J=37)})]
+
+
 def _library_kernel(module: str, name: str):
     import importlib
+    if module == "benchmarks.cpu":
+        return next(k for k in _row_reductions() if k.name == name)
     for k in importlib.import_module(module).KERNELS:
         if k.name == name:
             return k
@@ -66,7 +84,10 @@ def setup_polyc(bench: str, schedule: str) -> Dict[str, Any]:
     lk, inputs, _ = _inputs(bench)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        f = pc.compile(lk.kernel, schedule="auto" if schedule == "auto" else None)
+        if schedule == "naive":
+            f = pc.compile(lk.kernel, schedule=None)
+        else:  # "auto", or "auto-ordered": every reduction in its written order (reassociate=False)
+            f = pc.compile(lk.kernel, schedule="auto", reassociate=False if schedule == "auto-ordered" else None)
     first = f(**inputs)
     outs = {t.name for t in lk.kernel.program.tensors if t.role == "output"}
     if isinstance(first, dict):
@@ -95,6 +116,10 @@ def setup_numpy(bench: str) -> Any:
         a, b = inputs["A"], inputs["B"]
         out = np.matmul(a, b)
         return lambda: np.matmul(a, b, out=out)
+    if name == "matvec":
+        a, x = inputs["A"], inputs["x"]
+        out = a @ x
+        return lambda: np.matmul(a, x, out=out)
     return lambda: lk.reference(**inputs)  # conv2d (im2col einsum on BLAS), softmax, layernorm
 
 
@@ -109,6 +134,12 @@ def setup_torch(bench: str) -> Any:
         if name in ("matmul", "batched_matmul"):
             out = torch.matmul(t["A"], t["B"])
             return lambda: torch.matmul(t["A"], t["B"], out=out)
+        if name == "matvec":
+            return lambda: torch.mv(t["A"], t["x"])
+        if name == "row_sum":
+            return lambda: t["A"].sum(dim=1)
+        if name == "row_max":
+            return lambda: t["A"].amax(dim=1)
         if name == "conv2d":
             return lambda: F.conv2d(t["X"], t["K"])
         if name == "softmax":
@@ -130,7 +161,9 @@ def torch_available() -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1024^3 matmuls and the small benchmarks, 3 rounds")
-    ap.add_argument("--only", default="", help="run benchmarks whose name contains this text")
+    ap.add_argument("--only", default="", help="run benchmarks whose name contains this text (comma-separated: any)")
+    ap.add_argument("--ordered", action="store_true",
+                    help="also time schedule='auto' with reassociate=False (reductions in written order)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--naive-all", action="store_true", help="also time naive C on the 2048^3 matmuls")
@@ -139,7 +172,7 @@ def main(argv=None) -> int:
     rounds = args.rounds or (3 if args.quick else 5)
     names = QUICK if args.quick else list(BENCHMARKS)
     if args.only:
-        names = [n for n in names if args.only in n]
+        names = [n for n in names if any(part in n for part in args.only.split(","))]
     loaded = H.preload()
     have_torch = torch_available()
     print(f"CPU benchmarks, threads {threads}, {rounds} rounds; PyTorch: {'yes' if have_torch else 'not importable'}"
@@ -153,6 +186,9 @@ def main(argv=None) -> int:
             env = H.thread_env(t)
             cs = [H.Contender("polyc-auto", "benchmarks.cpu:setup_polyc", dict(bench=bench, schedule="auto"),
                               env, bench)]
+            if args.ordered:
+                cs.append(H.Contender("polyc-ordered", "benchmarks.cpu:setup_polyc",
+                                      dict(bench=bench, schedule="auto-ordered"), env, bench))
             for nm, e in H.openblas_variants("numpy", env):
                 cs.append(H.Contender(nm, "benchmarks.cpu:setup_numpy", dict(bench=bench), e, bench))
             if have_torch:
@@ -171,7 +207,7 @@ def main(argv=None) -> int:
             blas = by.get("numpy")
             err = auto.info.get("max_rel_err") if auto is not None and isinstance(auto.info, dict) else None
             row = [bench, t, H.fmt_time(auto.median) if auto else "-"]
-            for nm in ("numpy", "torch", "naive-C"):
+            for nm in ("polyc-ordered", "numpy", "torch", "naive-C"):
                 r = by.get(nm)
                 row.append(H.fmt_time(r.median) if r is not None and r.ok else "-")
             coretype = [r for n, r in by.items() if n.startswith("numpy[")]
@@ -179,14 +215,15 @@ def main(argv=None) -> int:
             row.append(H.ratio(auto, coretype[0]) if auto and coretype else float("nan"))
             row.append(H.ratio(auto, by["torch"]) if auto and "torch" in by else float("nan"))
             row.append(H.ratio(auto, by["naive-C"]) if auto and "naive-C" in by else float("nan"))
+            row.append(H.ratio(auto, by["polyc-ordered"]) if auto and "polyc-ordered" in by else float("nan"))
             row.append(f"{err:.1e}" if err is not None else "-")
             rows.append(row)
-    header = ["benchmark", "thr", "polyc auto", "numpy", "torch", "naive C", "vs BLAS", "vs BLAS[CT]",
-              "vs torch", "vs naive", "max err"]
+    header = ["benchmark", "thr", "polyc auto", "ordered", "numpy", "torch", "naive C", "vs BLAS", "vs BLAS[CT]",
+              "vs torch", "vs naive", "vs ordered", "max err"]
     print(H.format_table(header, rows))
     target = [r for r in rows if r[0] == "matmul 1024 f32" and r[1] == 2]
     if target:
-        print(f"matmul 1024^3 f32, 2 threads: polyc auto at {target[0][6]:.2f}x OpenBLAS speed (target >= 0.7x)")
+        print(f"matmul 1024^3 f32, 2 threads: polyc auto at {target[0][7]:.2f}x OpenBLAS speed (target >= 0.7x)")
     path = H.write_results("cpu", {"threads": threads, "rounds": rounds, "table": {"header": header, "rows": rows},
                                    "results": all_results})
     print(f"results: {path.relative_to(H.ROOT)}")

@@ -110,7 +110,8 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
     return Kernel(program)
 
 
-def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: str) -> Schedule:
+def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: str,
+                      reassociate: Optional[bool] = None) -> Schedule:
     if schedule is None or schedule == "source":
         return k.schedule()
     if isinstance(schedule, str):
@@ -120,7 +121,7 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: s
                 # tiled shared-memory contractions, tree reductions): that is "auto" on a GPU.
                 return k.schedule()
             from .schedule.auto import auto_schedule
-            return auto_schedule(k, target=target)
+            return auto_schedule(k, target=target, reassociate=reassociate)
         raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto' or None")
     if not isinstance(schedule, Schedule):
         raise PolycError(f"schedule must be a Schedule, 'auto' or None, not {type(schedule).__name__}")
@@ -136,17 +137,19 @@ def _check_target(target: str) -> None:
 
 def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
             flags: Optional[Sequence[str]] = None, openmp: bool = True,
-            specialise: Optional[bool] = None) -> "CompiledKernel":
+            specialise: Optional[bool] = None, reassociate: Optional[bool] = None) -> "CompiledKernel":
     """Compile kernel `k` with `schedule` (source order by default, or "auto") for `target`.
 
     `specialise` (C target): compile one variant per size class, with every size up to
-    `polyc.runtime.ckernel.SMALL_SIZE` fixed to its value (default: on for `schedule="auto"`)."""
+    `polyc.runtime.ckernel.SMALL_SIZE` fixed to its value (default: on for `schedule="auto"`).
+    `reassociate` (`schedule="auto"`): False keeps every reduction in its written order; True lets
+    loop kernels' reductions be reassociated too (default: Einstein reductions only)."""
     if not isinstance(k, Kernel):
         raise PolycError(f"pc.compile takes a kernel made by pc.kernel, not {type(k).__name__}")
     _check_target(target)
     from .runtime.compiler import normalise_flags
     flags = normalise_flags(flags)  # a string is split like a shell would; anything else refused
-    sched = _resolve_schedule(k, schedule, target)
+    sched = _resolve_schedule(k, schedule, target, reassociate)
     if target == "c":
         from .runtime.ckernel import CCompiledKernel
         return CCompiledKernel(k, sched, flags=flags, openmp=openmp,
@@ -156,13 +159,13 @@ def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: s
 
 
 def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
-            dtypes: Optional[Mapping[str, DType]] = None) -> str:
+            dtypes: Optional[Mapping[str, DType]] = None, reassociate: Optional[bool] = None) -> str:
     """The generated source text for `target` ("c" or "cuda"); nothing is compiled.
 
     Undeclared dtypes come from `dtypes` (tensor name -> pc.f32/...), else float32.
     """
     _check_target(target)
-    sched = _resolve_schedule(k, schedule, target)
+    sched = _resolve_schedule(k, schedule, target, reassociate)
     from .codegen.typing import resolve_typing
     typing = resolve_typing(k.program, dict(dtypes or {}), require_inputs=False)
     if target == "c":

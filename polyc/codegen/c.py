@@ -8,13 +8,14 @@ identifier comes from `polyc.codegen.names` (user names by kind, polyc's own und
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import cgen as c
 
 from ..ir import Access, Program
 from ..runtime.signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
+from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, if_clause, single_call
 from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
@@ -101,6 +102,8 @@ class _Emitter:
         self.plans = dict(plans or {})
         self.parallel_loops = parallel_loops
         self.helpers: List[str] = []
+        self._accs: Dict[str, Accumulator] = {}  # reduction accumulators (by statement) of the loop emitted
+        self._atomic_depth = 0                   # reduction-parallel loops (atomic updates) around
         self._scope: List[str] = []   # iterators of the loops around the node being emitted
         self.signature: KernelSignature = None  # type: ignore[assignment]
 
@@ -152,21 +155,29 @@ class _Emitter:
                 call = self._packed(n, in_parallel)
                 if call is not None:
                     return call
-            pragmas = []
-            # "reduction_parallel": iterations race only on reduction updates, made atomic below.
             reduction_here = "reduction_parallel" in marks and not in_parallel
+            if not self._accs and (reduction_here or "reduction_vector" in marks):
+                opened = self._accumulated(n, marks, in_parallel, reduction_here)
+                if opened is not None:
+                    return opened
+            pragmas = []
+            # "reduction_parallel" without an accumulator: iterations race only on reduction
+            # updates, made atomic below.
             parallel_here = ("parallel" in marks or reduction_here) and not in_parallel
             # At most one pragma may precede a for (gcc rejects `omp simd` after `omp parallel for`
             # and `GCC unroll` next to any OpenMP loop pragma); SIMD is dropped where updates are
             # atomic (a reduction-parallel region), the unroll hint where OpenMP takes the loop.
-            simd = "vector" in marks and not (getattr(self, "_atomic_depth", 0) or reduction_here)
-            if parallel_here:
-                pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"))
+            simd = "vector" in marks and not (self._atomic_depth or reduction_here)
+            if marks & {"vector", "reduction_vector"} and self._accs:
+                pragmas.append(c.Pragma("omp simd " + " ".join(a.clauses for a in self._accs.values())))
+            elif parallel_here:
+                pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"
+                                        + if_clause(n, self.statements, self._c)))
             elif simd:
                 pragmas.append(c.Pragma("omp simd"))
             elif n.dim is not None and n.dim.unroll:
                 pragmas.append(c.Pragma(f"GCC unroll {n.dim.unroll if n.dim.unroll > 0 else 64}"))
-            self._atomic_depth = getattr(self, "_atomic_depth", 0) + reduction_here
+            self._atomic_depth += reduction_here
             it = self.names.id(n.iterator)
             self._scope.append(it)
             try:
@@ -177,18 +188,83 @@ class _Emitter:
             finally:
                 self._atomic_depth -= reduction_here
                 self._scope.pop()
-            loop = c.For(f"int64_t {it} = {strip_parens(self._c(n.init))}", strip_parens(self._c(n.cond)),
-                         f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
-            return pragmas + [loop]
+            return pragmas + [self._for(n, body)]
         if isinstance(n, Call):
             st = self.statements[n.statement]
             index_text = {it: strip_parens(self._c(a)) for it, a in zip(st.iterators, n.args)}
             printer = CExprPrinter(self.typing, index_text, _array_access, self.names)
             line = c.Line(printer.statement(st))
-            if st.update and getattr(self, "_atomic_depth", 0):
+            acc = self._accs.get(st.name)
+            if acc is not None:
+                return [c.Line(acc.update_line(printer.expr(st.value, self.typing.tensors[st.target.tensor])))]
+            if st.update and self._atomic_depth:
                 return [c.Pragma("omp atomic" if st.update in ("+", "*") else "omp critical"), line]
             return [line]
         raise TypeError(n)
+
+    def _for(self, n: Loop, body) -> c.For:
+        it = self.names.id(n.iterator)
+        return c.For(f"int64_t {it} = {strip_parens(self._c(n.init))}", strip_parens(self._c(n.cond)),
+                     f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
+
+    def _accumulated(self, n: Loop, marks, in_parallel: bool, reduction_here: bool) -> Optional[List]:
+        """Loop `n` with its reductions' target elements held in scalar accumulators reduced by
+        OpenMP (`c_omp.Accumulator`): `omp simd reduction(...)` for a "reduction_vector" loop (its
+        body: statements, the reductions among them accumulated, the others as they are),
+        `omp parallel for reduction(...)` (with `if()`) for a "reduction_parallel" one (a perfect
+        nest around one reduction).  None when that shape is not there or a target element moves
+        along the loops (the caller then emits the loop in order, or with atomic updates)."""
+        loops = {x.iterator for x in walk(n) if isinstance(x, Loop)}
+        if reduction_here:
+            call = single_call(n.body)
+            calls = [call] if call is not None else []
+        else:
+            body = n.body.children if isinstance(n.body, Block) else (n.body,)
+            calls = list(body) if all(isinstance(x, Call) for x in body) else []
+        if not calls:
+            return None
+        accs: Dict[str, Accumulator] = {}
+        targets: Dict[str, str] = {}
+        for call in calls:
+            st = self.statements[call.statement]
+            dtype = self.typing.tensors[st.target.tensor]
+            varying = {i for i, a in zip(st.iterators, call.args) if _ids(a) & loops}
+            if st.update not in OMP_OPERATOR or any(set(e.variables) & varying for e in st.target.indices) \
+                    or any(a.tensor == st.target.tensor for a in st.value.accesses()):
+                continue
+            if dtype.name not in ACCUMULATOR_TYPES:
+                return None
+            name = "pc_acc" if not accs else f"pc_acc{len(accs)}"
+            accs[st.name] = Accumulator(st.name, dtype.c_name, st.update,
+                                        dtype.name in ("f32", "f64") and st.update in ("max", "min"), name)
+            # The target's subscripts only use iterators fixed outside `n`.
+            index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args) if i not in varying}
+            targets[st.name] = CExprPrinter(self.typing, index_text, _array_access, self.names).access(st.target)
+        if reduction_here and not accs:
+            return None
+        # Another statement of the loop touching an accumulated tensor would see a stale element.
+        held = {self.statements[k].target.tensor for k in accs}
+        for call in calls:
+            st = self.statements[call.statement]
+            if call.statement not in accs and held & ({st.target.tensor} | {a.tensor for a in st.value.accesses()}):
+                return None
+        clauses = " ".join(a.clauses for a in accs.values())
+        simd = bool(marks & {"vector", "reduction_vector"})
+        if reduction_here:
+            pragma = ("omp parallel for" + (" simd" if simd else "") + f" {clauses} schedule(static)"
+                      + if_clause(n, self.statements, self._c))
+        else:
+            pragma = f"omp simd {clauses}".rstrip()
+        self._accs = accs
+        self._scope.append(self.names.id(n.iterator))
+        try:
+            body = c.Block(self.node(n.body, in_parallel or reduction_here))
+        finally:
+            self._accs = {}
+            self._scope.pop()
+        lines = [c.Line(x) for k, a in accs.items() for x in a.opening(targets[k])]
+        lines += [c.Pragma(pragma), self._for(n, body)] + [c.Line(a.closing(targets[k])) for k, a in accs.items()]
+        return [c.Block(lines)] if accs else [c.Pragma(pragma), self._for(n, body)]
 
     def _c(self, e) -> str:
         """C text of a loop-AST expression, its ids spelled as C identifiers."""

@@ -24,6 +24,7 @@ import islpy as isl
 from ..ir import Program
 from ..poly.islutil import isl_name
 from ..schedule.packing import PackPlan, vector_bytes
+from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .names import INTERNAL, CNames
@@ -247,7 +248,10 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"  int {P}threads = 1;",
     ]
     if parallel:
-        lines += ["#ifdef _OPENMP", f"  {P}threads = omp_get_max_threads();", "#endif"]
+        # Too little work to pay for waking the thread pool (see c_omp.PARALLEL_MIN_WORK): one thread.
+        lines += ["#ifdef _OPENMP", f"  {P}threads = omp_get_max_threads();",
+                  f"  if (2.0 * (double){P}M * (double){P}N * (double){P}K < {float(PARALLEL_MIN_WORK)!r}) {P}threads = 1;",
+                  "#endif"]
     lines += [
         f"  const int64_t {P}nmax = {P}N < {nc} ? ({P}N + {nr - 1}) / {nr} * {nr} : {nc};",
         f"  const int64_t {P}kmax = {P}K < {kc} ? {P}K : {kc};",
@@ -260,7 +264,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"  if (!{P}Bp || !{P}Aall) {{ free({P}Bp); free({P}Aall); return 0; }}",
     ]
     if parallel:
-        lines.append(f"  #pragma omp parallel num_threads({P}threads)")
+        lines.append(f"  #pragma omp parallel num_threads({P}threads) if({P}threads > 1)")
     lines.append("  {")
     tid = "0"
     if parallel:

@@ -123,7 +123,8 @@ def codegen_keeps_restrict() -> bool:
 def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optional[int] = None,
                   tile_sizes: Optional[Dict[str, int]] = None,
                   register_blocking: Optional[bool] = None, pack: bool = True,
-                  jam_rows: bool = False, deadline: Optional[float] = None) -> Schedule:
+                  jam_rows: bool = False, deadline: Optional[float] = None,
+                  reassociate: Optional[bool] = None) -> Schedule:
     """A legal, optimised schedule for `kernel` (see the module docstring).
 
     `budget`: isl operations the scheduler may spend (default `SCHEDULER_BUDGET`, never more than
@@ -134,12 +135,17 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
     to the tiled loops instead of packed BLAS-style code (`Schedule.pack`); `jam_rows=False` leaves
     reduction chains unjammed (`jam_reductions`).  `deadline`: seconds of searching after which
     the best schedule found so far is kept (default `AUTO_DEADLINE`; 0: none).
+
+    `reassociate`: whether reductions may be reassociated (vector accumulators, OpenMP reduction
+    clauses; see `reduction_marks`).  Default: yes for Einstein reductions (`+=!`, `*=!`, `max=!`,
+    `min=!` are unordered by definition), no for loop kernels, which keep Python's order unless
+    `reassociate=True`.  `False` keeps the written order of every reduction exactly.
     """
     global last_search
     search = last_search = SearchBudget(_deadline_seconds(deadline))
     try:
         return _auto_schedule(kernel, target, tile, budget, tile_sizes, register_blocking, pack, jam_rows,
-                              search)
+                              search, reassociate_default(kernel.model.program, reassociate))
     finally:
         if search.expired_at is not None:
             log.debug("schedule='auto' for %s: the %.3g s deadline passed during %s; kept the best found so "
@@ -148,13 +154,14 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
 
 
 def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_sizes, register_blocking,
-                   pack: bool, jam_rows: bool, search: SearchBudget) -> Schedule:
+                   pack: bool, jam_rows: bool, search: SearchBudget, reassociate: str = "none") -> Schedule:
     model = kernel.model
     deps = kernel.dependences() if hasattr(kernel, "dependences") else Dependences(model)
     try:
         tree = tree_from_isl(isl_schedule(model, deps, budget), model)
     except (IslBudgetError, UnsupportedTree, PolycError) as e:
-        return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})", pack, search)
+        return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})", pack, search,
+                                 reassociate)
     cpu = target == "c"
     if register_blocking is None:
         register_blocking = codegen_keeps_restrict()
@@ -179,7 +186,7 @@ def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_
             sched = _with_unroll_options(sched)
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
-                sched = add_marks(sched, deps, search)
+                sched = add_marks(sched, deps, search, reassociate)
                 if pack:
                     sched = pack_contractions(sched, deps, search)
                 if jam_rows and not search.expired("jamming reduction rows"):
@@ -188,7 +195,17 @@ def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
-    return fallback_schedule(kernel, deps, "; ".join(reasons), pack, search)
+    return fallback_schedule(kernel, deps, "; ".join(reasons), pack, search, reassociate)
+
+
+def reassociate_default(program, reassociate: Optional[bool]) -> str:
+    """Which reductions `schedule="auto"` may reassociate: "einstein" (statements with reduction
+    axes), "all" (every reduction update, asked for with `reassociate=True`) or "none"."""
+    if reassociate is None:
+        return "einstein" if program.frontend == "einsum" else "none"  # loop kernels keep their order
+    if not isinstance(reassociate, bool):
+        raise PolycError(f"reassociate must be True, False or None, not {reassociate!r}")
+    return "all" if reassociate else "none"
 
 
 def _with_unroll_options(sched: Schedule) -> Schedule:
@@ -240,7 +257,8 @@ def real_loops(schedule: Schedule):
     return cols, {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
 
 
-def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None) -> Schedule:
+def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None,
+              reassociate: str = "none") -> Schedule:
     """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
 
     With a code generator that loses `restrict` inside parallel loops (`codegen_keeps_restrict`
@@ -288,6 +306,9 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
             continue
         if _proves(schedule, _touching(deps, cols, p), d.name, "vector"):
             dims[p] = Dim(d.name, dims[p].marks | {"vector"}, d.unroll, d.origin)
+    if reassociate != "none":
+        from .auto_reduce import reduction_marks
+        dims = reduction_marks(schedule, dims, deps, cols, loops_of, has_parallel, reassociate, search)
     marked = [f"{m}({d.name})" for d in dims for m in sorted(d.marks)]
     return schedule.with_dims(tuple(dims), ".".join(marked)) if marked else schedule
 
@@ -425,13 +446,13 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
 # -- fallback ------------------------------------------------------------------------------------
 
 def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True,
-                      search: Optional[SearchBudget] = None) -> Schedule:
+                      search: Optional[SearchBudget] = None, reassociate: str = "none") -> Schedule:
     """Source order with proven parallel/vector marks; warns with `reason`."""
     warnings.warn(f"schedule='auto' for {kernel.model.program.name}: using the source order with "
                   f"proven parallel marks instead ({reason})", AutoScheduleWarning, stacklevel=4)
     sched = Schedule.source_order(kernel.model)
     try:
-        sched = add_marks(sched, deps, search)
+        sched = add_marks(sched, deps, search, reassociate)
         return pack_contractions(sched, deps, search) if pack else sched
     except (PolycError, isl.Error):
         return sched

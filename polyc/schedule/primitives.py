@@ -177,9 +177,23 @@ def parallel_reduction(s: Schedule, loop: str) -> Schedule:
     return parallel(s, loop, reduction=True)
 
 
-def vectorize(s: Schedule, loop: str) -> Schedule:
-    """Run the innermost loop `loop` as SIMD lanes (`omp simd`); needs no carried dependence."""
-    return _marked(s, loop, "vector", step("vectorize", loop))
+def vectorize(s: Schedule, loop: str, reduction: bool = False) -> Schedule:
+    """Run the innermost loop `loop` as SIMD lanes (`omp simd`); needs no carried dependence.
+
+    `reduction=True` also accepts a loop whose only carried dependences are a reduction's updates
+    of one element (`y[i] += A[i, j] * x[j]` along j; likewise `*`, max, min): the element lives in
+    a scalar accumulator for the loop, reduced across lanes (`omp simd reduction`).  This
+    reassociates the reduction: a float result differs from the written order by rounding
+    (relative error about `n * eps` for `n` terms); max/min keep numpy's NaN propagation."""
+    st = step("vectorize", loop, reduction=True if reduction else None)
+    if not reduction:
+        return _marked(s, loop, "vector", st)
+    deps = dependences_of(s.model)
+    k = loop_index(s, loop)
+    from .legality import carried_at
+    with isl_budget(f"checking {st.call_text()}"):
+        needs_reduction = bool(carried_at(s, deps, k))
+    return _marked(s, loop, "reduction_vector" if needs_reduction else "vector", st)
 
 
 def unroll(s: Schedule, loop: str, factor: Optional[int] = None) -> Schedule:

@@ -228,6 +228,32 @@ def is_reduction_dependence(model: PolyModel, dep: Dependence) -> bool:
     return all(a.tensor != st.target.tensor for a in st.value.accesses())
 
 
+def reduction_target_problem(s: Schedule, k: int, reducing=None) -> Optional[str]:
+    """Why the reductions whose updates loop dimension `k` carries cannot keep their target in one
+    accumulator for the whole loop (`vectorize(loop, reduction=True)`), or None when they can: the
+    target element of each must be the same for every iteration of `k` and of the loops inside it
+    (isl: the map from the schedule dimensions outside `k` to the target elements is single-valued).
+    `reducing` (statement names) overrides which statements are checked."""
+    from .legality import carried_at
+    model = s.model
+    n = len(s.dims)
+    if reducing is None:
+        reducing = {d.source for d, _ in carried_at(s, dependences_of(model), k)
+                    if is_reduction_dependence(model, d)}
+    for name, _ in s.maps:
+        if name not in reducing or not statement_varies(s, name, k):
+            continue
+        st = model.program.statement(name)
+        with isl_budget(f"checking the reduction target of {name}"):
+            prefix = s.statement_map(name).intersect_domain(model.domains[name]) \
+                .project_out(isl.dim_type.out, k, n - k)
+            elements = prefix.reverse().apply_range(model.access_map(st, st.target))
+            if not elements.intersect_params(model.context).is_single_valued():
+                return (f"statement {name} updates different elements of {st.target.tensor} in different "
+                        f"iterations of loop {s.dims[k].name!r}")
+    return None
+
+
 def _innermost_problem(s: Schedule, k: int) -> Optional[str]:
     """Why loop dimension `k` is not the innermost loop of every statement it iterates, or None.
     Fully unrolled dimensions inside it (register-blocking lanes) are not loops in the code."""
@@ -289,7 +315,15 @@ def validate(s: Schedule, what: str, marking: Optional[str] = None) -> None:
             if kinds:
                 note = "" if d.name == marking else f" (with loop {d.name!r} marked {', '.join(kinds)})"
                 check_parallel(s, deps, d.name, what + note, ignore=ignore)
-        if "vector" in d.marks:
+        if "reduction_vector" in d.marks:
+            note = "" if d.name == marking else f" (with loop {d.name!r} marked reduction_vector)"
+            check_parallel(s, deps, d.name, what + note, ignore=lambda dep: is_reduction_dependence(s.model, dep))
+            problem = reduction_target_problem(s, s.dim_index(d.name))
+            if problem:
+                from ..errors import IllegalScheduleError
+                raise IllegalScheduleError(f"{what} is refused: {problem}; a reassociated reduction keeps "
+                                           f"one element in a vector accumulator for the whole loop")
+        if d.marks & {"vector", "reduction_vector"}:
             problem = _innermost_problem(s, s.dim_index(d.name))
             if problem:
                 from ..errors import IllegalScheduleError

@@ -32,7 +32,7 @@ from ..poly.islutil import isl_name
 from ..poly.model import PolyModel
 
 #: Marks a loop dimension may carry.
-MARKS = ("parallel", "vector", "unroll", "reduction_parallel", "block", "thread", "packed")
+MARKS = ("parallel", "vector", "unroll", "reduction_parallel", "reduction_vector", "block", "thread", "packed")
 
 
 @dataclass(frozen=True)
@@ -233,10 +233,11 @@ class Schedule:
         from . import primitives
         return primitives.parallel(self, loop, True)
 
-    def vectorize(self, loop: str) -> "Schedule":
-        """Run the innermost loop `loop` as SIMD lanes."""
+    def vectorize(self, loop: str, reduction: bool = False) -> "Schedule":
+        """Run the innermost loop `loop` as SIMD lanes; `reduction=True` allows a loop that carries
+        only a reduction's updates of one element (reassociated in a vector accumulator)."""
         from . import primitives
-        return primitives.vectorize(self, loop)
+        return primitives.vectorize(self, loop, reduction)
 
     def pack(self, statement, *, mr: Optional[int] = None, nv: Optional[int] = None, kc: Optional[int] = None,
              mc: Optional[int] = None, nc: Optional[int] = None) -> "Schedule":

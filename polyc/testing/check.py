@@ -53,7 +53,11 @@ def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any 
     for t in program.tensors:
         if t.role == "temp":
             continue
-        shape = tuple(int(e.evaluate(sizes)) for e in (t.shape or ()))
+        try:
+            shape = tuple(int(e.evaluate(sizes)) for e in (t.shape or ()))
+        except KeyError as missing:
+            raise ValueError(f"sizes {sizes} do not give {t.name} a shape: they lack {missing}; the kernel's "
+                             f"sizes are {', '.join(default_sizes(kernel))}") from None
         if any(n < 0 for n in shape):
             raise ValueError(f"sizes {sizes} give {t.name} the negative shape {shape}; choose other sizes")
         npd = _np(t.dtype or base)
@@ -103,6 +107,60 @@ def tolerances_for(got: np.ndarray, want: np.ndarray, rtol: Optional[float] = No
     loosest = max(names, key=lambda n: TOLERANCES.get(n, TOLERANCES["f64"]))
     default_rtol, default_atol = TOLERANCES.get(loosest, TOLERANCES["f64"])
     return (default_rtol if rtol is None else rtol, default_atol if atol is None else atol)
+
+
+#: Marks of a schedule that reassociate reductions (see `Schedule.vectorize`/`parallel`(reduction=True)).
+REASSOCIATING_MARKS = frozenset({"reduction_vector", "reduction_parallel"})
+
+
+def reassociates(schedule: Any, target: str = "c") -> bool:
+    """Whether running `schedule` on `target` may reassociate a reduction: a loop marked with a
+    reduction strategy, or a GPU target (whose tree reductions combine partial sums)."""
+    if target != "c":
+        return True
+    dims = getattr(schedule, "dims", ())
+    return any(d.marks & REASSOCIATING_MARKS for d in dims)
+
+
+def reduction_length(kernel, tensor: str, sizes: Optional[Mapping[str, int]]) -> int:
+    """The most terms one element of `tensor` sums or multiplies (`+` / `*` updates): the product of
+    the extents of the statements' reduction axes at `sizes` (isl), 1 when there is none.  Without
+    sizes, 1 (see `check_kernel`, which then bounds it by the largest array)."""
+    import islpy as isl
+    from ..poly.islutil import isl_name
+    model = kernel.model
+    longest = 1
+    for st in model.program.statements:
+        if st.target.tensor != tensor or st.update not in ("+", "*"):
+            continue
+        axes = st.reduction or tuple(i for i in st.iterators
+                                     if all(i not in e.variables for e in st.target.indices))
+        if not axes or not sizes:
+            continue
+        fixed = " and ".join(f"{isl_name(k)} = {int(v)}" for k, v in sizes.items() if k in model.program.sizes)
+        dom = model.domains[st.name]
+        if fixed:
+            dom = dom.intersect_params(isl.Set(f"{model.pstr} -> {{ : {fixed} }}"))
+        if dom.is_empty():
+            continue
+        n = 1
+        for axis in axes:
+            k = st.iterators.index(axis)
+            hi, lo = dom.dim_max_val(k), dom.dim_min_val(k)
+            if not (hi.is_int() and lo.is_int()):
+                return 0  # unbounded at these sizes: callers fall back to the array sizes
+            n *= int(hi.to_python()) - int(lo.to_python()) + 1
+        longest = max(longest, n)
+    return longest
+
+
+def reassociation_rtol(n: int, array: np.ndarray) -> float:
+    """The relative tolerance a reassociated reduction of `n` terms needs: `n * eps` of the
+    result's type (the classic bound on reordering a floating-point sum or product)."""
+    kind = np.asarray(array).dtype
+    if kind.kind not in "fc":
+        return 0.0
+    return float(n) * float(np.finfo(kind).eps)
 
 
 def _dtype_name(array: np.ndarray) -> str:
@@ -159,12 +217,20 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
     got = _written(kernel, fn(**mine), mine)
     want = _written(kernel, (reference or kernel.reference)(**theirs), theirs)
     problems = []
+    scaled = reassociates(getattr(fn, "schedule", schedule), target)
+    known_sizes = dict(sizes or default_sizes(kernel)) if inputs is None else None
     for name, w in want.items():
         if name not in got:
             problems.append(f"{name}: not returned by the compiled kernel")
             continue
         g = got[name]
         r, a = tolerances_for(g, w, rtol, atol)
+        if scaled and rtol is None:
+            # A reassociated reduction differs from the written order by rounding: up to n * eps.
+            n = reduction_length(kernel, name, known_sizes) if known_sizes is not None else 0
+            if n == 0:
+                n = max([v.size for v in args.values() if isinstance(v, np.ndarray)], default=1)
+            r = max(r, reassociation_rtol(n, g))
         if g.shape != w.shape or not np.allclose(g, w, rtol=r, atol=a, equal_nan=True):
             problems.append(_diff_message(name, g, w, r, a))
     if problems:

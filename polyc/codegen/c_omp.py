@@ -1,0 +1,153 @@
+"""OpenMP details of the C emitter: work thresholds for parallel loops and reduction accumulators.
+
+- `if()` clauses: every `#pragma omp parallel for` gets `if(<trip count> > 1 && <estimated work>
+  >= PARALLEL_MIN_WORK)`, so a loop with one iteration, or too little work to pay for waking the
+  thread pool, runs on the calling thread (on a loaded machine a wake-up costs milliseconds).
+  The work is estimated from the loop nest itself: trip counts of the inner loops (where their
+  bounds are known outside the loop) times the operations of each statement.
+- reduction accumulators: a reassociated reduction (`reduction_vector` / `reduction_parallel`
+  marks, proven in `polyc.schedule`) keeps its target element in a scalar `pc_acc` for the whole
+  loop and hands it to OpenMP's `reduction(op:pc_acc)` clause.  max/min of floats reduce with
+  OpenMP's max/min (lanes may order NaN arbitrarily), so a second `reduction(|:pc_nan)` flag
+  records whether a NaN was seen and the result is NaN then, as `np.maximum` gives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Set
+
+from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, walk
+
+#: Estimated operations below which a parallel loop runs on one thread (its `if()` clause).  A
+#: wake-up of the OpenMP pool costs some microseconds on an idle machine, far more on a loaded one.
+PARALLEL_MIN_WORK = 1 << 15
+
+#: Iterations assumed for an inner loop whose bounds depend on loops inside the parallel one.
+UNKNOWN_TRIP = 8
+
+#: OpenMP reduction operators by statement update.
+OMP_OPERATOR = {"+": "+", "*": "*", "max": "max", "min": "min"}
+
+
+def _ids(e: LExpr) -> Set[str]:
+    if e.op == "id":
+        return {str(e.value)}
+    out: Set[str] = set()
+    for a in e.args:
+        out |= _ids(a)
+    return out
+
+
+def _bound(cond: LExpr, iterator: str) -> Optional[tuple]:
+    """(`ub`, inclusive?) of a loop condition `it <= ub` / `it < ub` (the first one in a conjunction)."""
+    if cond.op in ("<=", "<") and cond.args[0] == LExpr("id", value=iterator):
+        return cond.args[1], cond.op == "<="
+    if cond.op == "&&":
+        for a in cond.args:
+            got = _bound(a, iterator)
+            if got is not None:
+                return got
+    return None
+
+
+def trip_count(loop: Loop, text: Callable[[LExpr], str]) -> Optional[str]:
+    """C text of `loop`'s trip count (an int64_t expression over the names outside it), or None
+    when its condition has no recognisable upper bound."""
+    bound = _bound(loop.cond, loop.iterator)
+    if bound is None:
+        return None
+    ub, inclusive = bound
+    span = text(ub) if loop.init == LExpr("int", value=0) else f"{text(ub)} - {text(loop.init)}"
+    if inclusive:
+        span = f"{span} + 1"
+    return f"({span})" if loop.step == 1 else f"(({span} + {loop.step - 1}) / {loop.step})"
+
+
+def statement_work(st) -> int:
+    """Operations of one instance of statement `st`: its expression's nodes, plus the store."""
+    return 1 + sum(1 for _ in st.value.walk())
+
+
+def work(node: Node, statements, text: Callable[[LExpr], str], inner: Set[str]) -> str:
+    """C text (a double expression) of the operations one execution of `node` makes.  Inner loops
+    whose bounds mention iterators in `inner` (loops inside the parallel one) count `UNKNOWN_TRIP`."""
+    if isinstance(node, Call):
+        return str(statement_work(statements[node.statement]))
+    if isinstance(node, Block):
+        parts = [work(ch, statements, text, inner) for ch in node.children]
+        return "(" + " + ".join(parts) + ")" if parts else "0"
+    if isinstance(node, Guard):
+        then = work(node.then, statements, text, inner)
+        other = work(node.orelse, statements, text, inner) if node.orelse is not None else "0"
+        return f"({then} + {other})" if node.orelse is not None else then
+    if isinstance(node, Loop):
+        body = work(node.body, statements, text, inner)
+        trip = trip_count(node, text)
+        bounds = (_ids(node.cond) | _ids(node.init)) - {node.iterator}
+        if trip is None or bounds & inner:
+            return f"({UNKNOWN_TRIP}.0 * {body})"
+        return f"((double)pc_max({trip}, 0) * {body})"
+    raise TypeError(node)
+
+
+def if_clause(loop: Loop, statements, text: Callable[[LExpr], str]) -> str:
+    """` if(...)` for the `omp parallel for` of `loop`: more than one iteration and enough work
+    (`PARALLEL_MIN_WORK`); empty when the trip count cannot be read from the loop."""
+    trip = trip_count(loop, text)
+    if trip is None:
+        return ""
+    inner = {x.iterator for x in walk(loop) if isinstance(x, Loop)}
+    body = work(loop.body, statements, text, inner)
+    return f" if({trip} > 1 && (double){trip} * {body} >= {float(PARALLEL_MIN_WORK)!r})"
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    """The scalar `name` that holds a reduction's target element for the duration of a loop."""
+
+    statement: str
+    ctype: str
+    update: str      # "+", "*", "max", "min"
+    nan_flag: bool   # float max/min: track NaNs in `<name>_nan`
+    name: str = "pc_acc"
+
+    @property
+    def clauses(self) -> str:
+        out = f"reduction({OMP_OPERATOR[self.update]}:{self.name})"
+        return out + (f" reduction(|:{self.name}_nan)" if self.nan_flag else "")
+
+    def opening(self, target: str) -> list:
+        lines = [f"{self.ctype} {self.name} = {target};"]
+        if self.nan_flag:
+            lines.append(f"int {self.name}_nan = ({self.name} != {self.name});")
+        return lines
+
+    def closing(self, target: str) -> str:
+        if self.nan_flag:
+            return f"{target} = {self.name}_nan ? ({self.ctype})NAN : {self.name};"
+        return f"{target} = {self.name};"
+
+    def update_line(self, value: str) -> str:
+        acc = self.name
+        if self.update in ("+", "*"):
+            return f"{acc} {self.update}= {value};"
+        cmp = ">" if self.update == "max" else "<"
+        nan = f"{acc}_nan |= (pc_v != pc_v); " if self.nan_flag else ""
+        return f"{{ {self.ctype} pc_v = {value}; {nan}{acc} = pc_v {cmp} {acc} ? pc_v : {acc}; }}"
+
+
+#: Element types a reduction accumulator supports (OpenMP reductions of C arithmetic types).
+ACCUMULATOR_TYPES = ("f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+
+
+def single_call(node: Node) -> Optional[Call]:
+    """The one statement instance of a perfect loop nest (loops and one-child blocks), or None."""
+    while True:
+        if isinstance(node, Call):
+            return node
+        if isinstance(node, Block) and len(node.children) == 1:
+            node = node.children[0]
+        elif isinstance(node, Loop):
+            node = node.body
+        else:
+            return None

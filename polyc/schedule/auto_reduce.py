@@ -1,0 +1,94 @@
+"""The automatic scheduler's reduction strategy: reassociate reductions where that is proven legal.
+
+Einstein reductions (`+=!`, `*=!`, `max=!`, `min=!`) are unordered by definition (Tensor
+Comprehensions), so `schedule="auto"` may run them as
+
+- a vector reduction: the statement's innermost loop, carrying only the reduction's own updates of
+  one target element, is marked "reduction_vector" (code: the element in a scalar accumulator,
+  `#pragma omp simd reduction(op:acc)`; this is what makes matvec and row reductions run at
+  memory speed instead of one add per latency);
+- a parallel reduction: when a statement has no parallel loop at all (a full reduction such as
+  `s +=! A[i, j]`), its outermost loop, carrying only reduction updates of one element, is marked
+  "reduction_parallel" (code: `omp parallel for reduction(op:acc)`, per-thread partials combined
+  by OpenMP).
+
+Legality is proven with the exact dependences exactly as `Schedule.vectorize(loop, reduction=True)`
+and `Schedule.parallel(loop, reduction=True)` prove it (`legality.check_parallel` ignoring only
+`rewrite.is_reduction_dependence`, and `rewrite.reduction_target_problem`).  Which statements may
+be reassociated is the caller's choice (`auto.reassociate_default`): Einstein reductions by
+default, loop kernels only when the user asks.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from ..errors import IllegalScheduleError, IslBudgetError, PolycError
+from ..poly.dependences import Dependences
+from .auto_cost import SearchBudget, all_unit_or_invariant
+from .legality import check_parallel
+from .rewrite import is_reduction_dependence, reduction_target_problem
+from .schedule import Dim, Schedule
+
+#: Update operators OpenMP can reduce (and the C emitter keeps in an accumulator).
+REASSOCIABLE = ("+", "*", "max", "min")
+
+
+def reassociable(statement, mode: str) -> bool:
+    """Whether `statement` may be reassociated under `mode` ("einstein", "all" or "none")."""
+    if mode == "none" or statement.update not in REASSOCIABLE:
+        return False
+    return mode == "all" or bool(statement.reduction)
+
+
+def _proves_reduction(schedule: Schedule, dims: List[Dim], deps: Dependences, p: int, mark: str,
+                      mode: str) -> bool:
+    """Whether loop `p` carries only reduction self-dependences of statements that may be
+    reassociated (`mode`) and keep one target element for the whole loop (so `mark` is legal)."""
+    trial = schedule.with_dims(tuple(dims), f"trying {mark}")
+    name = dims[p].name
+    program = schedule.model.program
+
+    def allowed(d) -> bool:
+        return is_reduction_dependence(schedule.model, d) and reassociable(program.statement(d.source), mode)
+    try:
+        check_parallel(trial, deps, name, f"marking loop {name!r} {mark} automatically", ignore=allowed)
+        return reduction_target_problem(trial, p) is None
+    except (IllegalScheduleError, IslBudgetError, PolycError):
+        return False
+
+
+def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols, loops_of: Dict[str, List[int]],
+                    has_parallel: Dict[str, bool], mode: str,
+                    search: Optional[SearchBudget] = None) -> List[Dim]:
+    """`dims` with "reduction_vector" on reducing innermost loops and "reduction_parallel" on the
+    outermost loop of reductions that have no parallel loop (see the module docstring)."""
+    from .auto import _direction_of
+    model = schedule.model
+    program = model.program
+    dims = list(dims)
+    for p, d in enumerate(dims):
+        if d.name is None or d.marks & {"vector", "parallel"} or d.unroll:
+            continue
+        if search is not None and search.expired("marking reduction loops"):
+            return dims
+        users = [s for s in loops_of if p in loops_of[s]]
+        if not users or not all(loops_of[s][-1] == p for s in users):
+            continue
+        if not any(reassociable(program.statement(s), mode) for s in users):
+            continue
+        if not all(all_unit_or_invariant(program, s, _direction_of(model, s, cols, loops_of[s], p)) for s in users):
+            continue
+        if _proves_reduction(schedule, dims, deps, p, "reduction_vector", mode):
+            dims[p] = Dim(d.name, d.marks | {"reduction_vector"}, d.unroll, d.origin)
+    for s, ps in loops_of.items():
+        if has_parallel.get(s) or not ps or not reassociable(program.statement(s), mode):
+            continue
+        p = ps[0]
+        users = [o for o in loops_of if p in loops_of[o]]
+        if users != [s] or dims[p].marks & {"parallel", "reduction_parallel"}:
+            continue
+        if search is not None and search.expired("marking parallel reductions"):
+            return dims
+        if _proves_reduction(schedule, dims, deps, p, "reduction_parallel", mode):
+            dims[p] = Dim(dims[p].name, dims[p].marks | {"reduction_parallel"}, dims[p].unroll, dims[p].origin)
+    return dims
