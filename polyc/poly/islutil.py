@@ -136,14 +136,20 @@ def isl_budget(what: str, budget: Optional[int] = None) -> Iterator[None]:
     previous = ctx.get_max_operations()
     ctx.set_max_operations(limit)
     ctx.reset_operations()
+    exceeded = (f"{what} needed more than {limit} isl operations and was stopped (set POLYC_ISL_BUDGET "
+                f"to raise the limit)")
     try:
         yield
     except isl.Error as e:
         if "operations" in str(e) or _budget_exhausted(ctx):
-            raise IslBudgetError(
-                f"{what} needed more than {limit} isl operations and was stopped (set POLYC_ISL_BUDGET "
-                f"to raise the limit)") from e
+            raise IslBudgetError(exceeded) from e
         raise PolycError(f"{what} failed inside isl: {e}") from e
+    except (TypeError, ValueError) as e:
+        # Past the budget some islpy conversions fail without an isl.Error (`Val.to_python` gets
+        # no text back): that is the budget too, not a bug of the caller.
+        if _budget_exhausted(ctx):
+            raise IslBudgetError(exceeded) from e
+        raise
     finally:
         ctx.set_max_operations(previous)
         ctx.reset_operations()
