@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import LiteralRangeError, ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64)
+from .einsum_affine import Divisions
 
 #: A disjunction of conjunctions of constraints; `[[]]` is true, `[]` is false.
 DNF = List[List[Constraint]]
@@ -113,9 +114,14 @@ _MODULE_NAMES = ("math", "np", "numpy")
 class ExprLowering:
     """Lowers expression nodes in the current `Scope`; see the module docstring."""
 
-    def __init__(self, source: Source, scope: Scope):
+    def __init__(self, source: Source, scope: Scope, divisions: Optional[Divisions] = None):
         self.src = source
         self.scope = scope
+        #: Quotients `floor(e / d)` met in subscripts, bounds and tests (program-wide names; each
+        #: statement gets those it uses as iterators, as in Einstein notation).
+        self.divs = divisions if divisions is not None else \
+            Divisions(set(scope.sizes) | scope.all_loop_vars | scope.locals | scope.params(), [],
+                      lambda v: v in scope.sizes)
 
     # -- affine -------------------------------------------------------------------------------
     def affine(self, node: ast.AST, what: str) -> Affine:
@@ -156,8 +162,11 @@ class ExprLowering:
                     return lhs.scale(rhs.constant)
                 raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` multiplies two "
                                            "variables (a product needs a constant factor)")
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+                return self._quasi_affine(node, rule, what)
             raise self.src.error(node, f"{rule}; the operator in `{ast.unparse(node)}` is not "
-                                       "allowed (only +, - and multiplication by a constant)")
+                                       "allowed (only +, -, multiplication by a constant, and `//` "
+                                       "or `%` by a positive integer constant)")
         if isinstance(node, ast.Subscript):
             raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` reads an array "
                                        "(data-dependent, indirect indexing is not supported)")
@@ -166,6 +175,23 @@ class ExprLowering:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
             raise self.src.error(node, f"{rule}; `min`/`max` are only allowed as a whole loop bound")
         raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not")
+
+    def _quasi_affine(self, node: ast.BinOp, rule: str, what: str) -> Affine:
+        """`e // d` or `e % d` with a positive integer constant `d`: exact in isl (floor, as Python).
+
+        A quotient of loop variables becomes a statement iterator fixed by two constraints, one of
+        sizes only a size computed at call time (`Divisions`, shared with Einstein notation)."""
+        lhs, rhs = self.affine(node.left, what), self.affine(node.right, what)
+        if not rhs.is_constant or rhs.constant <= 0:
+            raise self.src.error(node, f"{rule}: `{ast.unparse(node)}` must divide by a positive "
+                                       "integer constant (isl handles floor division and modulo by "
+                                       "constants exactly, nothing else)")
+        d = rhs.constant
+        mod = isinstance(node.op, ast.Mod)
+        if lhs.is_constant:
+            return Affine.const(lhs.constant % d if mod else lhs.constant // d)
+        q = self.divs.quotient(lhs, d)
+        return lhs - q.scale(d) if mod else q
 
     def try_affine(self, node: ast.AST) -> Optional[Affine]:
         """`node` as an Affine if it is one over in-scope loop variables and sizes, else None."""

@@ -197,7 +197,10 @@ class BodyLowering:
             if node.func.id != conj:
                 return []
             return [b for a in node.args for b in self._plain(a, conj, offset)]
-        return [self.exprs.affine(node, "a loop bound") + offset]
+        bound = self.exprs.affine(node, "a loop bound")
+        if any(v in self.exprs.divs.names for v in bound.variables):
+            return []    # a quotient of loop variables is no bound in sizes (temps' shapes are inferred)
+        return [bound + offset]
 
     # -- assignments --------------------------------------------------------------------------
     def _assignment(self, st: ast.stmt, loops: Tuple[RawLoop, ...], guard: DNF, conditional: bool,
