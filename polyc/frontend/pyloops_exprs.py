@@ -79,6 +79,22 @@ class Scope:
     all_loop_vars: Set[str]                 # every name used as a loop variable anywhere
     globals: Dict[str, object]
     loop_vars: List[str] = field(default_factory=list)   # loops enclosing the current point
+    #: Serial numbers of the loops enclosing the current point (two loops may share a variable name).
+    loop_path: List[int] = field(default_factory=list)
+    #: Locals that hold an affine value: name -> (value, loop path of their single assignment).
+    affine_locals: Dict[str, "tuple[Affine, tuple[int, ...]]"] = field(default_factory=dict)
+    #: Why a local assigned so far holds no affine value (for the refusal's message).
+    why_not_affine: Dict[str, str] = field(default_factory=dict)
+
+    def affine_local(self, name: str) -> Optional[Affine]:
+        """The affine value of local `name` at the current point, if it is known to hold one.
+
+        It is when the local's only assignment (unconditional, affine) ran earlier in the same
+        iteration of every loop around that assignment, i.e. its loops still enclose this point."""
+        known = self.affine_locals.get(name)
+        if known is None or tuple(self.loop_path[:len(known[1])]) != known[1]:
+            return None
+        return known[0]
 
     def params(self) -> Set[str]:
         return set(self.arrays) | set(self.scalars)
@@ -136,8 +152,17 @@ class ExprLowering:
             if name in self.scope.all_loop_vars:
                 raise self.src.error(node, f"loop variable `{name}` is used outside its loop")
             if name in self.scope.locals:
+                value = self.scope.affine_local(name)
+                if value is not None:
+                    return value
+                why = self.scope.why_not_affine.get(name) or (
+                    "its assignment does not run earlier in the loops around this use"
+                    if name in self.scope.affine_locals else "it is not assigned before this use")
                 raise self.src.error(node, f"{rule}; `{name}` is a kernel-local scalar (a value "
-                                           "computed at run time), so it cannot index or bound")
+                                           f"computed at run time) and {why}, so it cannot index "
+                                           "or bound (a local can when its single, unconditional "
+                                           "assignment earlier in the enclosing loops gives it an "
+                                           "affine value)")
             if name in self.scope.scalars:
                 raise self.src.error(node, f"{rule}; `{name}` is a scalar parameter that is not a "
                                            "size (annotate it `int` to use it in bounds)")
@@ -199,7 +224,8 @@ class ExprLowering:
             if not isinstance(sub, (ast.Constant, ast.Name, ast.UnaryOp, ast.BinOp, ast.operator,
                                     ast.unaryop, ast.Load)):
                 return None
-            if isinstance(sub, ast.Name) and not (sub.id in self.scope.loop_vars or sub.id in self.scope.sizes):
+            if isinstance(sub, ast.Name) and not (sub.id in self.scope.loop_vars or sub.id in self.scope.sizes
+                                                  or self.scope.affine_local(sub.id) is not None):
                 return None
         try:
             return self.affine(node, "")
