@@ -73,6 +73,8 @@ class Typing:
             a = self.type_of(e.if_true, hint)
             b = self.type_of(e.if_false, hint)
             return promote(a, b) if a and b else (a or b)
+        if isinstance(e, Call) and e.fn == "pow":
+            return self._pow_type(e, hint)
         if isinstance(e, Call):
             types = [self.type_of(x, hint) for x in e.args]
             known = [t for t in types if t is not None]
@@ -83,6 +85,32 @@ class Typing:
                 return f64
             return t
         raise PolycError(f"cannot type expression {e!r}")
+
+    def _pow_type(self, e: Call, hint: Optional[DType]) -> Optional[DType]:
+        """`pow(a, b)` follows numpy: integers give an integer (exact, wrapping like numpy), a float
+        operand gives that float type; literals adopt the other operand's type (a float literal
+        with an integer operand gives the kernel's float type, see `operand_types`)."""
+        strong = [self.type_of(x, None) for x in e.args if not _adaptive(x)]
+        known = [t for t in strong if t is not None and t != BOOL]
+        if not known:
+            types = [self.type_of(x, hint) for x in e.args]
+            known = [t for t in types if t is not None]
+            if not known:
+                return None
+        t = known[0]
+        for u in known[1:]:
+            t = promote(t, u)
+        if not t.is_float and any(_float_literal(x) for x in e.args):
+            t = promote(t, self.default_float)
+        if not t.is_float:
+            exponent = e.args[1]
+            if isinstance(exponent, Unary) and exponent.op == "-" and isinstance(exponent.operand, Const):
+                exponent = Const(-exponent.operand.value)
+            if isinstance(exponent, Const) and not isinstance(exponent.value, bool) and exponent.value < 0:
+                raise PolycError(f"pow of integers with the negative exponent {exponent.value}: numpy refuses "
+                                 "it (\"Integers to negative integer powers are not allowed\"); make the base "
+                                 "a float, e.g. pow(float(x), -1) or pow(x, -1.0)")
+        return t
 
     def operand_types(self, e: Binary, hint: Optional[DType]):
         """Types of both operands; a literal or undeclared scalar adopts the other operand's type."""
@@ -100,6 +128,11 @@ class Typing:
 
 def _adaptive(e: Expr) -> bool:
     return isinstance(e, Const) and e.dtype is None
+
+
+def _float_literal(e: Expr) -> bool:
+    """A weak literal written as a float (`4.0`): never an integer, whatever it meets."""
+    return _adaptive(e) and isinstance(e.value, float)  # type: ignore[attr-defined]
 
 
 def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType = f32,
