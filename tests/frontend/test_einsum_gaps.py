@@ -86,3 +86,30 @@ def test_loop_kernel_int_pow():
     a = np.array([2_000_001, -3, 5], np.int64)
     check_loops(cubes, dict(A=a, B=np.zeros(3, np.int64)),
                 dict(B=np.array([int(x) ** 3 + i * i for i, x in enumerate(a)], np.int64)), rtol=0)
+
+
+# -- inputs declared only to bind a size -----------------------------------------------------------
+def test_input_declared_only_to_bind_a_size():
+    k = pc.kernel("min_idx min=! select(MinIdx[r_d] < N, r_d, N)", S=pc.f32["N"], MinIdx=pc.i32["D"])
+    s = k.program.tensor("S")
+    assert s.role == "input" and s.declared
+    idx = np.array([6, 6, 2, 6], np.int32)
+    check_all(k, dict(S=np.zeros(6, np.float32), MinIdx=idx), np.int64(2), rtol=0)
+    check_all(k, dict(S=np.zeros(1, np.float32), MinIdx=idx), np.int64(1), rtol=0)   # N = 1 from S
+
+
+def test_size_binding_input_shape_is_checked():
+    k = pc.kernel("O[i] = A[i] + N", S=pc.f64["N"], A=pc.f64["M"])
+    got = pc.compile(k)(S=np.zeros(3), A=np.ones(4))
+    np.testing.assert_array_equal(got, np.full(4, 4.0))
+    with pytest.raises(pc.ArgumentError):
+        pc.compile(k)(S=np.zeros((3, 2)), A=np.ones(4))
+    with pytest.raises(pc.ArgumentError):
+        pc.compile(k)(A=np.ones(4))
+
+
+def test_declared_input_with_no_used_size_is_refused():
+    with pytest.raises(pc.ParseError, match=r"'S' is declared but the kernel never uses it \(nor any size"):
+        pc.kernel("O[i] = A[i]", S=pc.f64["N"], A=pc.f64["M"])
+    with pytest.raises(pc.ParseError, match="'alpha' is declared but the kernel never uses it"):
+        pc.kernel("O[i] = A[i]", alpha=pc.f64)
