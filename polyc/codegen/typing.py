@@ -23,6 +23,10 @@ class Typing:
     tensors: Dict[str, DType]
     scalars: Dict[str, DType]
     default_float: DType
+    #: The type a float literal takes next to an integer (`(x % 2) / 4.0`): the kernel's float
+    #: type when it has float arrays (float32 stays float32, as Halide's literals do), else
+    #: float64 (numpy's answer for an integer and a Python float).
+    literal_float: DType = f64
     #: type_of's answers by (node identity, hint); printers ask about every node of a tree, so
     #: without it a 1,000-term sum costs a million calls.  Holds the node, so its id stays unique.
     _memo: Dict[Tuple[int, Optional[DType]], Tuple[Expr, Optional[DType]]] = \
@@ -101,7 +105,7 @@ class Typing:
         for u in known[1:]:
             t = promote(t, u)
         if not t.is_float and any(_float_literal(x) for x in e.args):
-            t = promote(t, self.default_float)
+            t = promote(t, self.literal_float)
         if not t.is_float:
             exponent = e.args[1]
             if isinstance(exponent, Unary) and exponent.op == "-" and isinstance(exponent.operand, Const):
@@ -123,11 +127,19 @@ class Typing:
             a = self.type_of(e.lhs, b if b is not None and b != BOOL else hint)
         elif b is None:
             b = self.type_of(e.rhs, a if a != BOOL else hint)
+        if _float_literal(e.lhs) and _is_int(b):
+            a = self.literal_float          # never an integer: a weak float of the kernel's type
+        if _float_literal(e.rhs) and _is_int(a):
+            b = self.literal_float
         return a, b
 
 
 def _adaptive(e: Expr) -> bool:
     return isinstance(e, Const) and e.dtype is None
+
+
+def _is_int(t: Optional[DType]) -> bool:
+    return t is not None and t != BOOL and not t.is_float
 
 
 def _float_literal(e: Expr) -> bool:
@@ -159,7 +171,8 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
     for d in floats[1:]:
         kernel_float = promote(kernel_float, d)
     scalars = {s.name: (s.dtype if s.dtype is not None else kernel_float) for s in program.scalars}
-    typing = Typing(tensors, scalars, kernel_float)
+    literal_float = kernel_float if floats else f64
+    typing = Typing(tensors, scalars, kernel_float, literal_float)
     for _ in range(len(program.statements) + 1):
         changed = False
         for st in program.statements:
@@ -183,4 +196,4 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
-    return Typing(tensors, scalars, kernel_float)
+    return Typing(tensors, scalars, kernel_float, literal_float)

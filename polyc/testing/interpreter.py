@@ -120,6 +120,11 @@ class _Evaluator:
             return np.logical_not(v) if e.op == "not" else np.negative(v)
         if isinstance(e, Binary):
             a, b = self.expr(e.lhs, env, dtype), self.expr(e.rhs, env, dtype)
+            if e.op in ("+", "-", "*", "/", "%", "//") and any(_float_literal(x) for x in (e.lhs, e.rhs)):
+                # A float literal next to an integer takes the kernel's float type (README "Types").
+                lt, rt = self.typing.operand_types(e, dtype_of_numpy(np.dtype(dtype)))
+                if lt is not None and rt is not None and lt.is_float and rt.is_float:
+                    a, b = np.asarray(a).astype(lt.numpy), np.asarray(b).astype(rt.numpy)
             with np.errstate(all="ignore"):
                 return _BIN[e.op](a, b)
         if isinstance(e, Select):
@@ -158,6 +163,10 @@ class _Evaluator:
             target[idx] = value
         else:
             _UPDATE[st.update].at(target, idx, value)
+
+
+def _float_literal(e: Expr) -> bool:
+    return isinstance(e, Const) and e.dtype is None and isinstance(e.value, float)
 
 
 def _int_power(base: np.ndarray, exp: np.ndarray) -> np.ndarray:

@@ -113,3 +113,56 @@ def test_declared_input_with_no_used_size_is_refused():
         pc.kernel("O[i] = A[i]", S=pc.f64["N"], A=pc.f64["M"])
     with pytest.raises(pc.ParseError, match="'alpha' is declared but the kernel never uses it"):
         pc.kernel("O[i] = A[i]", alpha=pc.f64)
+
+
+# -- float literals next to integer index values ---------------------------------------------------
+def test_float_literal_on_an_index_keeps_a_float32_kernel_float32():
+    k = pc.kernel("g[x] = f[x] * (((x % 2) * 2 + 1) / 4.0) + (x + 0.5)")
+    f = np.linspace(-1, 1, 7).astype(np.float32)
+    x = np.arange(7)
+    expected = (f * (((x % 2) * 2 + 1) / np.float32(4.0)).astype(np.float32)
+                + (x + np.float32(0.5)).astype(np.float32)).astype(np.float32)
+    got = interpret(k, dict(f=f))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    check_all(k, dict(f=f), expected)
+    for schedule, target in ((None, "c"), ("auto", "c"), (None, "cuda-emu")):
+        assert pc.compile(k, schedule, target=target)(f=f).dtype == np.float32
+    assert "4.0f" in pc.codegen(k, dtypes=dict(f=pc.f32))
+
+
+def test_float_literal_on_an_index_in_a_float64_kernel_is_float64():
+    k = pc.kernel("g[x] = f[x] * ((x % 3) / 3.0)")
+    f = np.linspace(-1, 1, 7)
+    x = np.arange(7)
+    expected = f * ((x % 3) / 3.0)
+    got = pc.compile(k)(f=f)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_float_literal_in_an_integer_kernel_is_float64_as_numpy():
+    a = np.arange(5, dtype=np.int64)
+    k = pc.kernel("g[i] = a[i] + i / 3.0")
+    got = pc.compile(k)(a=a)
+    assert got.dtype == np.float64 and interpret(k, dict(a=a)).dtype == np.float64
+    np.testing.assert_array_equal(got, a + np.arange(5) / 3.0)
+
+
+def test_index_compared_with_a_float_literal():
+    k = pc.kernel("g[i] = select(i < 2.5, f[i], 0.0)")
+    f = np.arange(1, 6, dtype=np.float32)
+    check_all(k, dict(f=f), np.where(np.arange(5) < 2.5, f, 0).astype(np.float32))
+
+
+@pc.kernel
+def lerp(f: pc.f32["N"], g: pc.f32["N"]):
+    for x in range(N):
+        g[x] = f[x] * (((x % 2) * 2 + 1) / 4.0)
+
+
+def test_loop_kernel_float_literal_on_an_index():
+    f = np.linspace(-1, 1, 6).astype(np.float32)
+    x = np.arange(6)
+    check_loops(lerp, dict(f=f, g=np.zeros(6, np.float32)),
+                dict(g=(f * (((x % 2) * 2 + 1) / 4.0)).astype(np.float32)), rtol=1e-6)
