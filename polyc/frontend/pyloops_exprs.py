@@ -218,9 +218,14 @@ class ExprLowering:
         q = self.divs.quotient(lhs, d)
         return lhs - q.scale(d) if mod else q
 
-    def try_affine(self, node: ast.AST) -> Optional[Affine]:
-        """`node` as an Affine if it is one over in-scope loop variables and sizes, else None."""
+    def try_affine(self, node: ast.AST, quasi: bool = True) -> Optional[Affine]:
+        """`node` as an Affine if it is one over in-scope loop variables and sizes, else None.
+
+        With `quasi=False` (a value), `//` and `%` are left to the arithmetic helpers rather than
+        turned into quotient iterators."""
         for sub in ast.walk(node):
+            if not quasi and isinstance(sub, (ast.FloorDiv, ast.Mod)):
+                return None
             if not isinstance(sub, (ast.Constant, ast.Name, ast.UnaryOp, ast.BinOp, ast.operator,
                                     ast.unaryop, ast.Load)):
                 return None
@@ -329,7 +334,7 @@ class ExprLowering:
     def value(self, node: ast.AST) -> Expr:
         """A right-hand-side expression as a `polyc.ir` expression (locals as `LocalRef`)."""
         if isinstance(node, (ast.BinOp, ast.UnaryOp)):
-            aff = self.try_affine(node)
+            aff = self.try_affine(node, quasi=False)
             if aff is not None:
                 return Const(aff.constant) if aff.is_constant else IndexExpr(aff)
         if isinstance(node, ast.Constant):
