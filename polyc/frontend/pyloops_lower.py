@@ -211,7 +211,12 @@ class BodyLowering:
             return [b for a in node.args for b in self._plain(a, conj, offset)]
         bound = self.exprs.affine(node, "a loop bound")
         if any(v in self.exprs.divs.names for v in bound.variables):
-            return []    # a quotient of loop variables is no bound in sizes (temps' shapes are inferred)
+            # A quotient of loop variables is no bound in sizes, but `e % d` lies in 0..d-1: that
+            # bounds the loop on its own (it sizes local temps); other quotients give no bound.
+            for name, num, d in self.exprs.divs.defs:
+                if bound == num - Affine.var(name).scale(d):
+                    return [Affine.const(0 if conj == "max" else d - 1) + offset]
+            return []
         return [bound + offset]
 
     # -- assignments --------------------------------------------------------------------------

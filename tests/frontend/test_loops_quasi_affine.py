@@ -110,3 +110,27 @@ def test_quotients_are_iterators_fixed_by_two_constraints():
     st = upsample.program.statements[0]
     assert st.iterators == ("x", "_q0") and st.divisions == ("_q0",)
     assert [str(c.expr) for c in st.domain[0][-2:]] == ["-2*_q0 + x + 1", "2*_q0 - x"]
+
+
+@pc.kernel
+def mixed(A: pc.f64["N"], B: pc.f64["N"], C: pc.f64[3, "N"]):
+    for i in range(N - 1, -1, -1):
+        for j in range(i % 3, min(N, i // 2 + 3), 2):
+            s = A[j] * 2.0
+            if ((i + j) // 2) % 2 == 0:
+                s += A[(i + j) // 2]
+            B[i] += s
+            C[i % 3, i] = s
+
+
+def test_nested_quotients_with_locals_descending_and_strided_loops():
+    a = rng.random(9)
+    b, c = np.zeros(9), np.zeros((3, 9))
+    for i in range(8, -1, -1):
+        for j in range(i % 3, min(9, i // 2 + 3), 2):
+            s = a[j] * 2.0
+            if ((i + j) // 2) % 2 == 0:
+                s += a[(i + j) // 2]
+            b[i] += s
+            c[i % 3, i] = s
+    check_loops(mixed, dict(A=a, B=np.zeros(9), C=np.zeros((3, 9))), dict(B=b, C=c))
