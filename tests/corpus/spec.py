@@ -27,8 +27,6 @@ LOCAL_SCALAR_SUBSCRIPT = ("a subscript uses a kernel-local scalar that holds an 
                           "scalars in subscripts")
 LOOP_QUASI_AFFINE = ("floor division / modulo by a constant in a loop kernel's subscript (`tb // 2`) is "
                      "refused; Einstein notation accepts it")
-FLOOR_OF_PARAMS_BOUND = ("the array stays in bounds only for sizes that need a floor of an `int` parameter to "
-                         "state (A >= 256 * floor((n - 1) / 256) + m), which polyc cannot check per call yet")
 INT_POW = "pow of integers is a float64 (C's pow); loopy's `j**2` of integers stays an integer"
 FLOAT_LITERAL_ON_INDEX = ("an integer index divided by a float literal (`(x % 2) / 4.0`) is float64, so a "
                           "float32 kernel's output widens to float64 (Halide keeps float32)")

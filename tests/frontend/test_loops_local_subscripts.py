@@ -119,3 +119,36 @@ def test_use_before_assignment_is_refused():
             b[i] = a[k]
             k = i
     _refused(before)
+
+
+@pc.kernel
+def uniform(a: pc.f64["A"], n: int, m: int):
+    for i in range(n):
+        gid = i // 4
+        start = gid * 4
+        for j in range(m):
+            a[start + j] = a[start + j] + j
+
+
+def test_bounds_needing_a_floor_of_int_parameters_are_checked_per_call():
+    # In bounds iff A >= 4 * floor((n - 1) / 4) + m: a floor of the per-call sizes, computed per call.
+    a = rng.random(12)
+    expected = a.copy()
+    for i in range(9):
+        for j in range(3):
+            expected[i // 4 * 4 + j] += j
+    check_loops(uniform, dict(a=a, n=9, m=3), dict(a=expected))
+    check_loops(uniform, dict(a=a, n=8, m=8), None)             # 4 * 1 + 8 == 12: just fits
+    with pytest.raises(pc.ArgumentError):
+        uniform(a=a.copy(), n=9, m=5)                            # 8 + 5 > 12
+    with pytest.raises(pc.ArgumentError):
+        uniform(a=a.copy(), n=13, m=1)                           # 12 + 1 > 12
+
+
+def test_always_out_of_bounds_is_still_refused_at_definition():
+    def always(a: pc.f64[4], n: int):
+        for i in range(n):
+            k = i // 4 * 4 + 4
+            a[k] = 1.0
+    with pytest.raises(pc.OutOfBoundsError):
+        pc.kernel(always)
