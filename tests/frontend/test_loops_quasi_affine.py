@@ -134,3 +134,19 @@ def test_nested_quotients_with_locals_descending_and_strided_loops():
             b[i] += s
             c[i % 3, i] = s
     check_loops(mixed, dict(A=a, B=np.zeros(9), C=np.zeros((3, 9))), dict(B=b, C=c))
+
+
+@pc.kernel
+def strided(A: pc.f64["N"], B: pc.f64["N"]):
+    for i in range(0, N, 2):
+        if (i % 4) < 2 and -i // 3 > -5:
+            B[i // 2] = A[i] + A[(N - 1 - i) // 2]
+
+
+def test_strided_loop_with_quotients_and_a_modulo_inequality():
+    a = rng.random(11)
+    b = np.zeros(11)
+    for i in range(0, 11, 2):
+        if (i % 4) < 2 and -i // 3 > -5:
+            b[i // 2] = a[i] + a[(10 - i) // 2]
+    check_loops(strided, dict(A=a, B=np.zeros(11)), dict(B=b))
