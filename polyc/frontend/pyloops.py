@@ -180,11 +180,14 @@ def program_from_function(fn: Callable) -> Program:
         value = replace_locals(raw.value, raw, storage)
         loop_iters = tuple(l.var for l in raw.loops)
         domain = _simplify(raw.domain)
-        quotients = exprs.divs.needed_by(_variables(domain, target, value))
+        quotients, extremes = _auxiliaries(exprs, _variables(domain, target, value))
         if quotients:   # each quotient is an iterator with one value, fixed by two constraints
             fixed = tuple(c for q in quotients for c in exprs.divs.constraints(q))
             domain = tuple(conj + fixed for conj in domain)
-        indexed = {v for a in target.indices for v in exprs.divs.plain_variables(a)}
+        for m in extremes:   # each min/max is an iterator with one value, fixed piecewise
+            domain = tuple(conj + tuple(piece) for conj in domain for piece in exprs.clamps.pieces(m))
+        quotients += extremes
+        indexed = _plain_variables(exprs, {v for a in target.indices for v in a.variables})
         reduction = tuple(v for v in loop_iters if v not in indexed) if raw.update else ()
         statements.append(Statement(
             name=f"S{k}", iterators=loop_iters + quotients, domain=domain, target=target,
@@ -217,6 +220,36 @@ def _variables(domain: Tuple[Tuple[Constraint, ...], ...], target: Access, value
         elif isinstance(e, IndexExpr):
             out |= set(e.value.variables)
     return out
+
+
+def _auxiliaries(exprs: ExprLowering, variables: Set[str]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The quotient and min/max iterators among `variables` and those their definitions use."""
+    divs, clamps = exprs.divs, exprs.clamps
+    found: Set[str] = set()
+    frontier = list(variables)
+    while frontier:
+        v = frontier.pop()
+        if v in found:
+            continue
+        if v in divs.names:
+            found.add(v)
+            frontier += list(next(n for name, n, _ in divs.defs if name == v).variables)
+        elif v in clamps.names:
+            found.add(v)
+            frontier += [w for a in clamps.arguments(v) for w in a.variables]
+    return (tuple(n for n in divs.names if n in found), tuple(n for n in clamps.names if n in found))
+
+
+def _plain_variables(exprs: ExprLowering, variables: Set[str]) -> Set[str]:
+    """`variables` with each quotient or min/max iterator replaced by what its definition uses."""
+    quotients, extremes = _auxiliaries(exprs, variables)
+    aux = set(quotients) | set(extremes)
+    out = {v for v in variables if v not in aux}
+    for q in quotients:
+        out |= {w for w in next(n for name, n, _ in exprs.divs.defs if name == q).variables}
+    for m in extremes:
+        out |= {w for a in exprs.clamps.arguments(m) for w in a.variables}
+    return out - aux
 
 
 def _derived_assumptions(derived) -> Tuple[Constraint, ...]:

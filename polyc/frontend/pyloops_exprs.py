@@ -127,6 +127,50 @@ _BUILTINS = {"abs": "abs", "max": "max", "min": "min", "pow": "pow"}
 _MODULE_NAMES = ("math", "np", "numpy")
 
 
+class Extremes:
+    """`c = max(a, b)` or `min(a, b)` of affine terms as a statement iterator `c` with one value
+    per instance, fixed by a union of two pieces (`c == a and a >= b`, `c == b and b > a`): isl
+    keeps such piecewise-affine accesses exact and splits the loops at the pieces' borders."""
+
+    def __init__(self, reserved: Set[str]):
+        self.reserved = reserved
+        self.defs: List["tuple[str, str, Affine, Affine]"] = []
+
+    def extreme(self, fn: str, a: Affine, b: Affine) -> Affine:
+        if a == b:
+            return a
+        if (a - b).is_constant:    # the same up to a constant: no pieces needed
+            larger = a if (a - b).constant > 0 else b
+            return larger if fn == "max" else (b if larger is a else a)
+        for name, f, x, y in self.defs:
+            if f == fn and x == a and y == b:
+                return Affine.var(name)
+        k = len(self.defs)
+        name = f"_{fn}{k}"    # `_max0`: error messages print it back as `max(a, b)`
+        while name in self.reserved:
+            k += 1
+            name = f"_{fn}{k}"
+        self.reserved.add(name)
+        self.defs.append((name, fn, a, b))
+        return Affine.var(name)
+
+    @property
+    def names(self) -> "tuple[str, ...]":
+        return tuple(d[0] for d in self.defs)
+
+    def arguments(self, name: str) -> "tuple[Affine, Affine]":
+        _, _, a, b = next(d for d in self.defs if d[0] == name)
+        return a, b
+
+    def pieces(self, name: str) -> DNF:
+        """The two pieces fixing `name`, disjoint: ties go to the first argument."""
+        _, fn, a, b = next(d for d in self.defs if d[0] == name)
+        c = Affine.var(name)
+        first_wins = a - b if fn == "max" else b - a       # >= 0 where `a` is the answer
+        return [[Constraint("eq", c - a), Constraint("ge", first_wins)],
+                [Constraint("eq", c - b), Constraint("ge", -first_wins - 1)]]
+
+
 class ExprLowering:
     """Lowers expression nodes in the current `Scope`; see the module docstring."""
 
@@ -138,6 +182,8 @@ class ExprLowering:
         self.divs = divisions if divisions is not None else \
             Divisions(set(scope.sizes) | scope.all_loop_vars | scope.locals | scope.params(), [],
                       lambda v: v in scope.sizes)
+        #: `min`/`max` of affine terms in subscripts, bounds and tests, as iterators too.
+        self.clamps = Extremes(self.divs.reserved)
 
     # -- affine -------------------------------------------------------------------------------
     def affine(self, node: ast.AST, what: str) -> Affine:
@@ -197,8 +243,15 @@ class ExprLowering:
                                        "(data-dependent, indirect indexing is not supported)")
         if isinstance(node, ast.Constant):
             raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not an integer")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
-            raise self.src.error(node, f"{rule}; `min`/`max` are only allowed as a whole loop bound")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") \
+                and self.scope.globals.get(node.func.id, getattr(builtins, node.func.id)) is getattr(builtins, node.func.id):
+            if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                raise self.src.error(node, f"{rule}; `{node.func.id}` needs two or more affine arguments")
+            args = [self.affine(a, what) for a in node.args]
+            out = args[0]
+            for a in args[1:]:   # clamped subscripts (Halide's repeat_edge): piecewise affine, exact
+                out = self.clamps.extreme(node.func.id, out, a)
+            return out
         raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not")
 
     def _quasi_affine(self, node: ast.BinOp, rule: str, what: str) -> Affine:

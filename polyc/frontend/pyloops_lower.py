@@ -210,6 +210,8 @@ class BodyLowering:
                 return []
             return [b for a in node.args for b in self._plain(a, conj, offset)]
         bound = self.exprs.affine(node, "a loop bound")
+        if any(v in self.exprs.clamps.names for v in bound.variables):
+            return []    # a min/max inside a bound expression: no bound in sizes on its own
         if any(v in self.exprs.divs.names for v in bound.variables):
             # A quotient of loop variables is no bound in sizes, but `e % d` lies in 0..d-1: that
             # bounds the loop on its own (it sizes local temps); other quotients give no bound.

@@ -27,7 +27,10 @@ def describe_instance(st: Statement, coords: Sequence[int]) -> str:
 def access_text(st: Statement, acc: Access) -> str:
     """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`."""
     text = str(acc)
-    for q in st.divisions:
+    for q in reversed(st.divisions):   # outer definitions first: their text names inner ones
+        if re.fullmatch(r"_(max|min)\d+", q):   # a min/max iterator: `c == a` and then `a - b >= 0`
+            text = _extreme_text(st, q, text)
+            continue
         for conj in st.domain:
             c = next((c for c in conj if c.kind == "ge" and c.expr.coeff(q) < 0), None)
             if c is not None:  # num - d*q >= 0
@@ -37,6 +40,19 @@ def access_text(st: Statement, acc: Access) -> str:
                               lambda m: f"{m.group(1)}floor(({num}) / {d})", text)
                 break
     return text
+
+
+def _extreme_text(st: Statement, q: str, text: str) -> str:
+    """`text` with the min/max iterator `q` shown as `max(a, b)` (see `pyloops_exprs.Extremes`)."""
+    conj = st.domain[0]
+    k = next((k for k, c in enumerate(conj) if c.kind == "eq" and c.expr.coeff(q) == 1), None)
+    if k is None or k + 1 >= len(conj):
+        return text
+    a = Affine.var(q) - conj[k].expr
+    g = conj[k + 1].expr
+    fn = q[1:4]
+    b = a - g if fn == "max" else a + g
+    return re.sub(rf"(-?\d*\*?){re.escape(q)}\b", lambda m: f"{m.group(1)}{fn}({a}, {b})", text)
 
 
 def _sizes_text(params: Dict[str, int]) -> str:
