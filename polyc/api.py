@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 from .errors import PolycError
 from .ir import DType, Program, TensorType
 from .poly import Dependences, PolyModel, check_bounds, check_initialized, infer_shapes
+from .poly.checks import derived_size_constraints
 from .schedule.schedule import Schedule
 
 TARGETS = ("c", "cuda", "cuda-emu")
@@ -25,9 +26,14 @@ class Kernel:
         self.source_program = program
         self.program: Program = infer_shapes(program)
         self.model = PolyModel(self.program)
-        requirements = check_bounds(self.model)
+        floors: list = []   # floors of per-call sizes that requirements use: derived sizes
+        requirements = check_bounds(self.model, floors)
         if requirements:  # sizes only the call knows (undeclared inputs, int parameters): checked then
-            self.program = self.program.with_(assumptions=self.program.assumptions + requirements)
+            self.program = self.program.with_(
+                assumptions=self.program.assumptions + derived_size_constraints(floors) + requirements,
+                sizes=self.program.sizes + tuple(n for n, _, _ in floors),
+                derived_sizes=self.program.derived_sizes + tuple(floors),
+                int_params=self.program.int_params + tuple(n for n, _, _ in floors))  # any sign
             self.model = PolyModel(self.program)
         check_initialized(self.model)
         self.function = function

@@ -78,7 +78,25 @@ def expression_helpers(qualifier: str) -> str:
                 f"if (pc_b == -1) return ({ct})(({ut})0 - ({ut})pc_a); "
                 f"{ct} pc_d = pc_a / pc_b; return (pc_a % pc_b != 0 && ((pc_a < 0) != (pc_b < 0))) ? pc_d - 1 : pc_d; }}",
             ]
+    out += _ipow_helpers(q)
     return "\n".join(out) + "\n"
+
+
+def _ipow_helpers(q: str) -> list:
+    """`pc_ipow_<t>(a, b)`: exact integer power by squaring in unsigned arithmetic (wraps like
+    numpy's `np.power`, no libm double round trip).  A negative exponent (only reachable at run
+    time: a constant one is refused) gives the exact result truncated: 0 unless |a| is 1."""
+    out = []
+    for name, ct, _ in _HELPER_TYPES:
+        if name.startswith("f"):
+            continue
+        ut = "uint64_t" if name == "i64" else "uint32_t"
+        neg = "" if name.startswith("u") else \
+            f"if (pc_b < 0) return pc_a == 1 ? 1 : (pc_a == -1 ? ((pc_b & 1) ? -1 : 1) : 0); "
+        out.append(f"{q} {ct} pc_ipow_{name}({ct} pc_a, {ct} pc_b) {{ {neg}{ut} pc_r = 1, pc_x = ({ut})pc_a; "
+                   f"while (pc_b) {{ if (pc_b & 1) pc_r *= pc_x; pc_x *= pc_x; pc_b >>= 1; }} "
+                   f"return ({ct})pc_r; }}")
+    return out
 
 
 def literal(value, dtype: DType) -> str:
@@ -181,6 +199,8 @@ class CExprPrinter:
         if isinstance(e, Call):
             rt = t.type_of(e, want) or want or _literal_type(*e.args)
             args = [self.expr(a, rt) for a in e.args]
+            if e.fn == "pow" and rt is not None and rt != BOOL and not rt.is_float:
+                return f"pc_ipow_{rt.name}({args[0]}, {args[1]})"
             if e.fn in ("max", "min") and rt is not None and rt != BOOL:
                 return f"pc_{e.fn}_{rt.name}({args[0]}, {args[1]})"
             if rt is not None and rt.is_float:

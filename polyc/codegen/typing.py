@@ -23,6 +23,10 @@ class Typing:
     tensors: Dict[str, DType]
     scalars: Dict[str, DType]
     default_float: DType
+    #: The type a float literal takes next to an integer (`(x % 2) / 4.0`): the kernel's float
+    #: type when it has float arrays (float32 stays float32, as Halide's literals do), else
+    #: float64 (numpy's answer for an integer and a Python float).
+    literal_float: DType = f64
     #: type_of's answers by (node identity, hint); printers ask about every node of a tree, so
     #: without it a 1,000-term sum costs a million calls.  Holds the node, so its id stays unique.
     _memo: Dict[Tuple[int, Optional[DType]], Tuple[Expr, Optional[DType]]] = \
@@ -73,6 +77,8 @@ class Typing:
             a = self.type_of(e.if_true, hint)
             b = self.type_of(e.if_false, hint)
             return promote(a, b) if a and b else (a or b)
+        if isinstance(e, Call) and e.fn == "pow":
+            return self._pow_type(e, hint)
         if isinstance(e, Call):
             types = [self.type_of(x, hint) for x in e.args]
             known = [t for t in types if t is not None]
@@ -83,6 +89,32 @@ class Typing:
                 return f64
             return t
         raise PolycError(f"cannot type expression {e!r}")
+
+    def _pow_type(self, e: Call, hint: Optional[DType]) -> Optional[DType]:
+        """`pow(a, b)` follows numpy: integers give an integer (exact, wrapping like numpy), a float
+        operand gives that float type; literals adopt the other operand's type (a float literal
+        with an integer operand gives the kernel's float type, see `operand_types`)."""
+        strong = [self.type_of(x, None) for x in e.args if not _adaptive(x)]
+        known = [t for t in strong if t is not None and t != BOOL]
+        if not known:
+            types = [self.type_of(x, hint) for x in e.args]
+            known = [t for t in types if t is not None]
+            if not known:
+                return None
+        t = known[0]
+        for u in known[1:]:
+            t = promote(t, u)
+        if not t.is_float and any(_float_literal(x) for x in e.args):
+            t = promote(t, self.literal_float)
+        if not t.is_float:
+            exponent = e.args[1]
+            if isinstance(exponent, Unary) and exponent.op == "-" and isinstance(exponent.operand, Const):
+                exponent = Const(-exponent.operand.value)
+            if isinstance(exponent, Const) and not isinstance(exponent.value, bool) and exponent.value < 0:
+                raise PolycError(f"pow of integers with the negative exponent {exponent.value}: numpy refuses "
+                                 "it (\"Integers to negative integer powers are not allowed\"); make the base "
+                                 "a float, e.g. pow(float(x), -1) or pow(x, -1.0)")
+        return t
 
     def operand_types(self, e: Binary, hint: Optional[DType]):
         """Types of both operands; a literal or undeclared scalar adopts the other operand's type."""
@@ -95,11 +127,24 @@ class Typing:
             a = self.type_of(e.lhs, b if b is not None and b != BOOL else hint)
         elif b is None:
             b = self.type_of(e.rhs, a if a != BOOL else hint)
+        if _float_literal(e.lhs) and _is_int(b):
+            a = self.literal_float          # never an integer: a weak float of the kernel's type
+        if _float_literal(e.rhs) and _is_int(a):
+            b = self.literal_float
         return a, b
 
 
 def _adaptive(e: Expr) -> bool:
     return isinstance(e, Const) and e.dtype is None
+
+
+def _is_int(t: Optional[DType]) -> bool:
+    return t is not None and t != BOOL and not t.is_float
+
+
+def _float_literal(e: Expr) -> bool:
+    """A weak literal written as a float (`4.0`): never an integer, whatever it meets."""
+    return _adaptive(e) and isinstance(e.value, float)  # type: ignore[attr-defined]
 
 
 def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType = f32,
@@ -126,7 +171,8 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
     for d in floats[1:]:
         kernel_float = promote(kernel_float, d)
     scalars = {s.name: (s.dtype if s.dtype is not None else kernel_float) for s in program.scalars}
-    typing = Typing(tensors, scalars, kernel_float)
+    literal_float = kernel_float if floats else f64
+    typing = Typing(tensors, scalars, kernel_float, literal_float)
     for _ in range(len(program.statements) + 1):
         changed = False
         for st in program.statements:
@@ -150,4 +196,4 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
-    return Typing(tensors, scalars, kernel_float)
+    return Typing(tensors, scalars, kernel_float, literal_float)

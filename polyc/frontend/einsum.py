@@ -380,7 +380,29 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
     used |= {a.tensor for st in program.statements for a, _ in guarded_accesses(st.value)}
     used |= set(lowering.scalars)  # the scalars the statements read
     used |= set(program.int_params)
+    sizes_used = _sizes_used(program, used)
     for k in declared:
-        if k not in used:
-            raise ParseError(f"{k!r} is declared but the kernel never uses it")
+        if k in used:
+            continue
+        decl = declared[k]
+        if isinstance(decl, TensorType) and any(v in sizes_used for e in decl.shape for v in e.variables):
+            continue   # TC's `S=f32(N)` only binds N: an input whose shape is checked at call time
+        raise ParseError(f"{k!r} is declared but the kernel never uses it"
+                         + (" (nor any size of its shape)" if isinstance(decl, TensorType) else ""))
     return program
+
+
+def _sizes_used(program: Program, used_tensors: Set[str]) -> Set[str]:
+    """Sizes the statements mention (domains, subscripts, index values) or that shape a used tensor."""
+    out: Set[str] = set()
+    for st in program.statements:
+        out |= {v for conj in st.domain for c in conj for v in c.expr.variables}
+        for e in (st.target,) + tuple(st.value.walk()):
+            if isinstance(e, Access):
+                out |= {v for a in e.indices for v in a.variables}
+            elif isinstance(e, IndexExpr):
+                out |= set(e.value.variables)
+    for t in program.tensors:
+        if t.name in used_tensors and t.shape is not None:
+            out |= {v for e in t.shape for v in e.variables}
+    return out & set(program.sizes)

@@ -41,8 +41,8 @@ from typing import Callable, Dict, List, Set, Tuple
 
 from ..errors import ParseError, SourceLocation
 from ..ir.depth import ensure_recursion_room, tree_depth
-from ..ir import (Affine, Constraint, DType, Program, ScalarDecl, Statement, TensorDecl,
-                  TensorType, f64)
+from ..ir import (Access, Affine, Constraint, DType, Expr, IndexExpr, Program, ScalarDecl, Statement,
+                  TensorDecl, TensorType, f64)
 from .pyloops_exprs import DNF, ExprLowering, Scope, Source
 from .pyloops_locals import LocalStorage, local_dtypes, raw_statements, replace_locals, temp_decls
 from .pyloops_lower import BodyLowering
@@ -178,14 +178,22 @@ def program_from_function(fn: Callable) -> Program:
             assert raw.target_array is not None
             target = raw.target_array
         value = replace_locals(raw.value, raw, storage)
-        iterators = tuple(l.var for l in raw.loops)
-        indexed = {v for a in target.indices for v in a.variables}
-        reduction = tuple(v for v in iterators if v not in indexed) if raw.update else ()
+        loop_iters = tuple(l.var for l in raw.loops)
+        domain = _simplify(raw.domain)
+        quotients, extremes = _auxiliaries(exprs, _variables(domain, target, value))
+        if quotients:   # each quotient is an iterator with one value, fixed by two constraints
+            fixed = tuple(c for q in quotients for c in exprs.divs.constraints(q))
+            domain = tuple(conj + fixed for conj in domain)
+        for m in extremes:   # each min/max is an iterator with one value, fixed piecewise
+            domain = tuple(conj + tuple(piece) for conj in domain for piece in exprs.clamps.pieces(m))
+        quotients += extremes
+        indexed = _plain_variables(exprs, {v for a in target.indices for v in a.variables})
+        reduction = tuple(v for v in loop_iters if v not in indexed) if raw.update else ()
         statements.append(Statement(
-            name=f"S{k}", iterators=iterators, domain=_simplify(raw.domain), target=target,
-            value=value, update=raw.update, order=raw.order, reduction=reduction,
-            location=raw.location, text=raw.text,
-            descending=tuple(l.var for l in raw.loops if l.descending)))
+            name=f"S{k}", iterators=loop_iters + quotients, domain=domain, target=target,
+            value=value, update=raw.update, order=raw.order + (0,) * len(quotients),
+            reduction=reduction, location=raw.location, text=raw.text,
+            descending=tuple(l.var for l in raw.loops if l.descending), divisions=quotients))
 
     written = {s.target.tensor for s in statements}
     read = {a.tensor for s in statements for a in s.reads()}
@@ -194,6 +202,60 @@ def program_from_function(fn: Callable) -> Program:
         role = "inout" if name in written and name in read else "output" if name in written else "input"
         tensors.append(TensorDecl(name, ttype.dtype, ttype.shape, role, declared=True))
     tensors += temp_decls(storage, dtypes)
+    derived = tuple(exprs.divs.derived)   # sizes like (N + 1) // 2, computed at call time
     return Program(name=node.name, tensors=tuple(tensors), statements=tuple(statements),
-                   sizes=tuple(sizes), scalars=tuple(ScalarDecl(n, d) for n, d in scope.scalars.items()),
-                   source=dedented, frontend="python")
+                   sizes=tuple(sizes) + tuple(n for n, _, _ in derived),
+                   scalars=tuple(ScalarDecl(n, d) for n, d in scope.scalars.items()),
+                   source=dedented, frontend="python", derived_sizes=derived,
+                   assumptions=_derived_assumptions(derived))
+
+
+def _variables(domain: Tuple[Tuple[Constraint, ...], ...], target: Access, value: Expr) -> Set[str]:
+    """Every variable a statement's domain, target and value mention."""
+    out = {v for conj in domain for c in conj for v in c.expr.variables}
+    out |= {v for a in target.indices for v in a.variables}
+    for e in value.walk():
+        if isinstance(e, Access):
+            out |= {v for a in e.indices for v in a.variables}
+        elif isinstance(e, IndexExpr):
+            out |= set(e.value.variables)
+    return out
+
+
+def _auxiliaries(exprs: ExprLowering, variables: Set[str]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The quotient and min/max iterators among `variables` and those their definitions use."""
+    divs, clamps = exprs.divs, exprs.clamps
+    found: Set[str] = set()
+    frontier = list(variables)
+    while frontier:
+        v = frontier.pop()
+        if v in found:
+            continue
+        if v in divs.names:
+            found.add(v)
+            frontier += list(next(n for name, n, _ in divs.defs if name == v).variables)
+        elif v in clamps.names:
+            found.add(v)
+            frontier += [w for a in clamps.arguments(v) for w in a.variables]
+    return (tuple(n for n in divs.names if n in found), tuple(n for n in clamps.names if n in found))
+
+
+def _plain_variables(exprs: ExprLowering, variables: Set[str]) -> Set[str]:
+    """`variables` with each quotient or min/max iterator replaced by what its definition uses."""
+    quotients, extremes = _auxiliaries(exprs, variables)
+    aux = set(quotients) | set(extremes)
+    out = {v for v in variables if v not in aux}
+    for q in quotients:
+        out |= {w for w in next(n for name, n, _ in exprs.divs.defs if name == q).variables}
+    for m in extremes:
+        out |= {w for a in exprs.clamps.arguments(m) for w in a.variables}
+    return out - aux
+
+
+def _derived_assumptions(derived) -> Tuple[Constraint, ...]:
+    """`d*D <= num <= d*D + d - 1` for every derived size `D = floor(num / d)`."""
+    out: List[Constraint] = []
+    for name, num, d in derived:
+        q = Affine.var(name).scale(d)
+        out += [Constraint("ge", num - q), Constraint("ge", q + (d - 1) - num)]
+    return tuple(out)

@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import LiteralRangeError, ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64)
+from .einsum_affine import Divisions
 
 #: A disjunction of conjunctions of constraints; `[[]]` is true, `[]` is false.
 DNF = List[List[Constraint]]
@@ -78,6 +79,22 @@ class Scope:
     all_loop_vars: Set[str]                 # every name used as a loop variable anywhere
     globals: Dict[str, object]
     loop_vars: List[str] = field(default_factory=list)   # loops enclosing the current point
+    #: Serial numbers of the loops enclosing the current point (two loops may share a variable name).
+    loop_path: List[int] = field(default_factory=list)
+    #: Locals that hold an affine value: name -> (value, loop path of their single assignment).
+    affine_locals: Dict[str, "tuple[Affine, tuple[int, ...]]"] = field(default_factory=dict)
+    #: Why a local assigned so far holds no affine value (for the refusal's message).
+    why_not_affine: Dict[str, str] = field(default_factory=dict)
+
+    def affine_local(self, name: str) -> Optional[Affine]:
+        """The affine value of local `name` at the current point, if it is known to hold one.
+
+        It is when the local's only assignment (unconditional, affine) ran earlier in the same
+        iteration of every loop around that assignment, i.e. its loops still enclose this point."""
+        known = self.affine_locals.get(name)
+        if known is None or tuple(self.loop_path[:len(known[1])]) != known[1]:
+            return None
+        return known[0]
 
     def params(self) -> Set[str]:
         return set(self.arrays) | set(self.scalars)
@@ -112,12 +129,63 @@ _MAX_BUILTIN_ARGS = 6
 _MODULE_NAMES = ("math", "np", "numpy")
 
 
+class Extremes:
+    """`c = max(a, b)` or `min(a, b)` of affine terms as a statement iterator `c` with one value
+    per instance, fixed by a union of two pieces (`c == a and a >= b`, `c == b and b > a`): isl
+    keeps such piecewise-affine accesses exact and splits the loops at the pieces' borders."""
+
+    def __init__(self, reserved: Set[str]):
+        self.reserved = reserved
+        self.defs: List["tuple[str, str, Affine, Affine]"] = []
+
+    def extreme(self, fn: str, a: Affine, b: Affine) -> Affine:
+        if a == b:
+            return a
+        if (a - b).is_constant:    # the same up to a constant: no pieces needed
+            larger = a if (a - b).constant > 0 else b
+            return larger if fn == "max" else (b if larger is a else a)
+        for name, f, x, y in self.defs:
+            if f == fn and x == a and y == b:
+                return Affine.var(name)
+        k = len(self.defs)
+        name = f"_{fn}{k}"    # `_max0`: error messages print it back as `max(a, b)`
+        while name in self.reserved:
+            k += 1
+            name = f"_{fn}{k}"
+        self.reserved.add(name)
+        self.defs.append((name, fn, a, b))
+        return Affine.var(name)
+
+    @property
+    def names(self) -> "tuple[str, ...]":
+        return tuple(d[0] for d in self.defs)
+
+    def arguments(self, name: str) -> "tuple[Affine, Affine]":
+        _, _, a, b = next(d for d in self.defs if d[0] == name)
+        return a, b
+
+    def pieces(self, name: str) -> DNF:
+        """The two pieces fixing `name`, disjoint: ties go to the first argument."""
+        _, fn, a, b = next(d for d in self.defs if d[0] == name)
+        c = Affine.var(name)
+        first_wins = a - b if fn == "max" else b - a       # >= 0 where `a` is the answer
+        return [[Constraint("eq", c - a), Constraint("ge", first_wins)],
+                [Constraint("eq", c - b), Constraint("ge", -first_wins - 1)]]
+
+
 class ExprLowering:
     """Lowers expression nodes in the current `Scope`; see the module docstring."""
 
-    def __init__(self, source: Source, scope: Scope):
+    def __init__(self, source: Source, scope: Scope, divisions: Optional[Divisions] = None):
         self.src = source
         self.scope = scope
+        #: Quotients `floor(e / d)` met in subscripts, bounds and tests (program-wide names; each
+        #: statement gets those it uses as iterators, as in Einstein notation).
+        self.divs = divisions if divisions is not None else \
+            Divisions(set(scope.sizes) | scope.all_loop_vars | scope.locals | scope.params(), [],
+                      lambda v: v in scope.sizes)
+        #: `min`/`max` of affine terms in subscripts, bounds and tests, as iterators too.
+        self.clamps = Extremes(self.divs.reserved)
 
     # -- affine -------------------------------------------------------------------------------
     def affine(self, node: ast.AST, what: str) -> Affine:
@@ -132,8 +200,17 @@ class ExprLowering:
             if name in self.scope.all_loop_vars:
                 raise self.src.error(node, f"loop variable `{name}` is used outside its loop")
             if name in self.scope.locals:
+                value = self.scope.affine_local(name)
+                if value is not None:
+                    return value
+                why = self.scope.why_not_affine.get(name) or (
+                    "its assignment does not run earlier in the loops around this use"
+                    if name in self.scope.affine_locals else "it is not assigned before this use")
                 raise self.src.error(node, f"{rule}; `{name}` is a kernel-local scalar (a value "
-                                           "computed at run time), so it cannot index or bound")
+                                           f"computed at run time) and {why}, so it cannot index "
+                                           "or bound (a local can when its single, unconditional "
+                                           "assignment earlier in the enclosing loops gives it an "
+                                           "affine value)")
             if name in self.scope.scalars:
                 raise self.src.error(node, f"{rule}; `{name}` is a scalar parameter that is not a "
                                            "size (annotate it `int` to use it in bounds)")
@@ -158,24 +235,57 @@ class ExprLowering:
                     return lhs.scale(rhs.constant)
                 raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` multiplies two "
                                            "variables (a product needs a constant factor)")
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+                return self._quasi_affine(node, rule, what)
             raise self.src.error(node, f"{rule}; the operator in `{ast.unparse(node)}` is not "
-                                       "allowed (only +, - and multiplication by a constant)")
+                                       "allowed (only +, -, multiplication by a constant, and `//` "
+                                       "or `%` by a positive integer constant)")
         if isinstance(node, ast.Subscript):
             raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` reads an array "
                                        "(data-dependent, indirect indexing is not supported)")
         if isinstance(node, ast.Constant):
             raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not an integer")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
-            raise self.src.error(node, f"{rule}; `min`/`max` are only allowed as a whole loop bound")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") \
+                and self.scope.globals.get(node.func.id, getattr(builtins, node.func.id)) is getattr(builtins, node.func.id):
+            if len(node.args) < 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                raise self.src.error(node, f"{rule}; `{node.func.id}` needs two or more affine arguments")
+            args = [self.affine(a, what) for a in node.args]
+            out = args[0]
+            for a in args[1:]:   # clamped subscripts (Halide's repeat_edge): piecewise affine, exact
+                out = self.clamps.extreme(node.func.id, out, a)
+            return out
         raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not")
 
-    def try_affine(self, node: ast.AST) -> Optional[Affine]:
-        """`node` as an Affine if it is one over in-scope loop variables and sizes, else None."""
+    def _quasi_affine(self, node: ast.BinOp, rule: str, what: str) -> Affine:
+        """`e // d` or `e % d` with a positive integer constant `d`: exact in isl (floor, as Python).
+
+        A quotient of loop variables becomes a statement iterator fixed by two constraints, one of
+        sizes only a size computed at call time (`Divisions`, shared with Einstein notation)."""
+        lhs, rhs = self.affine(node.left, what), self.affine(node.right, what)
+        if not rhs.is_constant or rhs.constant <= 0:
+            raise self.src.error(node, f"{rule}: `{ast.unparse(node)}` must divide by a positive "
+                                       "integer constant (isl handles floor division and modulo by "
+                                       "constants exactly, nothing else)")
+        d = rhs.constant
+        mod = isinstance(node.op, ast.Mod)
+        if lhs.is_constant:
+            return Affine.const(lhs.constant % d if mod else lhs.constant // d)
+        q = self.divs.quotient(lhs, d)
+        return lhs - q.scale(d) if mod else q
+
+    def try_affine(self, node: ast.AST, quasi: bool = True) -> Optional[Affine]:
+        """`node` as an Affine if it is one over in-scope loop variables and sizes, else None.
+
+        With `quasi=False` (a value), `//` and `%` are left to the arithmetic helpers rather than
+        turned into quotient iterators."""
         for sub in ast.walk(node):
+            if not quasi and isinstance(sub, (ast.FloorDiv, ast.Mod)):
+                return None
             if not isinstance(sub, (ast.Constant, ast.Name, ast.UnaryOp, ast.BinOp, ast.operator,
                                     ast.unaryop, ast.Load)):
                 return None
-            if isinstance(sub, ast.Name) and not (sub.id in self.scope.loop_vars or sub.id in self.scope.sizes):
+            if isinstance(sub, ast.Name) and not (sub.id in self.scope.loop_vars or sub.id in self.scope.sizes
+                                                  or self.scope.affine_local(sub.id) is not None):
                 return None
         try:
             return self.affine(node, "")
@@ -279,7 +389,7 @@ class ExprLowering:
     def value(self, node: ast.AST) -> Expr:
         """A right-hand-side expression as a `polyc.ir` expression (locals as `LocalRef`)."""
         if isinstance(node, (ast.BinOp, ast.UnaryOp)):
-            aff = self.try_affine(node)
+            aff = self.try_affine(node, quasi=False)
             if aff is not None:
                 return Const(aff.constant) if aff.is_constant else IndexExpr(aff)
         if isinstance(node, ast.Constant):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import SourceLocation
 from ..ir import Access, Affine, Binary, Constraint, Expr, Unary
@@ -74,8 +74,17 @@ class BodyLowering:
         self.exprs = exprs
         self.scope = exprs.scope
         self.dedented = dedented
+        self._serial = 0
+        #: How many assignments name each local scalar anywhere in the kernel.
+        self._assignments: Dict[str, int] = {}
 
     def lower_function(self, fn: ast.FunctionDef) -> List[RawNode]:
+        for sub in ast.walk(fn):
+            targets = sub.targets if isinstance(sub, ast.Assign) else \
+                [sub.target] if isinstance(sub, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    self._assignments[t.id] = self._assignments.get(t.id, 0) + 1
         body = list(fn.body)
         if body and isinstance(body[-1], ast.Return) and body[-1].value is None:
             body = body[:-1]                       # a trailing bare `return` is harmless
@@ -173,11 +182,14 @@ class BodyLowering:
         position = counter[0]
         counter[0] += 1
         self.scope.loop_vars.append(var)
+        self._serial += 1
+        self.scope.loop_path.append(self._serial)
         try:
             loop.body = self._block(st.body, loops + (loop,), guard, conditional,
                                     prefix + (position,), [0])
         finally:
             self.scope.loop_vars.pop()
+            self.scope.loop_path.pop()
         return loop
 
     def _step(self, node: ast.AST) -> int:
@@ -197,7 +209,17 @@ class BodyLowering:
             if node.func.id != conj:
                 return []
             return [b for a in node.args for b in self._plain(a, conj, offset)]
-        return [self.exprs.affine(node, "a loop bound") + offset]
+        bound = self.exprs.affine(node, "a loop bound")
+        if any(v in self.exprs.clamps.names for v in bound.variables):
+            return []    # a min/max inside a bound expression: no bound in sizes on its own
+        if any(v in self.exprs.divs.names for v in bound.variables):
+            # A quotient of loop variables is no bound in sizes, but `e % d` lies in 0..d-1: that
+            # bounds the loop on its own (it sizes local temps); other quotients give no bound.
+            for name, num, d in self.exprs.divs.defs:
+                if bound == num - Affine.var(name).scale(d):
+                    return [Affine.const(0 if conj == "max" else d - 1) + offset]
+            return []
+        return [bound + offset]
 
     # -- assignments --------------------------------------------------------------------------
     def _assignment(self, st: ast.stmt, loops: Tuple[RawLoop, ...], guard: DNF, conditional: bool,
@@ -242,6 +264,16 @@ class BodyLowering:
             raise self.src.error(target, f"cannot assign to `{ast.unparse(target)}`; assign to array "
                                          "elements or local scalars")
         value = self.exprs.value(value_node)
+        if target_local is not None and op is None and not conditional and \
+                self._assignments.get(target_local) == 1:
+            known = self.exprs.try_affine(value_node)
+            if known is not None:   # usable in later subscripts, bounds and tests of these loops
+                self.scope.affine_locals[target_local] = (known, tuple(self.scope.loop_path))
+            else:
+                self.scope.why_not_affine[target_local] = f"its value `{ast.unparse(value_node)}` is not affine"
+        elif target_local is not None:
+            self.scope.why_not_affine[target_local] = "it is assigned more than once or under an `if`" \
+                if op is None else "it is updated in place"
         update: Optional[str] = None
         if op == "+":
             update = "+"

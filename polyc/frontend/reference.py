@@ -54,6 +54,9 @@ def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
             known = f" but {var} = {sizes[var]} from {origin[var]}" if var else ""
             raise ArgumentError(f"array {name} has shape[{axis}] = {actual}, expected {dim} = "
                                 f"{expected}{known}: sizes of {program.name} disagree")
+    for name, num, d in program.derived_sizes:   # `(N + 1) // 2` in a bound: computed, never passed
+        if name not in sizes and all(v in sizes for v in num.variables):
+            sizes[name] = num.evaluate(sizes) // d
     for s in program.sizes:
         if s not in sizes:
             raise ArgumentError(f"size {s} of {program.name} is not determined by any array shape; "

@@ -27,7 +27,10 @@ def describe_instance(st: Statement, coords: Sequence[int]) -> str:
 def access_text(st: Statement, acc: Access) -> str:
     """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`."""
     text = str(acc)
-    for q in st.divisions:
+    for q in reversed(st.divisions):   # outer definitions first: their text names inner ones
+        if re.fullmatch(r"_(max|min)\d+", q):   # a min/max iterator: `c == a` and then `a - b >= 0`
+            text = _extreme_text(st, q, text)
+            continue
         for conj in st.domain:
             c = next((c for c in conj if c.kind == "ge" and c.expr.coeff(q) < 0), None)
             if c is not None:  # num - d*q >= 0
@@ -39,6 +42,19 @@ def access_text(st: Statement, acc: Access) -> str:
     return text
 
 
+def _extreme_text(st: Statement, q: str, text: str) -> str:
+    """`text` with the min/max iterator `q` shown as `max(a, b)` (see `pyloops_exprs.Extremes`)."""
+    conj = st.domain[0]
+    k = next((k for k, c in enumerate(conj) if c.kind == "eq" and c.expr.coeff(q) == 1), None)
+    if k is None or k + 1 >= len(conj):
+        return text
+    a = Affine.var(q) - conj[k].expr
+    g = conj[k + 1].expr
+    fn = q[1:4]
+    b = a - g if fn == "max" else a + g
+    return re.sub(rf"(-?\d*\*?){re.escape(q)}\b", lambda m: f"{m.group(1)}{fn}({a}, {b})", text)
+
+
 def _sizes_text(params: Dict[str, int]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in params.items()) if params else "any sizes"
 
@@ -48,7 +64,25 @@ def _where(st: Statement) -> str:
     return f"statement `{st.text or st.name}`{loc}"
 
 
-def _call_time_requirement(model: PolyModel, st: Statement, acc, guard, bad: isl.Set
+def derived_size_constraints(derived: Sequence[Tuple[str, Affine, int]]) -> Tuple[Constraint, ...]:
+    """`d*D <= num <= d*D + d - 1` for every derived size `D = floor(num / d)`: isl reasons with it."""
+    out: List[Constraint] = []
+    for name, num, d in derived:
+        q = Affine.var(name).scale(d)
+        out += [Constraint("ge", num - q), Constraint("ge", q + (d - 1) - num)]
+    return tuple(out)
+
+
+def _per_call_sizes(program) -> bool:
+    """A loop kernel with `int` parameters no array shape binds (loopy's `n`, `m`): sizes only
+    each call knows, like Einstein notation's integer parameters."""
+    shaped = {v for t in program.tensors if t.shape for e in t.shape for v in e.variables}
+    derived = {n for n, _, _ in program.derived_sizes}
+    return program.frontend == "python" and any(s not in shaped and s not in derived for s in program.sizes)
+
+
+def _call_time_requirement(model: PolyModel, st: Statement, acc, guard, bad: isl.Set,
+                           new_derived: Optional[List[Tuple[str, Affine, int]]] = None
                            ) -> Optional[Tuple[Constraint, ...]]:
     """The sizes for which `acc` stays in bounds, as constraints to check at call time, or None.
 
@@ -57,26 +91,36 @@ def _call_time_requirement(model: PolyModel, st: Statement, acc, guard, bad: isl
     out of bounds for every size, or whose safe sizes are no single conjunction, stays an error.
     """
     t = model.program.tensor(acc.tensor)
-    if not (t.role == "input" and not t.declared) and not model.program.int_params:
+    per_call = _per_call_sizes(model.program)
+    if not (t.role == "input" and not t.declared) and not model.program.int_params and not per_call:
         return None
     good = model.context.subtract(bad.params())
     if good.is_empty():
         return None
-    found = params_set_to_constraints(good.gist(model.context), model.program.derived_sizes)
+    derived = tuple(model.program.derived_sizes) + tuple(new_derived or ())
+    # A floor of per-call sizes (A >= 256 * floor((n - 1) / 256) + m) becomes a size computed per call.
+    scratch: Optional[List[Tuple[str, Affine, int]]] = [] if per_call and new_derived is not None else None
+    found = params_set_to_constraints(good.gist(model.context), derived, scratch)
     if found is None:
         # Often the safe sizes are "big enough, or the statement runs no instance at all": state
         # the first part only (G with G and D == good and D, D = sizes where it runs); it may also
         # refuse a call that would run nothing, never accept an unsafe one.
         runs = model.guarded_domain(st, guard).params().intersect(model.context)
-        found = params_set_to_constraints(good.gist(runs), model.program.derived_sizes)
+        scratch = [] if scratch is not None else None
+        found = params_set_to_constraints(good.gist(runs), derived, scratch)
+    if found is not None and scratch:
+        new_derived.extend(scratch)  # type: ignore[union-attr]
     return found
 
 
-def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
+def check_bounds(model: PolyModel, new_derived: Optional[List[Tuple[str, Affine, int]]] = None
+                 ) -> Tuple[Constraint, ...]:
     """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes.
 
     Returns the call-time requirements on sizes under which the remaining accesses stay in bounds
-    (see `_call_time_requirement`); the caller adds them to the program's assumptions.
+    (see `_call_time_requirement`); the caller adds them to the program's assumptions.  Given a
+    list `new_derived`, a requirement may use floors of per-call sizes: each is appended to it as a
+    derived size `(name, numerator, divisor)` that the caller adds to the program.
     """
     program = model.program
     requirements: List[Constraint] = []
@@ -92,7 +136,7 @@ def check_bounds(model: PolyModel) -> Tuple[Constraint, ...]:
             bad = bad.intersect(model.guarded_domain(st, info.guard)).intersect_params(model.context)
             if bad.is_empty():
                 continue
-            needed = _call_time_requirement(model, st, acc, info.guard, bad)
+            needed = _call_time_requirement(model, st, acc, info.guard, bad, new_derived)
             if needed is not None:
                 requirements.extend(c for c in needed if c not in requirements)
                 continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from typing import Iterable, Iterator, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
@@ -202,7 +202,8 @@ def union_map_pieces(umap: isl.UnionMap) -> list:
     return out
 
 
-def params_set_to_constraints(s: isl.Set, derived: Sequence[Tuple[str, Affine, int]] = ()
+def params_set_to_constraints(s: isl.Set, derived: Sequence[Tuple[str, Affine, int]] = (),
+                              new_derived: Optional[List[Tuple[str, Affine, int]]] = None
                               ) -> Optional[Tuple[Constraint, ...]]:
     """A parameter set as one conjunction of affine constraints, or None when it needs several
     pieces or integer divisions (then it cannot be stated as simple call-time checks).
@@ -221,7 +222,12 @@ def params_set_to_constraints(s: isl.Set, derived: Sequence[Tuple[str, Affine, i
         num = Affine.from_dict({user_name(div.get_dim_name(isl.dim_type.param, j)): int((div.get_coefficient_val(
             isl.dim_type.param, j) * d).to_python()) for j in range(div.dim(isl.dim_type.param))},
             int((div.get_constant_val() * d).to_python()))
-        match = [name for name, n, dd in derived if n == num and dd == int(d.to_python())]
+        match = [name for name, n, dd in list(derived) + list(new_derived or ())
+                 if n == num and dd == int(d.to_python())]
+        if not match and new_derived is not None:   # a new size computed per call, like a derived one
+            name = f"_floor{len(derived) + len(new_derived)}"
+            new_derived.append((name, num, int(d.to_python())))
+            match = [name]
         divs.append(match[0] if match else None)
     out = []
     for c in bset.get_constraints():

@@ -120,6 +120,11 @@ class _Evaluator:
             return np.logical_not(v) if e.op == "not" else np.negative(v)
         if isinstance(e, Binary):
             a, b = self.expr(e.lhs, env, dtype), self.expr(e.rhs, env, dtype)
+            if e.op in ("+", "-", "*", "/", "%", "//") and any(_float_literal(x) for x in (e.lhs, e.rhs)):
+                # A float literal next to an integer takes the kernel's float type (README "Types").
+                lt, rt = self.typing.operand_types(e, dtype_of_numpy(np.dtype(dtype)))
+                if lt is not None and rt is not None and lt.is_float and rt.is_float:
+                    a, b = np.asarray(a).astype(lt.numpy), np.asarray(b).astype(rt.numpy)
             with np.errstate(all="ignore"):
                 return _BIN[e.op](a, b)
         if isinstance(e, Select):
@@ -129,6 +134,11 @@ class _Evaluator:
                                 self.expr(e.if_false, env, dtype))
             finally:
                 self.guarded -= 1
+        if isinstance(e, Call) and e.fn == "pow":
+            rt = self.typing.type_of(e, dtype_of_numpy(np.dtype(dtype)))
+            if rt is not None and rt.name != "bool" and not rt.is_float:
+                base, exp = (np.asarray(self.expr(a, env, dtype)).astype(rt.numpy) for a in e.args)
+                return _int_power(base, exp)
         if isinstance(e, Call):
             with np.errstate(all="ignore"):
                 return _NUMPY_FN[e.fn](*(self.expr(a, env, dtype) for a in e.args))
@@ -153,6 +163,23 @@ class _Evaluator:
             target[idx] = value
         else:
             _UPDATE[st.update].at(target, idx, value)
+
+
+def _float_literal(e: Expr) -> bool:
+    return isinstance(e, Const) and e.dtype is None and isinstance(e.value, float)
+
+
+def _int_power(base: np.ndarray, exp: np.ndarray) -> np.ndarray:
+    """numpy's integer power (wrapping); a negative exponent, which numpy refuses, gives the exact
+    power truncated toward zero (0 unless the base is 1 or -1), as the compiled `pc_ipow_<t>`."""
+    negative = exp < 0
+    with np.errstate(all="ignore"):
+        out = np.power(base, np.where(negative, 0, exp).astype(exp.dtype))
+    if np.any(negative):
+        odd = (exp % 2) != 0
+        sign = np.where((base == -1) & odd, -1, 1).astype(base.dtype)
+        out = np.where(negative, np.where((base == 1) | (base == -1), sign, 0).astype(base.dtype), out)
+    return out
 
 
 def _is_recurrence(st: Statement) -> bool:

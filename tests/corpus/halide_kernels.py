@@ -17,7 +17,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import CLAMPED_SUBSCRIPTS, FLOAT_LITERAL_ON_INDEX, CorpusKernel, REFUSAL_MESSAGE, rand
+from .spec import CLAMPED_SUBSCRIPTS, CorpusKernel, REFUSAL_MESSAGE, rand
 
 
 def _harris(input):
@@ -273,7 +273,7 @@ downx[x, y, c] = (downy[2 * x - 1, y, c] + 3.0 * (downy[2 * x, y, c] + downy[2 *
 upy[x, y, c] = upx[x, (y + 1) // 2, c] + (upx[x, (y - 1) // 2, c] - upx[x, (y + 1) // 2, c]) * (((y % 2) * 2 + 1) / 4.0)""",
         lambda r: dict(f=rand(r, 5, 6, 2)),
         _upsample, ("upy",), regions=dict(upy=(slice(1, 8), slice(1, 10), slice(0, 2))),
-        xfail=FLOAT_LITERAL_ON_INDEX),
+        ),
     # apps/camera_pipe/camera_pipe_generator.cpp (hot_pixel_suppression on the uint16 raw input)
     CorpusKernel(
         "halide_hot_pixel_suppression", "halide/Halide: apps/camera_pipe/camera_pipe_generator.cpp",

@@ -13,7 +13,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import INT_POW, LOCAL_SCALAR_SUBSCRIPT, CorpusKernel, REFUSAL_MESSAGE, rand
+from .spec import CorpusKernel, REFUSAL_MESSAGE, rand
 
 def uniform_l(a: pc.f32["A"], n: int, m: int):
     """test/test_loopy.py (test_unknown_arg_shape): {[i,j]: 0<=i<n and 0<=j<m}, sequential; loopy's
@@ -45,14 +45,14 @@ KERNELS = [
         "out[i] +=! pow(a[j], 2) where i in 0:N, j in 0:i+1",
         lambda r: dict(a=np.arange(9, dtype=np.int64)),
         lambda a: dict(out=np.cumsum(a ** 2)), ("out",),
-        xfail=INT_POW),
+        ),
     # test/test_scan.py (test_local_parallel_scan_with_nonzero_lower_bounds)
     CorpusKernel(
         "loopy_scan_nonzero_lower", "inducer/loopy: test/test_scan.py", "scan with shifted output subscript i-1",
         "out[i-1] +=! pow(a[j], 2) where i in 1:N+1, j in 0:i",
         lambda r: dict(a=np.arange(1, 17, dtype=np.int64)),
         lambda a: dict(out=np.cumsum(a ** 2)), ("out",),
-        xfail=INT_POW),
+        ),
     # test/test_scan.py (test_nested_scan, n fixed to 10): <>tmp[i] = sum(k, 1); out[i] = sum(j, tmp[j])
     CorpusKernel(
         "loopy_scan_of_scan", "inducer/loopy: test/test_scan.py", "reduction index used in no subscript, scan of a temporary",
@@ -158,7 +158,7 @@ pot[i] +=! select(i != j, 1 / sqrt(dist2[i, j]), 0)""",
         "loopy_uniform_l", "inducer/loopy: test/test_loopy.py", "block start i // 256 * 256 in subscripts, int parameters",
         uniform_l,
         lambda r: dict(a=rand(r, 260), n=512, m=3),
-        _uniform_l, ("a",), xfail=LOCAL_SCALAR_SUBSCRIPT),
+        _uniform_l, ("a",)),
 ]
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import CorpusKernel, REFUSAL_MESSAGE, UNUSED_SIZE_INPUT, rand
+from .spec import CorpusKernel, REFUSAL_MESSAGE, rand
 
 F = pc.f32
 
@@ -135,7 +135,7 @@ KERNELS = [
         "min_idx min=! select(MinIdx[r_d] < N, r_d, N)",
         lambda r: dict(S=rand(r, 6), MinIdx=np.array([6, 6, 2, 6], np.int32)),
         lambda S, MinIdx: dict(min_idx=np.int64(2)), ("min_idx",),
-        declared=dict(S=F["N"], MinIdx=pc.i32["D"]), xfail=UNUSED_SIZE_INPUT),
+        declared=dict(S=F["N"], MinIdx=pc.i32["D"])),
     # python/examples/masked_conv.py (TC's `c ? a : b` is select; line breaks as the author's)
     CorpusKernel(
         "tc_masked_convolve", "facebookresearch/TensorComprehensions: python/examples/masked_conv.py",

@@ -15,7 +15,7 @@ import numpy as np
 
 import polyc as pc
 
-from .spec import LOCAL_SCALAR_SUBSCRIPT, LOOP_QUASI_AFFINE, CorpusKernel, REFUSAL_MESSAGE, rand
+from .spec import CorpusKernel, REFUSAL_MESSAGE, rand
 
 F = pc.f32
 
@@ -256,15 +256,14 @@ moving_var_out[c] = (1 - momentum) * moving_var[c] + momentum * data_var[c]""",
         cumsum,
         lambda r: dict(data_buf=rand(r, 20), out_buf=np.zeros(20, np.float32)),
         lambda data_buf, out_buf: dict(out_buf=np.cumsum(data_buf.reshape(4, 5), axis=1, dtype=np.float64)
-                                       .reshape(20).astype(np.float32)), ("out_buf",),
-        xfail=LOCAL_SCALAR_SUBSCRIPT),
+                                       .reshape(20).astype(np.float32)), ("out_buf",)),
     # python/tvm/topi/nn/lstm.py (te.scan LSTM, as loops)
     CorpusKernel(
         "tvm_lstm", "apache/tvm: python/tvm/topi/nn/lstm.py", "LSTM cell over a sequence: scan with gates",
         lstm,
         lambda r: dict(Xs=rand(r, 3, 2, 4), Wi=rand(r, 12, 4), Wh=rand(r, 12, 3),
                        **{k: np.zeros(v, np.float32) for k, v in _LSTM_SHAPES.items()}),
-        _lstm_ref, tuple(_LSTM_SHAPES), xfail=LOOP_QUASI_AFFINE),
+        _lstm_ref, tuple(_LSTM_SHAPES), ),
 ]
 
 

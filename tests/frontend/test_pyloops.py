@@ -497,6 +497,7 @@ def bad_data_if(A: pc.f64["N"]):
 
 def bad_local_subscript(A: pc.f64["N"]):
     k = 1
+    k = 2
     A[k] = 1.0
 
 
