@@ -79,6 +79,9 @@ def expression_helpers(qualifier: str) -> str:
                 f"{ct} pc_d = pc_a / pc_b; return (pc_a % pc_b != 0 && ((pc_a < 0) != (pc_b < 0))) ? pc_d - 1 : pc_d; }}",
             ]
     out += _ipow_helpers(q)
+    for name, ct, _ in _HELPER_TYPES:   # Python's builtins: the first operand unless b compares past it
+        out += [f"{q} {ct} pc_pymax_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b > pc_a ? pc_b : pc_a; }}",
+                f"{q} {ct} pc_pymin_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b < pc_a ? pc_b : pc_a; }}"]
     return "\n".join(out) + "\n"
 
 
@@ -201,7 +204,7 @@ class CExprPrinter:
             args = [self.expr(a, rt) for a in e.args]
             if e.fn == "pow" and rt is not None and rt != BOOL and not rt.is_float:
                 return f"pc_ipow_{rt.name}({args[0]}, {args[1]})"
-            if e.fn in ("max", "min") and rt is not None and rt != BOOL:
+            if e.fn in ("max", "min", "pymax", "pymin") and rt is not None and rt != BOOL:
                 return f"pc_{e.fn}_{rt.name}({args[0]}, {args[1]})"
             if rt is not None and rt.is_float:
                 return f"{_fn(_FLOAT_FN[e.fn], rt)}({', '.join(args)})"

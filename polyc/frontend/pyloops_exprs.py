@@ -124,8 +124,6 @@ _CASTS = {id(float): f64, id(int): i64, id(np.float64): f64, id(np.float32): f32
           id(np.int64): i64, id(np.int32): i32}
 _SYNTACTIC_CASTS = {"float64": f64, "float32": f32, "int64": i64, "int32": i32}
 _BUILTINS = {"abs": "abs", "max": "max", "min": "min", "pow": "pow"}
-#: Python's `max(a, b, ...)` becomes nested selects that repeat the running maximum: bounded.
-_MAX_BUILTIN_ARGS = 6
 _MODULE_NAMES = ("math", "np", "numpy")
 
 
@@ -574,16 +572,10 @@ class ExprLowering:
             if len(args) < 2:
                 raise self.src.error(node, f"`{shown}` needs at least two arguments in a kernel")
             python_builtin = isinstance(func, ast.Name) and func.id in _BUILTINS
-            if python_builtin and len(args) > _MAX_BUILTIN_ARGS:
-                raise self.src.error(node, f"`{shown}` with more than {_MAX_BUILTIN_ARGS} arguments: nest the "
-                                           f"calls (or use np.maximum / np.minimum, which propagate NaN)")
+            fn = ("py" + name) if python_builtin else name   # Python's meaning, or numpy's (NaN)
             out = args[0]
             for a in args[1:]:
-                # Python's builtins keep the first operand unless a later one compares greater (or
-                # less): `max(nan, 1)` is nan but `max(1, nan)` is 1.  numpy's maximum/minimum
-                # propagate NaN (Call "max"/"min").
-                out = Select(Binary(">" if name == "max" else "<", a, out), a, out) if python_builtin \
-                    else Call(name, (out, a))
+                out = Call(fn, (out, a))
             return out
         arity = 2 if name in ("pow", "fmax", "fmin") else 1
         if len(args) != arity:

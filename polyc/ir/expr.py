@@ -14,6 +14,10 @@ MATH_FUNCTIONS = {
 }
 #: `max`/`min` propagate NaN (`np.maximum`); `fmax`/`fmin` ignore it (`np.fmax`, C's `fmax`).
 #: `%` and `//` floor as in Python and numpy (`np.mod`, `np.floor_divide`); see README "Types".
+#: Python's builtin `max`/`min` as loop kernels call them: the first operand unless a later one
+#: compares greater (less), so `max(nan, 1)` is nan and `max(1, nan)` is 1.  Only the loop front end
+#: produces these; Einstein notation's `max`/`min` are numpy's.
+PYTHON_BUILTIN_FUNCTIONS = {"pymax": 2, "pymin": 2}
 ARITHMETIC_OPS = ("+", "-", "*", "/", "//", "%")
 COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
 LOGICAL_OPS = ("and", "or")

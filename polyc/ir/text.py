@@ -25,7 +25,8 @@ def expr_text(e: Expr, parent_prec: int = 0) -> str:
         text = f"{expr_text(e.lhs, p)} {e.op} {expr_text(e.rhs, p + 1)}"
         return f"({text})" if p < parent_prec else text
     if isinstance(e, Call):
-        return f"{e.fn}({', '.join(expr_text(a) for a in e.args)})"
+        fn = e.fn[2:] if e.fn in ("pymax", "pymin") else e.fn   # Python's builtins, as written
+        return f"{fn}({', '.join(expr_text(a) for a in e.args)})"
     if isinstance(e, Select):
         return f"select({expr_text(e.cond)}, {expr_text(e.if_true)}, {expr_text(e.if_false)})"
     if isinstance(e, Cast):
