@@ -197,12 +197,17 @@ class _Worker:
         return json.loads(line)["time"]
 
     def close(self) -> None:
-        try:
-            self.proc.stdin.write("quit\n")
-            self.proc.stdin.flush()
-            self.proc.wait(timeout=10)
-        except Exception:  # noqa: BLE001
-            self.proc.kill()
+        stop_worker(self.proc)
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    """Ask a worker process to quit; kill it if it does not within 10 s."""
+    try:
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        proc.wait(timeout=10)
+    except Exception:  # noqa: BLE001
+        proc.kill()
 
 
 @dataclass

@@ -38,6 +38,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from benchmarks._harness import stop_worker
+
 #: Per kernel: ROUNDS rounds alternating polyc and baseline; a sample lasts >= MIN_SAMPLE_S (at most
 #: MAX_CALLS calls).  Sized so that `make demo` stays within about two minutes on two cores.
 ROUNDS, MIN_SAMPLE_S, MAX_CALLS = 3, 0.03, 50
@@ -233,12 +235,7 @@ class Worker:
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001
-                self.proc.kill()
+            stop_worker(self.proc)
         self.log.close()
 
 
