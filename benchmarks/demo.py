@@ -43,6 +43,10 @@ from benchmarks._harness import stop_worker
 #: Per kernel: ROUNDS rounds alternating polyc and baseline; a sample lasts >= MIN_SAMPLE_S (at most
 #: MAX_CALLS calls).  Sized so that `make demo` stays within about two minutes on two cores.
 ROUNDS, MIN_SAMPLE_S, MAX_CALLS = 3, 0.03, 50
+#: Pause before each sample: an OpenBLAS pool keeps spinning for up to ~0.1 s after a call (an OpenMP
+#: pool for less), and on 2 cores a spinning pool of the other contender's process takes a core from
+#: the one being timed (gemm SMALL on 2 threads: 26 ms instead of 0.2 ms).
+PAUSE_S = 0.15
 BASELINES = {"numpy": "setup_numpy", "C -O3": "setup_source_c"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -268,6 +272,7 @@ def run_kernel(lk: Any, preset: str, dtype: str, schedule: Optional[str], worker
     for r in range(rounds):
         order = [(workers["polyc"], mine_t), (workers[base], theirs_t)] if theirs else [(workers["polyc"], mine_t)]
         for w, times in (order if r % 2 == 0 else order[::-1]):
+            time.sleep(PAUSE_S)
             t = w.sample()
             if t is not None:
                 times.append(t)
