@@ -173,18 +173,37 @@ def test_cuda_emu_local_scalar_in_triangular_loop_under_strided_loop():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.xfail(strict=True, reason="Einstein `+=` of a float value into an integer tensor: the C converts "
-                                       "after adding, the reference before (Einstein typing/TC semantics)")
 @pytest.mark.parametrize("target", ["c", "cuda-emu"])
 def test_float_accumulated_into_integer_intermediate(target):
     """Silent mismatch (case seed=1 index=7536, minimised): T is an i64 intermediate and
-    `T[i] += A[i]` adds f64 values; compiled: T = (int64)(T + A) = -2 for T=-3, A=0.5; reference:
-    T + (int64)A = -3."""
+    `T[i] += A[i]` adds f64 values; the reference converted A before adding (T + (int64)A = -3 for
+    T=-3, A=0.5).  The rule (README "Types") is numpy's `np.add(T, A, out=T, casting="unsafe")` and
+    C's compound assignment: add in the promoted type, then convert: (int64)(-3 + 0.5) = -2.
+    Fixed in `polyc/testing/interpreter.py`."""
     k = pc.kernel("T[i] = B[i]\nT[i] += A[i]\nC[i] = T[i]", name="mixed_accumulate",
                   A=pc.f64["M"], B=pc.i64["M"])
     a = np.array([0.5, 1.5, -0.5, 0.9])
     b = np.array([-3, 2, 1, 0], dtype=np.int64)
-    np.testing.assert_array_equal(pc.compile(k, target=target)(A=a, B=b), k.reference(A=a, B=b))
+    want = b.copy()
+    np.add(want, a, out=want, casting="unsafe")
+    np.testing.assert_array_equal(want, [-2, 3, 0, 0])
+    np.testing.assert_array_equal(k.reference(A=a, B=b), want)
+    np.testing.assert_array_equal(pc.compile(k, target=target)(A=a, B=b), want)
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_float_reduced_into_integer_converts_at_every_step(target):
+    """The same rule for `+=!` and `*=`: each step combines in float and converts, so the row
+    [1.5, -0.7, 0.5] sums to int64 0 (1.5 -> 1, 0.3 -> 0, 0.5 -> 0), not 1 (converting each term
+    first, or only the total), and -3 *= 0.5 gives -1."""
+    k = pc.kernel("T[i] +=! A[i, j]\nC[i] = T[i]", name="mixed_reduce", A=pc.f64["M", "N"], T=pc.i64["M"])
+    a = np.array([[1.5, -0.7, 0.5], [0.9, 0.9, 0.9]])
+    np.testing.assert_array_equal(k.reference(A=a), [0, 0])
+    np.testing.assert_array_equal(pc.compile(k, target=target)(A=a), [0, 0])
+    m = pc.kernel("T[i] = B[i]\nT[i] *= A[i]\nC[i] = T[i]", name="mixed_scale", A=pc.f64["M"], B=pc.i64["M"])
+    b, a1 = np.array([-3, 3], dtype=np.int64), np.array([0.5, 1.5])
+    np.testing.assert_array_equal(m.reference(A=a1, B=b), [-1, 4])
+    np.testing.assert_array_equal(pc.compile(m, target=target)(A=a1, B=b), [-1, 4])
 
 
 @pytest.mark.parametrize("target", ["c", "cuda-emu"])
