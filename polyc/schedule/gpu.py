@@ -175,13 +175,19 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
     nodes: Dict[Tuple[int, Tuple[int, ...]], LoopNode] = {}
     roots: List[LoopNode] = []
     with isl_budget(f"finding the parallel loops of {schedule.model.program.name}"):
+        ranges = {name: m.range() for name, m in maps.items()}
+        varying = {(k, _loop_key(values[name], k)) for name, rng in ranges.items()
+                   for k, d in enumerate(schedule.dims)
+                   if d.is_loop and rng.plain_get_val_if_fixed(isl.dim_type.set, k).is_nan()}
         for name, m in maps.items():
-            rng = m.range()
             parent: Optional[LoopNode] = None
             for k, d in enumerate(schedule.dims):
-                if not d.is_loop or not rng.plain_get_val_if_fixed(isl.dim_type.set, k).is_nan():
-                    continue
                 key = _loop_key(values[name], k)
+                # A statement fixed at a loop dimension that another statement with the same
+                # scalar prefix iterates (`fuse` of a 1-D into a 2-D nest puts S1 at j = 0) runs
+                # inside that loop in the generated code (under a guard): it belongs to its node.
+                if not d.is_loop or (k, key) not in varying:
+                    continue
                 node = nodes.get((k, key))
                 if node is None:
                     node = nodes[(k, key)] = LoopNode(k, key, d.name or f"_d{k}")
