@@ -19,7 +19,7 @@ from typing import List, Optional
 
 import cgen as c
 
-from ..ir import Access, Program
+from ..ir import Access, DType, Program, promote
 from ..runtime.signature import KernelSignature
 from ..schedule.gpu import default_gpu_mapping, is_mapped
 from ..schedule.schedule import Schedule
@@ -197,6 +197,12 @@ class _Printer:
         start = self._c(lp.init)
         start = f"$tid{scale}" if start == "0" else f"{start} + $tid{scale}"
         it = self.names.id(lp.iterator)
+        if _converts_each_step(self.typing, st, dt):
+            # `T op= e` converts to T's type after every step (README "Types"): not associative,
+            # so no tree; thread 0 folds the terms in order, as the serial code does.
+            return [Region(Raw((f"if ($tid == 0)",
+                                f"  for (int64_t {it} = {self._c(lp.init)}; {self._c(lp.cond)}; {it} += {lp.step})",
+                                f"    {printer.statement(st)}")), False)]
         nodes: List[KNode] = [Region(Raw((
             f"{dt.c_name} pc_part = {literal(identity, dt)};",
             f"for (int64_t {it} = {start}; {self._c(lp.cond)}; {it} += {nt}{scale})",
@@ -263,6 +269,15 @@ class _Printer:
         params += [c.Value("int64_t", f"pc_g{a}") for a in "xyz"] + [c.Value("int64_t", f"pc_n{a}") for a in "xyz"]
         decl = c.FunctionDeclaration(c.Value("void", kernel.symbol + "_emu"), params)
         return str(c.FunctionBody(decl, c.Block(inner)))
+
+
+def _converts_each_step(typing, st, target: DType) -> bool:
+    """Whether the `+=`/`*=` update `st` combines in a type wider than its target's (an integer
+    target of a float value, float32 of float64) and so converts, and rounds, at every step."""
+    if st.update not in ("+", "*"):
+        return False
+    vt = typing.type_of(st.value, target)
+    return vt is not None and vt.name != "bool" and promote(target, vt) != target
 
 
 def _reductions(n) -> List[Reduce]:

@@ -13,6 +13,7 @@ from typing import List, Optional, Tuple
 import islpy as isl
 
 from ..ir import Program
+from .islutil import _budget_exhausted as budget_exhausted
 from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps
 from .model import PolyModel
 
@@ -89,6 +90,40 @@ def _uniform_delta(deltas: isl.Set) -> Optional[Tuple[int, ...]]:
     return tuple(point) if deltas.is_subset(only.align_params(deltas.get_space())) else None
 
 
+def compute_flow(sink: isl.UnionMap, source: isl.UnionMap, schedule_map: isl.UnionMap,
+                 must: bool) -> isl.UnionMap:
+    """Source instance -> sink instance dependences, by isl's dataflow analysis: with `must`, the
+    last source before each sink instance (sources kill earlier ones), else every earlier source.
+
+    Some inputs make `isl_union_access_info_compute_flow` fail with an internal error ("affine
+    expression involves some of the domain dimensions", seen with a triangular loop under a strided
+    one); the same relation is then computed from its definition with isl set operations.
+    """
+    info = isl.UnionAccessInfo.from_sink(sink)
+    info = info.set_must_source(source) if must else info.set_may_source(source)
+    try:
+        flow = info.set_schedule_map(schedule_map).compute_flow()
+    except isl.Error as e:
+        if "operations" in str(e) or budget_exhausted(isl.DEFAULT_CONTEXT):
+            raise
+        return dependences_by_definition(sink, source, schedule_map, must)
+    return flow.get_must_dependence() if must else flow.get_may_dependence()
+
+
+def dependences_by_definition(sink: isl.UnionMap, source: isl.UnionMap, schedule_map: isl.UnionMap,
+                              last_only: bool) -> isl.UnionMap:
+    """What `compute_flow` computes, from the definition: pairs of instances touching one element,
+    the source strictly earlier in `schedule_map` (injective); with `last_only` only the latest
+    such source for each element a sink instance accesses (`A[i - 1]` and `A[i + 1]` each have
+    their own last writer), so the analysis runs on wrapped (sink instance -> element) pairs."""
+    instance = sink.domain_map()                                  # [r -> e] -> r
+    pairs = sink.range_map().apply_range(source.reverse())        # [r -> e] -> w, w accesses e
+    pairs = pairs.intersect(instance.apply_range(schedule_map.lex_gt_union_map(schedule_map)))
+    if last_only:
+        pairs = pairs.apply_range(schedule_map).lexmax().apply_range(schedule_map.reverse())
+    return pairs.reverse().apply_range(instance)
+
+
 class Dependences:
     """All dependences of a program; iterable, printable, and filterable by kind."""
 
@@ -106,12 +141,9 @@ class Dependences:
             if writes.is_empty():
                 continue
             with isl_budget(f"computing the dependences on {t.name}"):
-                flow = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-                        .set_schedule_map(m.schedule_map).compute_flow()).get_must_dependence()
-                anti = (isl.UnionAccessInfo.from_sink(writes).set_may_source(reads)
-                        .set_schedule_map(m.schedule_map).compute_flow()).get_may_dependence()
-                output = (isl.UnionAccessInfo.from_sink(writes).set_may_source(writes)
-                          .set_schedule_map(m.schedule_map).compute_flow()).get_may_dependence()
+                flow = compute_flow(reads, writes, m.schedule_map, must=True)
+                anti = compute_flow(writes, reads, m.schedule_map, must=False)
+                output = compute_flow(writes, writes, m.schedule_map, must=False)
             for kind, umap in (("flow", flow), ("anti", anti), ("output", output)):
                 for rel in _maps(umap.coalesce()):
                     if rel.is_empty():

@@ -80,7 +80,10 @@ class BoundCall:
                                  f"declare (code generator and program disagree)") from None
             if decl.shape is None:
                 raise ValueError(f"intermediate {name!r} has no inferred shape; cannot allocate it")
-            self._temps[name] = np.empty(_extents(decl, self.sizes, {}), dtype=dtype.numpy)
+            # A temp's shape bounds the indices its statements use; below 0 at these sizes, the
+            # loops that use it are empty (a local in `range(2, N - 2)` at N = 1): no cells.
+            extents = tuple(max(0, e.evaluate(self.sizes)) for e in decl.shape)
+            self._temps[name] = np.empty(extents, dtype=dtype.numpy)
         return self._temps[name]
 
     @staticmethod

@@ -25,6 +25,7 @@ from ..errors import PolycError
 from ..poly.dependences import Dependences
 from ..poly.islutil import isl_budget
 from .legality import check_parallel
+from .rewrite import fully_unrolled, with_options
 from .schedule import Dim, Schedule
 
 #: Threads per block for a 1-D mapping, and the (outer, inner) thread tile of a 2-D mapping.
@@ -175,13 +176,19 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
     nodes: Dict[Tuple[int, Tuple[int, ...]], LoopNode] = {}
     roots: List[LoopNode] = []
     with isl_budget(f"finding the parallel loops of {schedule.model.program.name}"):
+        ranges = {name: m.range() for name, m in maps.items()}
+        varying = {(k, _loop_key(values[name], k)) for name, rng in ranges.items()
+                   for k, d in enumerate(schedule.dims)
+                   if d.is_loop and rng.plain_get_val_if_fixed(isl.dim_type.set, k).is_nan()}
         for name, m in maps.items():
-            rng = m.range()
             parent: Optional[LoopNode] = None
             for k, d in enumerate(schedule.dims):
-                if not d.is_loop or not rng.plain_get_val_if_fixed(isl.dim_type.set, k).is_nan():
-                    continue
                 key = _loop_key(values[name], k)
+                # A statement fixed at a loop dimension that another statement with the same
+                # scalar prefix iterates (`fuse` of a 1-D into a 2-D nest puts S1 at j = 0) runs
+                # inside that loop in the generated code (under a guard): it belongs to its node.
+                if not d.is_loop or (k, key) not in varying:
+                    continue
                 node = nodes.get((k, key))
                 if node is None:
                     node = nodes[(k, key)] = LoopNode(k, key, d.name or f"_d{k}")
@@ -194,7 +201,9 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
     # A floor-division quotient's loop runs once per outer instance: never a grid axis.
     quotients = {q for st in schedule.model.program.statements for q in st.divisions}
     for node in nodes.values():
-        node.parallel = not any(node.dim in carried[st] for st in node.statements) and node.name not in quotients
+        # A loop the user unrolled (`unroll`, `unroll_and_jam`) stays in each thread, written out.
+        node.parallel = (not any(node.dim in carried[st] for st in node.statements) and node.name not in quotients
+                         and not fully_unrolled(schedule.dims[node.dim]))
         node.reducible = not node.parallel and _reducible(schedule.model.program, node, other)
     return roots
 
@@ -300,7 +309,7 @@ def _separate(schedule: Schedule, labels: Dict[Tuple[int, Tuple[int, ...]], Tupl
         m = isl.Map(text)
         change = isl.Map(f"{{ [{olds}] -> [{', '.join(exprs)}] }}").align_params(m.get_space())
         maps.append((name, str(m.apply_range(change))))
-    return (replace(schedule, maps=tuple(maps), dims=tuple(new_dims),
+    return (replace(schedule, maps=tuple(maps), dims=tuple(new_dims), options=with_options(schedule.options, new_dims),
                     history=schedule.history + ("separate_nests()",)), index)
 
 
@@ -345,7 +354,8 @@ def _tile_band(schedule: Schedule, band: Sequence[int], sizes: Sequence[int]) ->
         m = isl.Map(text)
         maps.append((name, str(m.apply_range(change.align_params(m.get_space())))))
     note = f"gpu_tile({', '.join(f'{dims[b].name}={s}' for b, s in zip(band, sizes))})"
-    out = replace(schedule, maps=tuple(maps), dims=tuple(new_dims), history=schedule.history + (note,))
+    out = replace(schedule, maps=tuple(maps), dims=tuple(new_dims), options=with_options(schedule.options, new_dims),
+                  history=schedule.history + (note,))
     return out, outer_names, inner_names
 
 
@@ -377,7 +387,8 @@ def fuse_rows(schedule: Schedule, deps: Dependences) -> Optional[Schedule]:
         m = isl.Map(text)
         maps.append((name, str(m.apply_range(isl.Map(f"{{ [{olds}] -> [{news}] }}").align_params(m.get_space())))))
     dims = (schedule.dims[1], schedule.dims[0]) + schedule.dims[2:]
-    fused = replace(schedule, maps=tuple(maps), dims=dims, history=schedule.history + ("fuse_rows()",))
+    fused = replace(schedule, maps=tuple(maps), dims=dims, options=with_options(schedule.options, dims),
+                    history=schedule.history + ("fuse_rows()",))
     with isl_budget(f"checking that fusing the row loops of {program.name} is legal"):
         if violations(fused, deps):
             return None

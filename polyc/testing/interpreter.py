@@ -22,7 +22,7 @@ import islpy as isl
 import numpy as np
 
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Statement,
-                  Unary, dtype_of_numpy)
+                  Unary, dtype_of_numpy, promote)
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from ..poly.islutil import isl_name
 
@@ -149,7 +149,12 @@ class _Evaluator:
         self.statement = st
         target = self.arrays[st.target.tensor]
         dtype = target.dtype
-        value = np.asarray(self.expr(st.value, env, dtype)).astype(dtype)
+        raw = np.asarray(self.expr(st.value, env, dtype))
+        wide = self.update_type(st, dtype)
+        if wide is not None:
+            self.update_in(wide, st, target, raw, env)
+            return
+        value = raw.astype(dtype)
         idx = tuple(self.index(e, env) for e in st.target.indices)
         n = len(next(iter(env.values()))) if env else 1
         if not idx:
@@ -164,6 +169,35 @@ class _Evaluator:
             target[idx] = value
         else:
             _UPDATE[st.update].at(target, idx, value)
+
+    def update_type(self, st: Statement, dtype: np.dtype) -> Optional[np.dtype]:
+        """The type `T op= e` computes in when it is not T's own, else None (README "Types").
+
+        A `+=`/`*=` (`+=!`, `*=!`) update adds or multiplies in the promoted type of T and e and
+        converts the result to T's type, each step: numpy's `np.add(T, e, out=T, casting="unsafe")`
+        and C's compound assignment, so an int64 T += 0.5 gives trunc(T + 0.5), not T + trunc(0.5).
+        `max`/`min` need no widening: for finite in-range values max(T, trunc(e)) == trunc(max(T, e)).
+        """
+        if st.update not in ("+", "*"):
+            return None
+        own = dtype_of_numpy(np.dtype(dtype))
+        vt = self.typing.type_of(st.value, own)
+        if own is None or vt is None or vt.name == "bool":
+            return None
+        wide = promote(own, vt).numpy
+        return None if wide == np.dtype(dtype) else wide
+
+    def update_in(self, wide: np.dtype, st: Statement, target: np.ndarray, raw: np.ndarray, env) -> None:
+        """Apply the update of `st` point by point in lexicographic order, combining in `wide` and
+        converting after every step (a reduction into an integer rounds at each step, as the C does)."""
+        n = len(next(iter(env.values()))) if env else 1
+        value = np.broadcast_to(raw.astype(wide), (n,))
+        idx = [np.broadcast_to(self.index(e, env), (n,)) for e in st.target.indices]
+        ufunc = _UPDATE[st.update]
+        with np.errstate(all="ignore"):
+            for k in range(n):
+                at = tuple(int(i[k]) for i in idx)
+                target[at] = ufunc(target[at].astype(wide), value[k]).astype(target.dtype)
 
 
 def _float_literal(e: Expr) -> bool:
