@@ -163,6 +163,9 @@ class CExprPrinter:
         """C text of `e` evaluated in type `want` (literals adopt it)."""
         t = self.typing
         if isinstance(e, Const):
+            if e.dtype is None and isinstance(e.value, float) and math.isfinite(e.value) \
+                    and want is not None and want != BOOL and not want.is_float:
+                want = t.literal_float   # a weak float literal stays a float (C converts on use)
             return literal(e.value, e.dtype or want or t.default_float)
         if isinstance(e, ScalarRef):
             return self.names.scalar(e.name) if self.names is not None else e.name

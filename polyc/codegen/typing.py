@@ -8,6 +8,8 @@ undeclared scalars adopt the type of the other operand; integer `/` integer is a
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Tuple
 
@@ -50,6 +52,8 @@ class Typing:
         if isinstance(e, Const):
             if e.dtype is not None:
                 return e.dtype
+            if hint is not None and _is_int(hint) and isinstance(e.value, float) and math.isfinite(e.value):
+                return self.literal_float   # a weak float literal is never an integer (`max(0.25, n)`)
             if hint is not None:
                 return hint
             return None

@@ -97,6 +97,8 @@ class _Evaluator:
         if dt.kind in "iu" and isinstance(value, float) and math.isinf(value):
             info = np.iinfo(dt)
             return dt.type(info.max if value > 0 else info.min)
+        if dt.kind in "iu" and isinstance(value, float) and e.dtype is None and math.isfinite(value):
+            return np.float64(value)   # a weak float literal stays a float, as in the C (`T += 0.5`)
         polyc_type = dtype_of_numpy(dt)
         if polyc_type is not None and not integer_literal_fits(value, polyc_type):
             loc = literal_location(self.statement, value) if self.statement is not None else None

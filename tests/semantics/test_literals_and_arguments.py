@@ -110,3 +110,17 @@ def test_einsum_5000_digit_literal_is_a_parse_error():
     with pytest.raises(ParseError, match="5000 digits") as err:
         pc.kernel("B[i] = A[i] + " + "9" * 5000)
     assert err.value.column == 15
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_float_literal_in_an_integer_update_or_call_compiles_like_the_reference(target):
+    # A weak float literal is never an integer: `T += 0.5` adds in float, then converts (as numpy's
+    # out=/casting="unsafe" and C's `+=`); `max(0.25, A)` with an int A compiles too.
+    k = pc.kernel("T[i] = B[i]\nT[i] += 0.5\nC[i] = T[i]", B=pc.i64["M"])
+    b = np.array([1, -2, 3])
+    want = b.astype(np.float64) + 0.5
+    np.testing.assert_array_equal(pc.compile(k, target=target)(B=b), want.astype(np.int64))
+    np.testing.assert_array_equal(k.reference(B=b), want.astype(np.int64))
+    k2 = pc.kernel("C[i] = max(0.25, A[i])", A=pc.i32["M"])
+    a = np.array([0, 1, -3], dtype=np.int32)
+    np.testing.assert_array_equal(pc.compile(k2, target=target)(A=a), k2.reference(A=a))
