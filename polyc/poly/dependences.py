@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple
 import islpy as isl
 
 from ..ir import Program
-from .islutil import _budget_exhausted as budget_exhausted
+from .islutil import budget_exhausted
 from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps
 from .model import PolyModel
 

@@ -109,7 +109,7 @@ def params_str(params: Iterable[str]) -> str:
     return "[" + ", ".join(isl_name(p) for p in params) + "]"
 
 
-def _budget_exhausted(ctx: isl.Context) -> bool:
+def budget_exhausted(ctx: isl.Context) -> bool:
     """True if the operation budget is spent: then even a trivial parse fails.
 
     (isl reports a budget hit inside parsing as a syntax error, and islpy exposes no operation
@@ -141,13 +141,13 @@ def isl_budget(what: str, budget: Optional[int] = None) -> Iterator[None]:
     try:
         yield
     except isl.Error as e:
-        if "operations" in str(e) or _budget_exhausted(ctx):
+        if "operations" in str(e) or budget_exhausted(ctx):
             raise IslBudgetError(exceeded) from e
         raise PolycError(f"{what} failed inside isl: {e}") from e
     except (TypeError, ValueError) as e:
         # Past the budget some islpy conversions fail without an isl.Error (`Val.to_python` gets
         # no text back): that is the budget too, not a bug of the caller.
-        if _budget_exhausted(ctx):
+        if budget_exhausted(ctx):
             raise IslBudgetError(exceeded) from e
         raise
     finally:
