@@ -296,6 +296,20 @@ def _elements_function(fps: Sequence[Footprint]):
     return elements
 
 
+def tile_choices(n: int, innermost: Optional[int], time_like: Sequence[int], min_inner: int) -> List[List[int]]:
+    """The candidate sizes of each loop of an n-loop band: at least 4; at least `min_inner` for the
+    SIMD loop; between 4 and 32 for skewed time loops (compact tiles)."""
+    choices = []
+    for p in range(n):
+        c = [v for v in CANDIDATES if v >= 4]
+        if p == innermost:
+            c = [v for v in CANDIDATES if v >= min_inner]
+        if p in time_like:
+            c = [v for v in CANDIDATES if 4 <= v <= 32]
+        choices.append(c)
+    return choices
+
+
 def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: int = 8,
                innermost: Optional[int] = None, time_like: Sequence[int] = (),
                min_inner: int = 64, search: Optional[SearchBudget] = None) -> Tuple[int, ...]:
@@ -306,14 +320,7 @@ def tile_sizes(fps: Sequence[Footprint], n: int, budget_bytes: int, elem_bytes: 
     Up to `EXHAUSTIVE_LIMIT` combinations every one is scored; beyond, a local search from
     uniform starting points (`_local_search`) keeps the work polynomial in n.  `search` counts
     the candidates and may cut the search short at its deadline (best so far)."""
-    choices = []
-    for p in range(n):
-        c = [v for v in CANDIDATES if v >= 4]
-        if p == innermost:
-            c = [v for v in CANDIDATES if v >= min_inner]
-        if p in time_like:
-            c = [v for v in CANDIDATES if 4 <= v <= 32]
-        choices.append(c)
+    choices = tile_choices(n, innermost, time_like, min_inner)
     elements = _elements_function(fps)
 
     def score(sizes: Sequence[int]) -> Optional[tuple]:

@@ -19,24 +19,12 @@ from polyc.errors import IllegalScheduleError
 from polyc.schedule import auto as auto_module
 from polyc.schedule import auto_cost, auto_decide
 from polyc.schedule.auto import auto_schedule
-from polyc.schedule.auto_cost import CANDIDATES, Footprint, SearchBudget, tile_sizes
+from polyc.schedule.auto_cost import Footprint, SearchBudget, tile_choices, tile_sizes
 from polyc.schedule.legality import carried_at, check_legal, check_parallel, legality_memo, violations
 from polyc.schedule.schedule import Schedule
 
 
 # -- tile sizes ------------------------------------------------------------------------------------
-
-def _choices(n, innermost, time_like, min_inner):
-    out = []
-    for p in range(n):
-        c = [v for v in CANDIDATES if v >= 4]
-        if p == innermost:
-            c = [v for v in CANDIDATES if v >= min_inner]
-        if p in time_like:
-            c = [v for v in CANDIDATES if 4 <= v <= 32]
-        out.append(c)
-    return out
-
 
 def _key(fps, sizes, budget, elem_bytes, innermost):
     """The cost model's key, written out independently of `auto_cost` (None: does not fit)."""
@@ -51,7 +39,7 @@ def _key(fps, sizes, budget, elem_bytes, innermost):
 
 def _brute_force(fps, n, budget, elem_bytes=8, innermost=None, time_like=(), min_inner=64):
     """Every combination scored; the first best in product order (the search before bounding)."""
-    choices = _choices(n, innermost, time_like, min_inner)
+    choices = tile_choices(n, innermost, time_like, min_inner)
     best, best_key = None, None
     for sizes in itertools.product(*choices):
         key = _key(fps, sizes, budget, elem_bytes, innermost)
