@@ -12,6 +12,7 @@ from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudge
 from .errors import ExpressionTooDeepError, LiteralRangeError
 from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
+from . import viz as _viz  # noqa: F401  (registers the Jupyter views the values' _repr_html_ look up)
 
 # The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
 # subpackage binds it on this module, so it is loaded above and then the public function is bound

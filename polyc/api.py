@@ -73,8 +73,8 @@ class Kernel:
         return f"<polyc kernel {self.name}({sig}), {len(self.program.statements)} statements>"
 
     def _repr_html_(self) -> str:
-        from .viz.html import kernel_html
-        return kernel_html(self)
+        from .display import html_of
+        return html_of("kernel", self)
 
 
 def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = None,

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 import islpy as isl
 
-from .loop_ast import Block, Call, Guard, LExpr, Loop, Node
+from .loop_nodes import Block, Call, Guard, LExpr, Loop, Node
 
 
 class _Unspellable(Exception):

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 import cgen as c
 
 from ..ir import Access, Program
-from ..runtime.signature import KernelParam, KernelSignature
+from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
 from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, if_clause, single_call
 from .cexpr import CExprPrinter, expression_helpers
@@ -44,18 +44,22 @@ PACKED_PREAMBLE = """#include <string.h>
 """
 
 
+#: libmvec functions the generated C may declare SIMD versions of, with their vector ABI argument
+#: letters (one `v` per vector argument); `polyc.runtime.vector_math` finds which the machine has.
+VECTOR_MATH_FUNCTIONS = {"exp": "v", "log": "v", "sin": "v", "cos": "v", "tanh": "v", "pow": "vv"}
+
+
 def vector_math_declarations(program: Program) -> str:
     """SIMD declarations of the math functions `program` calls that libmvec may provide, each guarded
     by `POLYC_VMATH_<fn>` (defined by the compile command where available; see
     polyc.runtime.vector_math): with them gcc vectorises loops that call these functions."""
     from ..ir import Call as CallExpr
-    from ..runtime.vector_math import FUNCTIONS
     used = sorted({e.fn for st in program.statements for e in st.value.walk()
-                   if isinstance(e, CallExpr) and e.fn in FUNCTIONS})
+                   if isinstance(e, CallExpr) and e.fn in VECTOR_MATH_FUNCTIONS})
     out = []
     for fn in used:
-        params = ", ".join(["float"] * len(FUNCTIONS[fn]))
-        dparams = ", ".join(["double"] * len(FUNCTIONS[fn]))
+        params = ", ".join(["float"] * len(VECTOR_MATH_FUNCTIONS[fn]))
+        dparams = ", ".join(["double"] * len(VECTOR_MATH_FUNCTIONS[fn]))
         out += [f"#ifdef POLYC_VMATH_{fn}", "#pragma omp declare simd notinbranch", f"float {fn}f({params});",
                 "#pragma omp declare simd notinbranch", f"double {fn}({dparams});", "#endif"]
     return "\n".join(out) + "\n" if out else ""

@@ -20,7 +20,7 @@ from typing import List, Optional
 import cgen as c
 
 from ..ir import Access, DType, Program, promote
-from ..runtime.signature import KernelSignature
+from .signature import KernelSignature
 from ..schedule.gpu import default_gpu_mapping, is_mapped
 from ..schedule.schedule import Schedule
 from .c import c_symbol, kernel_signature

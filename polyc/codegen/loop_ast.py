@@ -12,17 +12,9 @@ import islpy as isl
 
 from ..errors import PolycError
 from ..schedule.schedule import Dim, Schedule
+from .loop_nodes import Block, Call, Guard, LExpr, Loop, Node  # noqa: F401  (re-exported)
 
 # -- expressions -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class LExpr:
-    """`op` is "int", "id", or an operator name; `args` are sub-expressions; `value` for leaves."""
-
-    op: str
-    args: Tuple["LExpr", ...] = ()
-    value: Union[int, str, None] = None
-
 
 _BINARY = {isl.ast_expr_op_type.add: "+", isl.ast_expr_op_type.sub: "-", isl.ast_expr_op_type.mul: "*",
            isl.ast_expr_op_type.and_: "&&", isl.ast_expr_op_type.or_: "||",
@@ -89,39 +81,6 @@ def strip_parens(s: str) -> str:
     return s
 
 # -- statements --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Loop:
-    iterator: str
-    init: LExpr
-    cond: LExpr
-    step: int
-    body: "Node"
-    dim: Optional[Dim]
-
-
-@dataclass(frozen=True)
-class Guard:
-    cond: LExpr
-    then: "Node"
-    orelse: Optional["Node"]
-
-
-@dataclass(frozen=True)
-class Block:
-    children: Tuple["Node", ...]
-
-
-@dataclass(frozen=True)
-class Call:
-    """One statement instance: `args` are the statement's original iterators as expressions."""
-
-    statement: str
-    args: Tuple[LExpr, ...]
-
-
-Node = Union[Loop, Guard, Block, Call]
-
 
 def walk(n: Node) -> Iterator[Node]:
     """`n` and every node below it, parents first, in program order."""

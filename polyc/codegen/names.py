@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Mapping, Optional
 
+from ..ir.spelling import ascii_spelling  # noqa: F401  (re-exported; isl naming needs it too)
 from ..poly.islutil import isl_name
 
 if TYPE_CHECKING:
@@ -38,20 +39,6 @@ INTERNAL = "pc_"
 TENSOR, DATA, SIZE, SCALAR, INDEX = "t", "d", "n", "s", "i"
 
 _ASCII_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def ascii_spelling(name: str) -> str:
-    """An injective ASCII spelling of any string: letters and digits kept, `_` doubled, any other
-    character as `_<hex>_` (so `_` is always followed by `_` or a hex digit)."""
-    out = []
-    for ch in name:
-        if ch.isascii() and ch.isalnum():
-            out.append(ch)
-        elif ch == "_":
-            out.append("__")
-        else:
-            out.append(f"_{ord(ch):x}_")
-    return "".join(out)
 
 
 def mangle(kind: str, name: str) -> str:

@@ -171,8 +171,8 @@ class Dependences:
         return "\n".join(str(d) for d in self.items) or "(no dependences)"
 
     def _repr_html_(self) -> str:
-        from ..viz.html import dependences_html
-        return dependences_html(self)
+        from ..display import html_of
+        return html_of("dependences", self)
 
     __repr__ = __str__
 

@@ -40,12 +40,12 @@ def isl_name(name: str) -> str:
     Plain names (an ASCII letter, then letters, digits and `_`, not ending in `_`) stay as they are.
     Every other name ends in `_` (which plain names never do): keywords `and` -> `and_`, internal
     look-alikes `t0` -> `t0_`, `and_` -> `and___` (inner `_` doubled), and names that are not plain
-    ASCII are spelled out (`α` -> `u_g_3b1__`, see `polyc.codegen.names.ascii_spelling`).
+    ASCII are spelled out (`α` -> `u_g_3b1__`, see `polyc.ir.spelling.ascii_spelling`).
     """
     if _VERBATIM.match(name) and not name.endswith("_") and name.lower() not in _ISL_KEYWORDS \
             and not _INTERNAL.match(name):
         return name
-    from ..codegen.names import ascii_spelling
+    from ..ir.spelling import ascii_spelling
     body = ascii_spelling(name)
     if not (name[:1].isascii() and name[:1].isalpha()):
         body = _ODD_START + body

@@ -3,7 +3,7 @@ from .arguments import BoundCall, bind_arguments, passed_dtypes, size_symbols
 from .cache import cache_dir, cache_key
 from .compiler import command_flags, compile_c, compiler_version, resolve_compiler
 from .loader import KernelFunction, load_function, load_library
-from .signature import KernelParam, KernelSignature
+from ..codegen.signature import KernelParam, KernelSignature
 
 __all__ = [
     "BoundCall", "bind_arguments", "passed_dtypes", "size_symbols",

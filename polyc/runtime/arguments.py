@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES, f64
-from .signature import KernelSignature
+from ..codegen.signature import KernelSignature
 
 Number = Union[int, float]
 

@@ -91,5 +91,5 @@ class CCompiledKernel:
         return f"<compiled {self.kernel.name} for C, schedule {self.schedule!r}>"
 
     def _repr_html_(self) -> str:
-        from ..viz.html import compiled_html
-        return compiled_html(self)
+        from ..display import html_of
+        return html_of("compiled", self)

@@ -124,8 +124,8 @@ class CUDACompiledKernel:
         return self._last
 
     def _repr_html_(self) -> str:
-        from ..viz.html import compiled_html
-        return compiled_html(self)
+        from ..display import html_of
+        return html_of("compiled", self)
 
     def __repr__(self) -> str:
         return f"<compiled {self.kernel.name} for {self.target}, schedule {self.schedule!r}>"

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import CacheWarning, CompileError
 from ..ir import DType
-from .signature import KernelParam, KernelSignature
+from ..codegen.signature import KernelParam, KernelSignature
 
 _SCALAR_CTYPES: Dict[str, Any] = {
     "f32": ctypes.c_float,

@@ -18,8 +18,10 @@ import os
 import platform
 from typing import Tuple
 
-#: Candidate functions and their vector ABI argument letters (one `v` per vector argument).
-FUNCTIONS = {"exp": "v", "log": "v", "sin": "v", "cos": "v", "tanh": "v", "pow": "vv"}
+from ..codegen.c import VECTOR_MATH_FUNCTIONS as FUNCTIONS
+
+#: Candidate functions and their vector ABI argument letters (`FUNCTIONS`): the generated C declares
+#: them, so the list lives with the code generator.
 #: x86 vector ABI ISA letters with (float lanes, double lanes).
 _ISAS = {"b": (4, 2), "c": (8, 4), "d": (8, 4), "e": (16, 8)}
 

@@ -49,7 +49,8 @@ from typing import Dict, Optional, Tuple, Union
 import islpy as isl
 
 from ..errors import IllegalScheduleError, PolycError
-from ..ir import Access, Affine, Binary, Expr, IndexExpr, Program, Statement
+from ..ir import Affine
+from ..poly.contraction import Contraction, contraction_form  # noqa: F401  (re-exported)
 from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
 from .integers import optional_positive_int
 from .rewrite import dependences_of, finish, fresh_name, kernel_names, statement_name, step, time_vars
@@ -68,22 +69,6 @@ MAX_BLOCK = 2**24
 
 class BatchLoopsInside(PolycError):
     """`pack` refused because a batch loop of the contraction runs inside its other loops."""
-
-
-@dataclass(frozen=True)
-class Contraction:
-    """A statement `T += P1 * P2` classified by loops (see the module docstring).  Each group is one
-    loop for a matmul; a convolution has several (m: `f`; n: `n, h, w`; k: `c, kh, kw`), which the
-    packed code runs as one linear index each, in source order."""
-
-    statement: str
-    m: Tuple[str, ...]
-    n: Tuple[str, ...]
-    k: Tuple[str, ...]
-    batch: Tuple[str, ...]
-    m_factor: Expr        # the factor indexed by (m, k): packed as broadcast rows
-    n_factor: Expr        # the factor indexed by (k, n): packed as SIMD lanes
-    m_first: bool         # whether the m-side factor is the left operand of the product as written
 
 
 @dataclass(frozen=True)
@@ -116,59 +101,7 @@ class PackPlan:
 
 # -- recognising contractions --------------------------------------------------------------------
 
-def _iterators_in(e: Expr, iterators: Tuple[str, ...]) -> set:
-    out = set()
-    for node in e.walk():
-        if isinstance(node, Access):
-            for ix in node.indices:
-                out |= {v for v in ix.variables if v in iterators}
-        elif isinstance(node, IndexExpr):
-            out |= {v for v in node.value.variables if v in iterators}
-    return out
-
-
-def _rank_in(indices, loops) -> int:
-    """Rank of the subscripts' coefficients on `loops` (full rank: one element per loop values)."""
-    from fractions import Fraction
-    from .auto_cost import rank
-    return rank([[Fraction(ix.coeff(v)) for v in loops] for ix in indices])
-
-
-def contraction_form(program: Program, name: str) -> Union[Contraction, str]:
-    """The statement as a `Contraction`, or a sentence saying why it is not one."""
-    st: Statement = program.statement(name)
-    if st.update != "+":
-        return f"{name} is not an accumulation `+=`"
-    v = st.value
-    if not (isinstance(v, Binary) and v.op == "*"):
-        return f"{name} does not accumulate a product of two factors"
-    its = st.iterators
-    target = st.target.tensor
-    for side in (v.lhs, v.rhs):
-        if not side.accesses():
-            return f"{name}: a factor of the product reads no array"
-        if any(a.tensor == target for a in side.accesses()):
-            return f"{name} reads its own target {target} in the product"
-    t_its = _iterators_in(st.target, its)
-    l_its, r_its = _iterators_in(v.lhs, its), _iterators_in(v.rhs, its)
-    batch = tuple(i for i in its if i in t_its and i in l_its and i in r_its)
-    lhs_only = [i for i in its if i in t_its and i in l_its and i not in r_its]
-    rhs_only = [i for i in its if i in t_its and i in r_its and i not in l_its]
-    ks = [i for i in its if i in l_its and i in r_its and i not in t_its]
-    classified = set(batch) | set(lhs_only) | set(rhs_only) | set(ks)
-    if not lhs_only or not rhs_only or not ks or classified != set(its):
-        return (f"{name} is not a contraction: it needs row loops, column loops and reduction loops, each "
-                f"indexing exactly two of the target and the two factors (target loops {sorted(t_its)}, "
-                f"factor loops {sorted(l_its)} and {sorted(r_its)})")
-    # SIMD lanes go along the loops the target is laid out along (unit stride), when there are some.
-    last = st.target.indices[-1] if st.target.indices else Affine.const(0)
-    lanes_left = any(abs(last.coeff(x)) == 1 for x in lhs_only) and not any(last.coeff(x) for x in rhs_only)
-    m_first = not lanes_left
-    m, n = (tuple(lhs_only), tuple(rhs_only)) if m_first else (tuple(rhs_only), tuple(lhs_only))
-    if _rank_in(st.target.indices, list(m + n)) < len(m) + len(n):
-        return f"{name}: the target {target} is not one element per ({', '.join(m + n)})"
-    m_factor, n_factor = (v.lhs, v.rhs) if m_first else (v.rhs, v.lhs)
-    return Contraction(name, m, n, tuple(ks), batch, m_factor, n_factor, m_first)
+# Recognition is `polyc.poly.contraction.contraction_form` (shared with the CUDA scheduler).
 
 
 # -- the domain must be a box in (m, n, k) --------------------------------------------------------

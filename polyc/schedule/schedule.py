@@ -287,8 +287,8 @@ class Schedule:
         return describe(self)
 
     def _repr_html_(self) -> str:
-        from ..viz.html import schedule_html
-        return schedule_html(self)
+        from ..display import html_of
+        return html_of("schedule", self)
 
     def __repr__(self) -> str:
         steps = ".".join(self.history) if self.history else "source order"

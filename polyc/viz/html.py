@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, List, Optional, Sequence
 
+from ..display import register_html
 from ..ir.text import statement_text
 from .highlight import highlight_c
 from ..schedule.outline import OutlineNode, mark_label, schedule_outline
@@ -324,3 +325,10 @@ def view(obj, **options: Any) -> HTMLView:
     if hasattr(type(obj), "source") and hasattr(obj, "kernel"):
         return HTMLView(compiled_html(obj, **options), repr(obj))
     raise TypeError(f"no polyc view for {type(obj).__name__}")
+
+
+# The stages' `_repr_html_` find these views here (`polyc.display`), so no stage imports viz.
+register_html("kernel", kernel_html)
+register_html("dependences", dependences_html)
+register_html("schedule", schedule_html)
+register_html("compiled", compiled_html)
