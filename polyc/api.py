@@ -118,14 +118,17 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
 
 def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: str,
                       reassociate: Optional[bool] = None) -> Schedule:
+    if target in ("cuda", "cuda-emu"):
+        # On a GPU every schedule is mapped by the scheduler unless the user mapped it: "auto", the
+        # default and an unmapped schedule all get `auto_gpu_schedule` (blocks/threads, tiled
+        # shared-memory contractions, tree reductions); code generation prints what it says.
+        from .schedule.auto_gpu import auto_gpu_schedule
+        base = k.schedule() if schedule in (None, "source", "auto") else _resolve_schedule(k, schedule, "c")
+        return auto_gpu_schedule(base)
     if schedule is None or schedule == "source":
         return k.schedule()
     if isinstance(schedule, str):
         if schedule == "auto":
-            if target in ("cuda", "cuda-emu"):
-                # The CUDA generator maps an unmapped schedule automatically (blocks/threads,
-                # tiled shared-memory contractions, tree reductions): that is "auto" on a GPU.
-                return k.schedule()
             from .schedule.auto import auto_schedule
             return auto_schedule(k, target=target, reassociate=reassociate)
         raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto' or None")

@@ -1,8 +1,8 @@
 """GPU program -> CUDA C++ source, and the same program -> C that emulates it on the CPU.
 
-`generate_cuda(schedule, typing)` maps an unmapped schedule automatically
-(`polyc.schedule.gpu.default_gpu_mapping`), builds the `GPUProgram` (host control + kernels,
-see `cuda_ir`) and prints it twice from the one intermediate form:
+`generate_cuda(schedule, typing)` builds the `GPUProgram` of a mapped schedule (host control +
+kernels, see `cuda_ir`; the mapping and the tiled contractions are the scheduler's,
+`polyc.schedule.auto_gpu`) and prints it twice from the one intermediate form:
 
 - CUDA: one `extern "C" __global__` function per kernel; block/thread loops become grid- and
   block-stride loops over `blockIdx`/`threadIdx`; tensors are flat pointers indexed row-major
@@ -21,12 +21,13 @@ import cgen as c
 
 from ..ir import Access, DType, Program, promote
 from .signature import KernelSignature
-from ..schedule.gpu import default_gpu_mapping, is_mapped
+from ..schedule.auto_gpu import gpu_contraction_plans
 from ..schedule.schedule import Schedule
 from .c import c_symbol, kernel_signature
 from .cexpr import CExprPrinter, expression_helpers, literal
+from .cuda_contraction import with_tiled_contractions
 from .cuda_ir import (REDUCE_THREADS, Barrier, GPUKernel, GPUProgram, IdxGuard, IdxGuardU, KNode, Mapped, Raw, Reduce,
-                      Region, UGuard, ULoop, USeq, build_gpu_program)
+                      Region, UGuard, ULoop, USeq, build_gpu_program, flat_index)
 from .loop_ast import Block, Call, Guard, Loop, c_text, strip_parens
 from .names import CNames
 from .typing import Typing
@@ -87,19 +88,6 @@ class GeneratedCUDA:
     launch: GPUProgram
     emulation_source: str
     schedule: Schedule
-
-
-def flat_index(program: Program, acc: Access, printer: CExprPrinter) -> str:
-    """Row-major offset of an access: `((i0) * S1 + (i1)) * S2 + (i2)`."""
-    shape = program.tensor(acc.tensor).shape or ()
-    text = ""
-    for d, e in enumerate(acc.indices):
-        idx = printer.affine(e)
-        if d == 0:
-            text = f"({idx})" if len(acc.indices) > 1 else idx
-        else:
-            text = f"({text} * ({printer.affine(shape[d])}) + ({idx}))"
-    return strip_parens(text) if text else "0"
 
 
 class _Printer:
@@ -306,17 +294,18 @@ def _emu_threads(kernel: GPUKernel) -> int:
 def generate_cuda(schedule: Schedule, typing: Typing) -> GeneratedCUDA:
     """CUDA source (+ emulation C, launch plan, signature) for `schedule`, specialised to `typing`.
 
-    An unmapped schedule is mapped with `default_gpu_mapping` first.
+    Prints what the schedule says and decides nothing: loops marked "block"/"thread" run on the
+    grid, the others inside a thread or on the host, and each tiled-contraction plan the schedule
+    holds (`polyc.schedule.auto_gpu`) becomes its tiled kernel.  An unmapped schedule therefore runs
+    in one thread; `pc.compile`/`pc.codegen` map it with `auto_gpu_schedule` first.
     """
     program = schedule.model.program
-    if not is_mapped(schedule):
-        from .cuda_contraction import contraction_program
-        special = contraction_program(schedule, typing)
-        if special is not None:
-            return special
-        schedule = default_gpu_mapping(schedule)
     signature = kernel_signature(program, typing)
-    gpu = build_gpu_program(schedule, c_symbol(program.name))
+    symbol = c_symbol(program.name)
+    gpu = build_gpu_program(schedule, symbol)
+    plans = gpu_contraction_plans(schedule)
+    if plans:
+        gpu = with_tiled_contractions(gpu, plans, program, typing, symbol)
     return print_program(program, typing, signature, gpu, schedule)
 
 

@@ -1,10 +1,9 @@
-"""A shared-memory, register-tiled CUDA kernel for matmul-like contractions.
+"""Printing the tiled kernel of a contraction the CUDA scheduler planned (`GPUContractionPlan`).
 
-Recognised: a statement `C[b?, i, j] += f(A[.. i, k ..], B[.. k, j ..])` over a rectangular domain
-(isl proves it: the domain equals the box of its per-iterator bounds), where `A` does not depend on
-`j`, `B` not on `i`, neither is `C`, and the value reads nothing else (scalars are fine).  An
-immediately preceding `C[b?, i, j] = <constant>` (what `+=!` produces) is fused as the
-accumulator's start value.
+The decision, and the roles of the statement (`C[b?, i, j] += f(A[.. i, k ..], B[.. k, j ..])`
+over a box, see `polyc.poly.contraction.tiled_contraction`), come from the schedule
+(`polyc.schedule.auto_gpu`); this module only writes the kernel and puts it in place of the
+launch of that statement's loops (`with_tiled_contractions`).
 
 Each block computes a BM x BN tile of C with 256 threads, each thread a TM x TN register tile;
 K advances in steps of BK: the A and B tiles are staged in shared memory (A transposed, rows
@@ -17,22 +16,18 @@ per-thread arrays), so the CPU emulator runs exactly the code nvcc compiles.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional
 
-import islpy as isl
-
-from ..ir import Access, Affine, Const, IndexExpr, Program, Statement
-from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
-from ..schedule.schedule import Schedule
+from ..errors import PolycError
+from ..ir import Access, Affine, Program
+from ..poly.islutil import isl_name
+from ..schedule.auto_gpu import GPUContractionPlan
 from .cexpr import CExprPrinter, literal
-from .cuda_ir import (Barrier, GPUKernel, GPUProgram, HostSeq, Launch, Mapped, Raw, Region, ULoop, USeq,
-                      build_gpu_program)
+from .cuda_ir import (Barrier, GPUKernel, GPUProgram, HNode, HostGuard, HostLoop, HostSeq, Launch, Mapped, Raw,
+                      Region, ULoop, USeq, flat_index)
 from .loop_ast import LExpr, Loop
 from .names import CNames
 from .typing import Typing
-
-BM, BN, BK, TM, TN = 128, 128, 16, 8, 8
-THREADS = (BM // TM) * (BN // TN)          # 256
 
 
 def _affine_lexpr(a: Affine) -> LExpr:
@@ -52,93 +47,15 @@ def _ceil_div(a: Affine, d: int) -> LExpr:
     return LExpr("floord", (LExpr("+", (_affine_lexpr(a), LExpr("int", value=d - 1))), LExpr("int", value=d)))
 
 
-class _Match:
-    """The roles of a recognised contraction statement."""
-
-    def __init__(self, st: Statement, init: Optional[Statement], i: str, j: str, k: str,
-                 batch: Optional[str], a: Access, b: Access, extents: Dict[str, Affine]):
-        self.st, self.init, self.i, self.j, self.k, self.batch = st, init, i, j, k, batch
-        self.a, self.b, self.extents = a, b, extents
-
-
-def _box_extents(schedule: Schedule, st: Statement) -> Optional[Dict[str, Affine]]:
-    """Per iterator, the extent E of `0 <= it < E` when the domain is exactly that box."""
-    model = schedule.model
-    dom = model.domains[st.name]
-    extents: Dict[str, Affine] = {}
-    with isl_budget(f"checking whether {st.name} is a rectangular contraction"):
-        parts = []
-        for d, it in enumerate(st.iterators):
-            lo = pw_aff_to_affine(dom.dim_min(d), model.context)
-            hi = pw_aff_to_affine(dom.dim_max(d), model.context)
-            if lo is None or hi is None or lo.variables or lo.constant != 0 or set(hi.variables) & set(st.iterators):
-                return None
-            extents[it] = hi + 1
-            parts.append(f"0 <= {isl_name(it)} <= {affine_str(hi)}")
-        box = isl.Set(f"{model.pstr} -> {{ {isl_name(st.name)}[{', '.join(isl_name(i) for i in st.iterators)}] : "
-                      f"{' and '.join(parts) or 'true'} }}")
-        if not dom.intersect_params(model.context).is_equal(box.intersect_params(model.context)):
-            return None
-    return extents
-
-
-def match_contraction(schedule: Schedule, name: str) -> Optional[_Match]:
-    """The contraction roles of statement `name`, or None when it is not one we tile."""
-    program = schedule.model.program
-    st = program.statement(name)
-    if st.update != "+" or len(st.target.indices) < 2:
-        return None
-    tvars = [e.as_single_var() for e in st.target.indices]
-    if any(v is None or e.coeff(v) != 1 or e.constant for v, e in zip(tvars, st.target.indices)):
-        return None
-    if len(set(tvars)) != len(tvars) or len(tvars) > 3:
-        return None
-    red = [v for v in st.iterators if v not in tvars]
-    if len(red) != 1 or any(isinstance(e, IndexExpr) for e in st.value.walk()):
-        return None
-    i, j, k = tvars[-2], tvars[-1], red[0]
-    batch = tvars[0] if len(tvars) == 3 else None
-    reads = list(st.value.accesses())
-    if len(reads) != 2 or any(r.tensor == st.target.tensor for r in reads):
-        return None
-
-    def uses(acc: Access) -> set:
-        return {v for e in acc.indices for v in e.variables if v in st.iterators}
-
-    a, b = reads
-    if j in uses(a):
-        a, b = b, a
-    ua, ub = uses(a), uses(b)
-    if not ({i, k} <= ua <= {i, k, batch} and {k, j} <= ub <= {k, j, batch}):
-        return None
-    written = {s.target.tensor for s in program.statements}
-    if a.tensor in written or b.tensor in written:
-        return None
-    extents = _box_extents(schedule, st)
-    if extents is None:
-        return None
-    return _Match(st, None, i, j, k, batch, a, b, extents)
-
-
-def _fusable_init(schedule: Schedule, program: Program, m: _Match) -> Optional[Statement]:
-    """`C[b?, i, j] = const` right before the contraction, over the same (b, i, j) box."""
-    idx = [s.name for s in program.statements].index(m.st.name)
-    if idx == 0:
-        return None
-    init = program.statements[idx - 1]
-    if init.update is not None or not isinstance(init.value, Const) or init.target != m.st.target:
-        return None
-    if set(init.iterators) != set(m.st.iterators) - {m.k}:
-        return None
-    return init if _box_extents(schedule, init) == {v: e for v, e in m.extents.items() if v != m.k} else None
-
-
-def contraction_kernel(m: _Match, program: Program, typing: Typing, symbol: str) -> GPUKernel:
-    """The tiled kernel for a matched contraction (see the module docstring)."""
-    dt = typing.tensors[m.st.target.tensor]
+def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typing, symbol: str) -> GPUKernel:
+    """The tiled kernel of a planned contraction (see the module docstring)."""
+    m = plan.contraction
+    st = program.statement(m.statement)
+    BM, BN, BK, TM, TN = plan.tile
+    THREADS = plan.threads
+    dt = typing.tensors[st.target.tensor]
     ct = dt.c_name
-    ext = m.extents
-    from .cuda import flat_index
+    ext = dict(m.extents)
 
     names = CNames.for_program(program)
 
@@ -153,17 +70,17 @@ def contraction_kernel(m: _Match, program: Program, typing: Typing, symbol: str)
     row, col = "(pc_i0 + pc_r)", "(pc_j0 + pc_c)"
     a_load = access(m.a, {m.i: "(pc_i0 + pc_r)", m.k: "(pc_k0 + pc_c)", **bvar})
     b_load = access(m.b, {m.k: "(pc_k0 + pc_r)", m.j: "(pc_j0 + pc_c)", **bvar})
-    target = access(m.st.target, {m.i: row, m.j: col, **bvar})
+    target = access(st.target, {m.i: row, m.j: col, **bvar})
     value_printer = CExprPrinter(typing, {}, lambda a, p: "pc_af[pc_m]" if a == m.a else "pc_bf[pc_n]", names)
-    value = value_printer.expr(m.st.value, dt)
+    value = value_printer.expr(st.value, dt)
     zero = literal(0, dt)
     ty_tx = [f"const int pc_tcol = (int)$tid % {BN // TN};", f"const int pc_trow = (int)$tid / {BN // TN};"]
     # A thread owns rows ty*4 + {0..3} and BM/2 + ty*4 + {0..3} (same for columns): runs of four
     # consecutive, 16-byte aligned shared-memory words, which nvcc reads with vector loads.
     rm = f"(pc_trow * {TM // 2} + (pc_m % {TM // 2}) + (pc_m / {TM // 2}) * {BM // 2})"
     cn = f"(pc_tcol * {TN // 2} + (pc_n % {TN // 2}) + (pc_n / {TN // 2}) * {BN // 2})"
-    if m.init is not None:
-        start = [f"pc_acc[pc_m][pc_n] = {CExprPrinter(typing, {}, None, names).expr(m.init.value, dt)};"]
+    if plan.init_value is not None:
+        start = [f"pc_acc[pc_m][pc_n] = {CExprPrinter(typing, {}, None, names).expr(plan.init_value, dt)};"]
     else:
         start = [f"const int64_t pc_r = {rm};",
                  f"const int64_t pc_c = {cn};",
@@ -221,60 +138,55 @@ def contraction_kernel(m: _Match, program: Program, typing: Typing, symbol: str)
         body = Mapped("block", 2, lp, body)
         grid[2] = _affine_lexpr(ext[m.batch])
     return GPUKernel(symbol, body, (), tuple(grid), (LExpr("int", value=THREADS), None, None),  # type: ignore[arg-type]
-                     statements=(m.st.name,) + ((m.init.name,) if m.init else ()),
+                     statements=(st.name,) + ((plan.init,) if plan.init else ()),
                      shared=(("pc_As", ct, (BK, BM + 4)), ("pc_Bs", ct, (BK, BN))),
                      private=(("pc_acc", ct, (TM, TN)),), fixed_block=True,
                      min_blocks=2)   # <= 128 registers: two blocks per SM hide latency (measured on H100)
 
 
-def contraction_program(schedule: Schedule, typing: Typing):
-    """The GPU program with tiled contraction kernels, or None when nothing matches.
+def with_tiled_contractions(gpu: GPUProgram, plans: Mapping[str, GPUContractionPlan], program: Program,
+                            typing: Typing, symbol: str) -> GPUProgram:
+    """`gpu` with the launch of each planned contraction's loops replaced by its tiled kernel and
+    the launch of its fused `= const` statement dropped; kernels renumbered `<symbol>_k<n>`.
 
-    Applies to unmapped source-order schedules: each contraction statement that is its own
-    top-level nest (and its fused `= const` initialisation) is replaced by the tiled kernel; the
-    other statements keep the automatic mapping.
-    """
-    if schedule.history:
-        return None
-    program = schedule.model.program
-    matches: Dict[str, _Match] = {}
-    for st in program.statements:
-        m = match_contraction(schedule, st.name)
-        if m is not None:
-            m.init = _fusable_init(schedule, program, m)
-            matches[st.name] = m
-    if not matches:
-        return None
-    from ..schedule.gpu import default_gpu_mapping
-    from .c import c_symbol, kernel_signature
-    from .cuda import print_program
-    mapped = default_gpu_mapping(schedule, row_fusion=False)
-    symbol = c_symbol(program.name)
-    gpu = build_gpu_program(mapped, symbol)
-    host = HostSeq((gpu.host,)) if isinstance(gpu.host, Launch) else gpu.host
-    if not isinstance(host, HostSeq) or not all(isinstance(c, Launch) for c in host.children):
-        return None
-    fused = {m.init.name for m in matches.values() if m.init is not None}
+    The scheduler plans only contractions that are their own top-level nests, so each one's loops
+    form one top-level kernel; anything else is a PolycError (the schedule and the program disagree)."""
+    fused = {p.init for p in plans.values() if p.init is not None}
     kernels: List[GPUKernel] = []
-    order: List[Launch] = []
-    replaced = False
-    for launch in host.children:
-        k = gpu.kernels[launch.kernel]
+    done: set = set()
+
+    def launch(index: int) -> Optional[HNode]:
+        k = gpu.kernels[index]
         stmts = set(k.statements)
-        if len(stmts) == 1 and next(iter(stmts)) in matches:
-            k = contraction_kernel(matches[next(iter(stmts))], program, typing, f"{symbol}_k{len(kernels)}")
-            replaced = True
-        elif stmts and stmts <= fused:
-            continue
+        top = not k.host_iterators
+        if top and len(stmts) == 1 and next(iter(stmts)) in plans:
+            name = next(iter(stmts))
+            k = contraction_kernel(plans[name], program, typing, f"{symbol}_k{len(kernels)}")
+            done.add(name)
+        elif top and stmts and stmts <= fused:
+            return None
         else:
             k = replace(k, symbol=f"{symbol}_k{len(kernels)}")
-        order.append(Launch(len(kernels)))
         kernels.append(k)
-    if not replaced:
-        return None
-    # A fused initialisation is only dropped when its contraction kernel was emitted.
-    emitted = {s for k in kernels for s in k.statements}
-    if not fused <= emitted:
-        return None
-    prog = GPUProgram(HostSeq(tuple(order)), tuple(kernels))
-    return print_program(program, typing, kernel_signature(program, typing), prog, mapped)
+        return Launch(len(kernels) - 1)
+
+    def host(n: HNode) -> Optional[HNode]:
+        if isinstance(n, Launch):
+            return launch(n.kernel)
+        if isinstance(n, HostSeq):
+            kept = tuple(c for c in (host(ch) for ch in n.children) if c is not None)
+            return HostSeq(kept)
+        if isinstance(n, HostLoop):
+            return replace(n, body=host(n.body) or HostSeq(()))
+        if isinstance(n, HostGuard):
+            orelse = host(n.orelse) if n.orelse is not None else None
+            return replace(n, then=host(n.then) or HostSeq(()), orelse=orelse)
+        raise TypeError(n)
+
+    root = host(gpu.host) or HostSeq(())
+    missing = set(plans) - done
+    dropped_without_kernel = {p.init for p in plans.values() if p.init is not None and p.statement not in done}
+    if missing or dropped_without_kernel:
+        raise PolycError(f"the schedule plans tiled kernels for {', '.join(sorted(missing))}, but their loops do not "
+                         f"form top-level kernels of their own; re-create the schedule with auto_gpu_schedule")
+    return GPUProgram(root, tuple(kernels))

@@ -18,14 +18,15 @@ so they execute the same index arithmetic and guards.  The rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import islpy as isl
 
 from ..errors import PolycError
-from ..poly.islutil import isl_budget
+from ..ir import Access, Program
+from ..poly.islutil import isl_budget, isl_name
 from ..schedule.schedule import Schedule
-from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, build_loop_ast, lexpr, walk
+from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, build_loop_ast, lexpr, strip_parens, walk
 
 # -- kernel-side nodes ------------------------------------------------------------------------------
 
@@ -398,6 +399,21 @@ class _Extents:
             return lexpr(build.expr_from_pw_aff(ext))
 
 
+# -- array indexing ------------------------------------------------------------------------------------
+
+def flat_index(program: Program, acc: Access, printer) -> str:
+    """Row-major offset of an access: `((i0) * S1 + (i1)) * S2 + (i2)`."""
+    shape = program.tensor(acc.tensor).shape or ()
+    text = ""
+    for d, e in enumerate(acc.indices):
+        idx = printer.affine(e)
+        if d == 0:
+            text = f"({idx})" if len(acc.indices) > 1 else idx
+        else:
+            text = f"({text} * ({printer.affine(shape[d])}) + ({idx}))"
+    return strip_parens(text) if text else "0"
+
+
 # -- the program builder ----------------------------------------------------------------------------------
 
 def build_gpu_program(schedule: Schedule, symbol: str) -> GPUProgram:
@@ -515,3 +531,40 @@ def launch_dims(kernel: GPUKernel, env: Dict[str, int]) -> Tuple[Tuple[int, int,
             big = max(range(3), key=lambda k: block[k] if k else block[k] // 4)
             block[big] = max(1, block[big] // 2)
     return (grid[0], grid[1], grid[2]), (block[0], block[1], block[2])
+
+
+# -- running the host side -------------------------------------------------------------------------
+
+LaunchFn = Callable[[GPUKernel, Tuple[int, int, int], Tuple[int, int, int], Tuple[int, ...]], None]
+
+
+def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -> None:
+    """Run the host side of `program`: host loops and guards in Python, kernels through `launch`."""
+    env: Dict[str, int] = {isl_name(k): v for k, v in sizes.items()}   # the loop AST's ids are isl names
+
+    def run(n: HNode) -> None:
+        if isinstance(n, HostSeq):
+            for ch in n.children:
+                run(ch)
+        elif isinstance(n, HostLoop):
+            v = eval_lexpr(n.init, env)
+            while True:
+                env[n.iterator] = v
+                if not eval_lexpr(n.cond, env):
+                    break
+                run(n.body)
+                v += n.step
+            env.pop(n.iterator, None)
+        elif isinstance(n, HostGuard):
+            if eval_lexpr(n.cond, env):
+                run(n.then)
+            elif n.orelse is not None:
+                run(n.orelse)
+        elif isinstance(n, Launch):
+            kernel = program.kernels[n.kernel]
+            grid, block = launch_dims(kernel, env)
+            launch(kernel, grid, block, tuple(env[h] for h in kernel.host_iterators))
+        else:
+            raise TypeError(n)
+
+    run(program.host)

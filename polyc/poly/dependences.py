@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import islpy as isl
 
 from ..ir import Program
 from .islutil import budget_exhausted
 from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps
-from .model import PolyModel
+
+if TYPE_CHECKING:   # the model computes its dependences (`PolyModel.dependences`), not the reverse
+    from .model import PolyModel
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,3 @@ class Dependences:
         return html_of("dependences", self)
 
     __repr__ = __str__
-
-
-def compute_dependences(program: Program) -> Dependences:
-    return Dependences(PolyModel(program))

@@ -150,3 +150,8 @@ class PolyModel:
 
     def statement_by_isl_name(self, name: str) -> Statement:
         return self.program.statement(name)
+
+
+def compute_dependences(program: Program) -> "Dependences":
+    """The exact dependences of `program` (those of its model)."""
+    return PolyModel(program).dependences

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..codegen.cuda import GeneratedCUDA, generate_cuda
 from ..codegen.cuda_ir import GPUKernel, GPUProgram, HNode, HostGuard, HostLoop, HostSeq, Launch, eval_lexpr, launch_dims
+from ..codegen.cuda_ir import LaunchFn, walk_host  # noqa: F401  (re-exported)
 from ..codegen.typing import Typing, resolve_typing
 from ..errors import CompileError, PolycError, TargetUnavailableError
 from ..ir import f32
@@ -28,40 +29,7 @@ from .arguments import bind_arguments, passed_dtypes
 from .compiler import trim_output
 from .cuda_arrays import split_arguments
 
-LaunchFn = Callable[[GPUKernel, Tuple[int, int, int], Tuple[int, int, int], Tuple[int, ...]], None]
-
-
-def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -> None:
-    """Run the host side of `program`: host loops and guards in Python, kernels through `launch`."""
-    from ..poly.islutil import isl_name
-    env: Dict[str, int] = {isl_name(k): v for k, v in sizes.items()}   # the loop AST's ids are isl names
-
-    def run(n: HNode) -> None:
-        if isinstance(n, HostSeq):
-            for ch in n.children:
-                run(ch)
-        elif isinstance(n, HostLoop):
-            v = eval_lexpr(n.init, env)
-            while True:
-                env[n.iterator] = v
-                if not eval_lexpr(n.cond, env):
-                    break
-                run(n.body)
-                v += n.step
-            env.pop(n.iterator, None)
-        elif isinstance(n, HostGuard):
-            if eval_lexpr(n.cond, env):
-                run(n.then)
-            elif n.orelse is not None:
-                run(n.orelse)
-        elif isinstance(n, Launch):
-            kernel = program.kernels[n.kernel]
-            grid, block = launch_dims(kernel, env)
-            launch(kernel, grid, block, tuple(env[h] for h in kernel.host_iterators))
-        else:
-            raise TypeError(n)
-
-    run(program.host)
+# The host side of a GPU program runs through `walk_host` (it lives with the GPU program form).
 
 
 class CUDACompiledKernel:

@@ -54,7 +54,7 @@ class EmuBackend:
     def prepare(self, gen: GeneratedCUDA, fns: Dict[str, Any], bound: BoundCall,
                 device: Mapping[str, DeviceArray], passed: frozenset = frozenset()) -> Callable[[], Any]:
         """A replayable run over the bound arrays (updated in place, as the "cuda" target does)."""
-        from .cuda import walk_host
+        from ..codegen.cuda_ir import walk_host
         args: List[Any] = [v.ctypes.data if isinstance(v, np.ndarray) else v for v in bound.c_args(gen.signature)]
         launches: List[Any] = []
         walk_host(gen.launch, bound.sizes, lambda kernel, grid, block, host_values: launches.append(

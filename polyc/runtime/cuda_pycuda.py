@@ -97,7 +97,7 @@ class PyCudaBackend:
         """A replayable run: device memory set up once; each call copies numpy inputs in, replays
         the recorded launches, copies written numpy arrays back, and returns the outputs."""
         from pycuda import gpuarray
-        from .cuda import walk_host
+        from ..codegen.cuda_ir import walk_host
         drv = self.drv
         roles = {t.name: t.role for t in bound.program.tensors}
         keep_alive: List[Any] = []

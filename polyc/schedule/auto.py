@@ -38,6 +38,7 @@ from ..poly.dependences import Dependences
 from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant, direction, machine
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
+from .auto_reduce import direction_of as _direction_of
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_parallel
 from .schedule import Dim, Schedule
@@ -221,22 +222,6 @@ def _with_unroll_options(sched: Schedule) -> Schedule:
 
 
 # -- marks ---------------------------------------------------------------------------------------
-
-def _direction_of(model, name: str, cols, loops: List[int], p: int):
-    st = model.program.statement(name)
-    n = len(st.iterators)
-    rows, target = [], None
-    for q in loops:
-        coeffs = aff_coefficients(cols[name].get(q, 0), n)
-        if coeffs is None:
-            continue  # tile loops (floor) are fixed when the point loops are
-        if q == p:
-            target = len(rows)
-        rows.append(coeffs[0])
-    if target is None:
-        return None
-    return direction(rows, target, n)
-
 
 def schedule_columns(schedule: Schedule):
     """Per statement: each dimension's expression (PwAff), and the positions that are real loops."""

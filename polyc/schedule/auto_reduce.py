@@ -24,7 +24,8 @@ from typing import Dict, List, Optional
 
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly.dependences import Dependences
-from .auto_cost import SearchBudget, all_unit_or_invariant
+from .auto_cost import SearchBudget, all_unit_or_invariant, direction
+from .auto_tree import aff_coefficients
 from .legality import check_parallel
 from .rewrite import is_reduction_dependence, reduction_target_problem
 from .schedule import Dim, Schedule
@@ -38,6 +39,24 @@ def reassociable(statement, mode: str) -> bool:
     if mode == "none" or statement.update not in REASSOCIABLE:
         return False
     return mode == "all" or bool(statement.reduction)
+
+
+def direction_of(model, name: str, cols, loops: List[int], p: int):
+    """The direction (per iterator) in which statement `name` moves along loop position `p`, from
+    its schedule columns `cols` over its loop positions `loops` (None when `p` is not one of them)."""
+    st = model.program.statement(name)
+    n = len(st.iterators)
+    rows, target = [], None
+    for q in loops:
+        coeffs = aff_coefficients(cols[name].get(q, 0), n)
+        if coeffs is None:
+            continue  # tile loops (floor) are fixed when the point loops are
+        if q == p:
+            target = len(rows)
+        rows.append(coeffs[0])
+    if target is None:
+        return None
+    return direction(rows, target, n)
 
 
 def _proves_reduction(schedule: Schedule, dims: List[Dim], deps: Dependences, p: int, mark: str,
@@ -62,7 +81,6 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
                     search: Optional[SearchBudget] = None) -> List[Dim]:
     """`dims` with "reduction_vector" on reducing innermost loops and "reduction_parallel" on the
     outermost loop of reductions that have no parallel loop (see the module docstring)."""
-    from .auto import _direction_of
     model = schedule.model
     program = model.program
     dims = list(dims)
@@ -76,7 +94,7 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
             continue
         if not any(reassociable(program.statement(s), mode) for s in users):
             continue
-        if not all(all_unit_or_invariant(program, s, _direction_of(model, s, cols, loops_of[s], p)) for s in users):
+        if not all(all_unit_or_invariant(program, s, direction_of(model, s, cols, loops_of[s], p)) for s in users):
             continue
         if _proves_reduction(schedule, dims, deps, p, "reduction_vector", mode):
             dims[p] = Dim(d.name, d.marks | {"reduction_vector"}, d.unroll, d.origin)

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 import islpy as isl
 
 from ..errors import IllegalScheduleError
 from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import isl_budget, sample_point_values
-from .schedule import Schedule
+if TYPE_CHECKING:   # Schedule methods ask legality (through the primitives); legality only reads schedules
+    from .schedule import Schedule
 
 _VERB = {"flow": ("writes", "reads"), "anti": ("reads", "overwrites"), "output": ("writes", "overwrites")}
 

@@ -9,6 +9,7 @@ import kernels
 import polyc as pc
 from polyc.api import codegen
 from polyc.codegen.cuda import generate_cuda
+from polyc.schedule.auto_gpu import auto_gpu_schedule
 from polyc.errors import CompileError
 from polyc.runtime.cuda import compile_cuda_check
 
@@ -28,7 +29,7 @@ def _sources(names, dtypes=None):
             continue
         for dt in (dtypes or lk.dtypes):
             if dt in lk.dtypes:
-                out.append((f"{lk.name}-{dt}", generate_cuda(lk.kernel.schedule(), typing_for(lk, dt)).source))
+                out.append((f"{lk.name}-{dt}", generate_cuda(auto_gpu_schedule(lk.kernel.schedule()), typing_for(lk, dt)).source))
     return out
 
 
@@ -76,7 +77,7 @@ def test_codegen_cuda_text_without_gpu():
 
 def test_sequential_nests_become_sequential_kernels_and_host_loops():
     lk = kernels.by_name("jacobi-2d")
-    gen = generate_cuda(lk.kernel.schedule(), typing_for(lk, "f64"))
+    gen = generate_cuda(auto_gpu_schedule(lk.kernel.schedule()), typing_for(lk, "f64"))
     from polyc.codegen.cuda_ir import HostLoop
     assert isinstance(gen.launch.host, HostLoop) or "HostLoop" in repr(gen.launch.host)
     assert len(gen.launch.kernels) == 2

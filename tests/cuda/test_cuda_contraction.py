@@ -7,6 +7,7 @@ import pytest
 import kernels
 import polyc as pc
 from polyc.codegen.cuda import generate_cuda
+from polyc.schedule.auto_gpu import auto_gpu_schedule
 
 from .conftest import needs_nvcc, typing_for
 
@@ -18,14 +19,14 @@ def _tiled(gen):
 @pytest.mark.parametrize("name", ["matmul", "batched_matmul"])
 def test_library_contractions_use_the_tiled_kernel(name):
     lk = kernels.by_name(name)
-    gen = generate_cuda(lk.kernel.schedule(), typing_for(lk, "f32"))
+    gen = generate_cuda(auto_gpu_schedule(lk.kernel.schedule()), typing_for(lk, "f32"))
     assert len(_tiled(gen)) == 1 and len(gen.launch.kernels) == 1   # the `= 0` init is fused
     assert "__syncthreads();" in gen.source and "__shared__" in gen.source
 
 
 def test_non_contractions_keep_the_plain_mapping():
     lk = kernels.by_name("matvec")
-    assert not _tiled(generate_cuda(lk.kernel.schedule(), typing_for(lk, "f32")))
+    assert not _tiled(generate_cuda(auto_gpu_schedule(lk.kernel.schedule()), typing_for(lk, "f32")))
 
 
 @pytest.mark.parametrize("sizes", [dict(I=130, K=35, J=260), dict(I=1, K=1, J=1), dict(I=3, K=200, J=129)])
@@ -57,4 +58,4 @@ def test_accumulating_contraction_starts_from_old_values():
 def test_tiled_kernel_compiles_for_f64():
     from polyc.runtime.cuda import compile_cuda_check
     lk = kernels.by_name("batched_matmul")
-    compile_cuda_check(generate_cuda(lk.kernel.schedule(), typing_for(lk, "f64")).source, "sm_90")
+    compile_cuda_check(generate_cuda(auto_gpu_schedule(lk.kernel.schedule()), typing_for(lk, "f64")).source, "sm_90")

@@ -10,6 +10,7 @@ from polyc.codegen.loop_ast import LExpr
 from polyc.errors import ArgumentError, IllegalScheduleError, TargetUnavailableError
 from polyc.runtime.cuda import cuda_compiled_kernel
 from polyc.runtime.cuda_arrays import device_array, is_device_array
+from polyc.schedule.auto_gpu import auto_gpu_schedule
 from polyc.schedule.gpu import map_to_blocks, map_to_threads
 
 from .conftest import driver_available
@@ -94,14 +95,14 @@ def test_emulator_refuses_device_arrays():
 
 
 def test_wrong_layout_device_array_refused_by_cuda_call():
-    f = cuda_compiled_kernel(matmul(), matmul().schedule(), target="cuda", backend=RecordingBackend())
+    f = cuda_compiled_kernel(matmul(), auto_gpu_schedule(matmul().schedule()), target="cuda", backend=RecordingBackend())
     with pytest.raises(ArgumentError, match="C-contiguous"):
         f(A=FakeDeviceArray((3, 4), strides=(4, 12)), B=FakeDeviceArray((4, 2), pointer=0x20000))
 
 
 def test_read_only_and_overlapping_device_outputs_refused():
     k = matmul()
-    f = cuda_compiled_kernel(k, k.schedule(), target="cuda", backend=RecordingBackend())
+    f = cuda_compiled_kernel(k, auto_gpu_schedule(k.schedule()), target="cuda", backend=RecordingBackend())
     a, b = FakeDeviceArray((3, 4)), FakeDeviceArray((4, 2), pointer=0x20000)
     with pytest.raises(ArgumentError, match="read-only"):
         f(A=a, B=b, C=FakeDeviceArray((3, 2), pointer=0x30000, readonly=True))
@@ -112,7 +113,7 @@ def test_read_only_and_overlapping_device_outputs_refused():
 def test_host_driver_binds_device_arrays_and_launch_sizes():
     k = matmul()
     backend = RecordingBackend()
-    f = cuda_compiled_kernel(k, k.schedule(), target="cuda", backend=backend)
+    f = cuda_compiled_kernel(k, auto_gpu_schedule(k.schedule()), target="cuda", backend=backend)
     f(A=FakeDeviceArray((100, 7)), B=FakeDeviceArray((7, 70), pointer=0x90000),
       C=FakeDeviceArray((100, 70), pointer=0xF0000))
     assert backend.pointers == {"A": 0x10000, "B": 0x90000, "C": 0xF0000}

@@ -1,0 +1,125 @@
+"""The automatic CUDA schedule: every decision of a GPU mapping, made here and recorded in the
+`Schedule` that code generation then prints as it is.
+
+`auto_gpu_schedule(schedule)` returns an explicitly mapped schedule:
+
+- the loops run on blocks and threads as `gpu.default_gpu_mapping` plans them (marks "block",
+  "thread", and "reduction_parallel" for tree reductions), every mark proven through
+  `legality.check_parallel` (see `gpu.py`);
+- on a source-order schedule, each contraction that is its own top-level nest
+  (`poly.contraction.tiled_contraction`) is planned as a shared-memory, register-tiled kernel: a
+  `GPUContractionPlan` in the schedule's options (key `GPU_CONTRACTIONS`), with the `= const`
+  statement right before it (what `+=!` produces) fused as its start value.  The CUDA generator
+  prints the plan's kernel in place of the loops of that statement (`codegen.cuda_contraction`).
+
+A schedule that already maps some loop is the user's mapping and is returned unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Dict, Optional, Tuple
+
+from ..ir import Const
+from ..poly.contraction import TiledContraction, box_extents, tiled_contraction
+from .gpu import default_gpu_mapping, is_mapped
+from .schedule import Schedule
+
+#: The options key of the tiled contraction plans.
+GPU_CONTRACTIONS = "gpu_contractions"
+
+#: Tile of C per block (BM x BN), K step (BK) and register tile per thread (TM x TN): 256 threads,
+#: each an 8 x 8 tile (measured on H100: 128 registers, two blocks per SM).
+TILE = (128, 128, 16, 8, 8)
+
+
+@dataclass(frozen=True)
+class GPUContractionPlan:
+    """A contraction statement run as one tiled kernel (see the module docstring).
+
+    `init`: the `C = const` statement fused as the accumulators' start value (None: start from C's
+    old values); `maps`: the schedule map texts of the statements when planned (a later primitive
+    that changes them disables the plan, as for `PackPlan`); `tile`: (BM, BN, BK, TM, TN)."""
+
+    contraction: TiledContraction
+    init: Optional[str]
+    init_value: Optional[Const]
+    maps: Tuple[Tuple[str, str], ...]
+    tile: Tuple[int, int, int, int, int] = TILE
+
+    @property
+    def statement(self) -> str:
+        return self.contraction.statement
+
+    @property
+    def threads(self) -> int:
+        bm, bn, _, tm, tn = self.tile
+        return (bm // tm) * (bn // tn)
+
+
+def _fusable_init(schedule: Schedule, c: TiledContraction) -> Optional[str]:
+    """`C[b?, i, j] = const` right before the contraction, over the same (b, i, j) box."""
+    program = schedule.model.program
+    names = [s.name for s in program.statements]
+    idx = names.index(c.statement)
+    if idx == 0:
+        return None
+    st, init = program.statement(c.statement), program.statements[idx - 1]
+    if init.update is not None or not isinstance(init.value, Const) or init.target != st.target:
+        return None
+    if set(init.iterators) != set(st.iterators) - {c.k}:
+        return None
+    own = dict(c.extents)
+    return init.name if box_extents(schedule.model, init) == {v: e for v, e in own.items() if v != c.k} else None
+
+
+def _alone_at_top(schedule: Schedule, name: str) -> bool:
+    """Whether statement `name` is the only one at its outermost schedule position: its own nest."""
+    fixed = schedule.fixed_positions
+    first = fixed[name][0] if fixed[name] else None
+    return first is not None and sum(1 for v in fixed.values() if v and v[0] == first) == 1
+
+
+def contraction_plans(schedule: Schedule) -> Tuple[GPUContractionPlan, ...]:
+    """Tiled-kernel plans for the contractions of a source-order schedule that are their own nests."""
+    if schedule.history or not schedule.dims or schedule.dims[0].is_loop:
+        return ()
+    program = schedule.model.program
+    plans = []
+    maps = dict(schedule.maps)
+    for st in program.statements:
+        c = tiled_contraction(schedule.model, st.name)
+        if c is None or not _alone_at_top(schedule, st.name):
+            continue
+        init = _fusable_init(schedule, c)
+        if init is not None and not _alone_at_top(schedule, init):
+            init = None
+        value = program.statement(init).value if init is not None else None
+        names = (st.name,) + ((init,) if init else ())
+        plans.append(GPUContractionPlan(c, init, value, tuple((n, maps[n]) for n in names)))
+    return tuple(plans)
+
+
+def gpu_contraction_plans(schedule: Schedule) -> Dict[str, GPUContractionPlan]:
+    """The plans recorded in `schedule` that still hold (their statements' maps are unchanged)."""
+    maps = dict(schedule.maps)
+    return {p.statement: p for p in schedule.option(GPU_CONTRACTIONS, ())
+            if all(maps.get(n) == text for n, text in p.maps)}
+
+
+def auto_gpu_schedule(schedule: Schedule) -> Schedule:
+    """The automatic CUDA schedule of `schedule` (usually `kernel.schedule()`), explicitly mapped.
+
+    Contractions get tiled-kernel plans; the other loops `default_gpu_mapping` (whose row fusion
+    is skipped when there are plans: a contraction's nest stays its own).  A schedule that already
+    maps some loop is returned unchanged."""
+    if is_mapped(schedule):
+        return schedule
+    plans = contraction_plans(schedule)
+    mapped = default_gpu_mapping(schedule, row_fusion=not plans)
+    if not plans:
+        return mapped
+    maps = dict(mapped.maps)   # the plans hold for the mapped statements' maps
+    plans = tuple(replace(p, maps=tuple((n, maps[n]) for n, _ in p.maps)) for p in plans)
+    options = tuple((k, v) for k, v in mapped.options if k != GPU_CONTRACTIONS) + ((GPU_CONTRACTIONS, plans),)
+    note = f"tiled_contraction({', '.join(p.statement for p in plans)})"
+    return replace(mapped, options=options, history=mapped.history + (note,))

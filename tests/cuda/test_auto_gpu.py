@@ -1,0 +1,82 @@
+"""The CUDA schedule is the scheduler's: `auto_gpu_schedule` maps every loop and plans the tiled
+contractions, and code generation prints what the schedule says (issue 15, item 2)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import kernels
+import polyc as pc
+from polyc.codegen.cuda import generate_cuda
+from polyc.codegen.typing import resolve_typing
+from polyc.schedule.auto_gpu import GPU_CONTRACTIONS, auto_gpu_schedule, gpu_contraction_plans
+from polyc.schedule.gpu import is_mapped
+from polyc.schedule.outline import outline_text
+
+REPRESENTATIVE = ("matmul", "batched_matmul", "softmax", "jacobi-2d", "conv2d", "matvec")
+
+
+@pytest.mark.parametrize("name", REPRESENTATIVE)
+def test_auto_codegen_equals_generating_from_the_returned_schedule(name):
+    k = kernels.by_name(name).kernel
+    s = auto_gpu_schedule(k.schedule())
+    typing = resolve_typing(k.program, {}, require_inputs=False)
+    assert pc.codegen(k, "auto", target="cuda") == generate_cuda(s, typing).source
+    assert pc.codegen(k, target="cuda") == generate_cuda(s, typing).source   # the default is "auto" on a GPU
+
+
+def test_the_schedule_shows_its_block_and_thread_mapping():
+    k = pc.kernel("B[i, j] = A[i, j] * 2.0", name="scale")
+    s = auto_gpu_schedule(k.schedule())
+    assert is_mapped(s)
+    marks = {m for d in s.dims for m in d.marks}
+    assert {"block", "thread"} <= marks
+    text = outline_text(s)
+    assert "block" in text and "thread" in text
+
+
+def test_the_contraction_choice_is_recorded_in_the_schedule():
+    mm = kernels.by_name("matmul").kernel
+    s = auto_gpu_schedule(mm.schedule())
+    plans = gpu_contraction_plans(s)
+    assert len(plans) == 1
+    (plan,) = plans.values()
+    assert plan.init is not None and plan.threads == 256
+    assert (plan.contraction.i, plan.contraction.j) == ("i", "j")
+    assert any("tiled_contraction" in h for h in s.history)
+    mv = kernels.by_name("matvec").kernel
+    assert not gpu_contraction_plans(auto_gpu_schedule(mv.schedule()))
+
+
+def test_code_generation_decides_nothing():
+    """Without the scheduler, an unmapped schedule is printed as it is: one thread, no tiled kernel."""
+    mm = kernels.by_name("matmul").kernel
+    typing = resolve_typing(mm.program, {}, require_inputs=False)
+    plain = generate_cuda(mm.schedule(), typing)
+    assert not any(kk.private for kk in plain.launch.kernels)
+    assert all(g is None for kk in plain.launch.kernels for g in kk.grid + kk.block)
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    # ... and the same holds end to end when the user maps it differently:
+    s = mm.schedule().map_to_blocks("i")
+    f = pc.compile(mm, s, target="cuda-emu")
+    np.testing.assert_allclose(f(A=a, B=b), a @ b)
+    assert not any(kk.private for kk in f.generated.launch.kernels)
+
+
+def test_a_plan_whose_statement_changed_is_not_printed():
+    """A plan holds for the statement's map when planned; a later change disables it (as packing)."""
+    mm = kernels.by_name("matmul").kernel
+    s = auto_gpu_schedule(mm.schedule())
+    (plan,) = gpu_contraction_plans(s).values()
+    maps = tuple((n, text.replace("->", "-> ", 1) if n == plan.statement else text) for n, text in s.maps)
+    changed = replace(s, maps=maps)
+    assert changed.option(GPU_CONTRACTIONS) == s.option(GPU_CONTRACTIONS)
+    assert not gpu_contraction_plans(changed)
+
+
+def test_a_user_mapping_is_kept():
+    k = pc.kernel("B[i, j] = A[i, j] + 1.0", name="inc")
+    s = k.schedule().map_to_blocks("i").map_to_threads("j")
+    assert auto_gpu_schedule(s) is s
