@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import islpy as isl
 
@@ -282,3 +282,10 @@ def pw_aff_to_floor_form(pa: isl.PwAff, context: Optional[isl.Set] = None
     num = Affine.from_dict(coeffs, int((div.get_constant_val() * d).to_python()))
     c = int(aff.get_coefficient_val(isl.dim_type.div, 0).to_python())
     return Affine.from_dict(rest, int(aff.get_constant_val().to_python())), c, num, d
+
+
+def fixed_value(m: Union[isl.Map, isl.BasicMap], k: int) -> Optional[int]:
+    """The constant value of output dimension `k` of `m` (every piece agrees), or None when it
+    varies: the one way polyc reads a statement's constant schedule positions."""
+    v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
+    return None if v.is_nan() else int(v.to_python())

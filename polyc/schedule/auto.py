@@ -40,7 +40,7 @@ from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
-from .legality import check_legal, check_parallel
+from .legality import check_legal, check_mark, with_proven_dims
 from .schedule import Dim, Schedule
 
 #: isl operations the scheduler itself may use (the proofs run under the default budget).
@@ -295,7 +295,8 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
         from .auto_reduce import reduction_marks
         dims = reduction_marks(schedule, dims, deps, cols, loops_of, has_parallel, reassociate, search)
     marked = [f"{m}({d.name})" for d in dims for m in sorted(d.marks)]
-    return schedule.with_dims(tuple(dims), ".".join(marked)) if marked else schedule
+    # Every mark chosen above is proven once more on the whole kernel, through the one path.
+    return with_proven_dims(schedule, dims, ".".join(marked), deps) if marked else schedule
 
 
 def _accumulates_inside(model, name: str, cols, loops: List[int]) -> bool:
@@ -324,8 +325,10 @@ def _touching(deps: Dependences, cols, p: int) -> list:
 
 
 def _proves(schedule: Schedule, deps, loop: str, mark: str) -> bool:
+    """Whether `mark` on `loop` is proven (`legality.check_mark`) against `deps`, a subset of the
+    kernel's dependences that holds every one the loop could carry (`_touching`)."""
     try:
-        check_parallel(schedule, deps, loop, f"marking loop {loop!r} {mark} automatically")
+        check_mark(schedule, deps, loop, mark, f"marking loop {loop!r} {mark} automatically")
         return True
     except (IllegalScheduleError, IslBudgetError, PolycError):
         return False

@@ -23,8 +23,9 @@ import islpy as isl
 
 from ..errors import PolycError
 from ..poly.dependences import Dependences
-from ..poly.islutil import isl_budget
-from .legality import check_parallel
+from ..poly.islutil import fixed_value, isl_budget
+from ..poly.reduction import is_reduction_dependence, is_reduction_update
+from .legality import carried_at, check_parallel, with_proven_mark
 from .rewrite import fully_unrolled, with_options
 from .schedule import Dim, Schedule
 
@@ -76,23 +77,14 @@ def is_mapped(schedule: Schedule) -> bool:
 # -- the loop tree ---------------------------------------------------------------------------------
 
 def _scalar_values(schedule: Schedule) -> Optional[Dict[str, Tuple[Optional[int], ...]]]:
-    """Per statement, the constant value of every scalar dimension (None for loop dims).
-
-    Returns None when some scalar dimension is not constant for a statement.
-    """
+    """Per statement, the constant value of every scalar dimension (None for loop dims), from
+    `Schedule.fixed_positions`; None when some scalar dimension is not constant for a statement."""
     out: Dict[str, Tuple[Optional[int], ...]] = {}
-    for name, text in schedule.maps:
-        rng = isl.Map(text).range()
-        vals: List[Optional[int]] = []
-        for k, d in enumerate(schedule.dims):
-            if d.is_loop:
-                vals.append(None)
-                continue
-            v = rng.plain_get_val_if_fixed(isl.dim_type.set, k)
-            if v.is_nan():
-                return None
-            vals.append(int(v.to_python()))
-        out[name] = tuple(vals)
+    for name, fixed in schedule.fixed_positions.items():
+        vals = tuple(None if d.is_loop else v for d, v in zip(schedule.dims, fixed))
+        if any(v is None for d, v in zip(schedule.dims, vals) if not d.is_loop):
+            return None
+        out[name] = vals
     return out
 
 
@@ -119,37 +111,20 @@ class LoopNode:
         return self.parallel or any(c.any_parallel() for c in self.children)
 
 
-def _carried_levels(schedule: Schedule, deps: Dependences,
-                    maps: Dict[str, isl.Map]) -> Tuple[Dict[str, set], Dict[str, set]]:
-    """Per source statement, the schedule dimensions at which some dependence from it is carried;
-    and the same counting only dependences that are not the statement's own reduction chain
-    (a self-dependence on its update target).
-
-    One isl `deltas` per dependence (sink time - source time), then one emptiness test per loop dim.
-    """
-    n = len(schedule.dims)
-    names = ", ".join(f"d{k}" for k in range(n))
-    tests = {}
-    for k, d in enumerate(schedule.dims):
-        if d.is_loop:
-            cond = " and ".join([f"d{j} = 0" for j in range(k)] + [f"d{k} != 0"])
-            tests[k] = isl.Set(f"{{ [{names}] : {cond} }}")
-    carried: Dict[str, set] = {name: set() for name in maps}
-    other: Dict[str, set] = {name: set() for name in maps}
-    context = schedule.model.context
+def carried_levels(schedule: Schedule, deps: Dependences) -> Tuple[Dict[str, set], Dict[str, set]]:
+    """Per source statement, the schedule dimensions at which some dependence from it is carried
+    (`legality.carried_at`, the one analysis of carried dependences); and the same counting only
+    dependences that are not reductions (`poly.reduction`, the one rule)."""
     program = schedule.model.program
-    for dep in deps:
-        st = program.statement(dep.source)
-        chain = dep.source == dep.sink and st.update is not None and dep.array == st.target.tensor
-        through = maps[dep.source].reverse().apply_range(dep.relation).apply_range(maps[dep.sink])
-        delta = through.deltas().intersect_params(context)
-        if delta.is_empty():
+    carried: Dict[str, set] = {name: set() for name, _ in schedule.maps}
+    other: Dict[str, set] = {name: set() for name, _ in schedule.maps}
+    for k, d in enumerate(schedule.dims):
+        if not d.is_loop:
             continue
-        for k, test in tests.items():
-            if not delta.intersect(test.align_params(delta.get_space())).is_empty():
-                carried[dep.source].add(k)
-                if not chain:
-                    other[dep.source].add(k)
+        for dep, _ in carried_at(schedule, deps, k):
+            carried[dep.source].add(k)
+            if not is_reduction_dependence(program, dep):
+                other[dep.source].add(k)
     return carried, other
 
 
@@ -158,12 +133,11 @@ def _reducible(program, node: "LoopNode", other: Dict[str, set]) -> bool:
     if len(node.statements) != 1 or node.ends_here != node.statements or node.children:
         return False
     st = program.statement(node.statements[0])
-    if st.update is None or not st.iterators or node.dim in other[st.name]:
+    if not is_reduction_update(st) or not st.iterators or node.dim in other[st.name]:
         return False
     last = st.iterators[-1]
     target_vars = {v for e in st.target.indices for v in e.variables}
-    return (last in st.reduction and last not in target_vars
-            and all(a.tensor != st.target.tensor for a in st.value.accesses()))
+    return last in st.reduction and last not in target_vars
 
 
 def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]:
@@ -176,10 +150,9 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
     nodes: Dict[Tuple[int, Tuple[int, ...]], LoopNode] = {}
     roots: List[LoopNode] = []
     with isl_budget(f"finding the parallel loops of {schedule.model.program.name}"):
-        ranges = {name: m.range() for name, m in maps.items()}
-        varying = {(k, _loop_key(values[name], k)) for name, rng in ranges.items()
-                   for k, d in enumerate(schedule.dims)
-                   if d.is_loop and rng.plain_get_val_if_fixed(isl.dim_type.set, k).is_nan()}
+        # on the statements' instances (a loop of one iteration is no loop)
+        varying = {(k, _loop_key(values[name], k)) for name, m in maps.items()
+                   for k, d in enumerate(schedule.dims) if d.is_loop and fixed_value(m, k) is None}
         for name, m in maps.items():
             parent: Optional[LoopNode] = None
             for k, d in enumerate(schedule.dims):
@@ -197,7 +170,7 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
                 parent = node
             if parent is not None:
                 parent.ends_here += (name,)
-        carried, other = _carried_levels(schedule, deps, maps)
+        carried, other = carried_levels(schedule, deps)
     # A floor-division quotient's loop runs once per outer instance: never a grid axis.
     quotients = {q for st in schedule.model.program.statements for q in st.divisions}
     for node in nodes.values():
@@ -422,12 +395,13 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule
     bands = []
     for (k, role), name in names.items():
         if role == ("block",):
-            sched = sched.with_mark(name, "block", f"map_to_blocks({name!r})")
+            sched = with_proven_mark(sched, name, "block", f"map_to_blocks({name!r})", deps)
         elif role == ("thread",):
-            sched = sched.with_mark(name, "thread", f"map_to_threads({name!r})")
+            sched = with_proven_mark(sched, name, "thread", f"map_to_threads({name!r})", deps)
         elif role == ("reduce",):
-            sched = sched.with_mark(name, "thread", f"map_to_threads({name!r})")
-            sched = sched.with_mark(name, "reduction_parallel", "tree_reduce()")
+            # the reduction mark first: a thread loop that tree-reduces may carry its reduction
+            sched = with_proven_mark(sched, name, "reduction_parallel", "tree_reduce()", deps)
+            sched = with_proven_mark(sched, name, "thread", f"map_to_threads({name!r})", deps)
         elif role == ("tile1",):
             bands.append(([name], [TILE_1D]))
         elif role[0] == "tile2" and role[2] == 0:
@@ -436,7 +410,7 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule
     for band, sizes in bands:
         sched, outer, inner = _tile_band(sched, [sched.dim_index(b) for b in band], sizes)
         for o in outer:
-            sched = sched.with_mark(o, "block", f"map_to_blocks({o!r})")
+            sched = with_proven_mark(sched, o, "block", f"map_to_blocks({o!r})", deps)
         for i in inner:
-            sched = sched.with_mark(i, "thread", f"map_to_threads({i!r})")
+            sched = with_proven_mark(sched, i, "thread", f"map_to_threads({i!r})", deps)
     return sched

@@ -27,6 +27,7 @@ import islpy as isl
 from ..errors import IllegalScheduleError
 from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import isl_budget, sample_point_values
+from ..poly.reduction import is_reduction_dependence
 if TYPE_CHECKING:   # Schedule methods ask legality (through the primitives); legality only reads schedules
     from .schedule import Schedule
 
@@ -329,3 +330,53 @@ def check_parallel(schedule: Schedule, deps: Dependences, loop: str, what: str,
             f"{what} is illegal: loop {loop!r} carries the {describe_pair(schedule, dep, pairs)}; "
             f"these two instances are in different iterations of {loop!r}, so running its iterations "
             f"at the same time would race.", dependence=dep)
+
+
+# -- marks ------------------------------------------------------------------------------------------
+
+#: Marks whose loop runs its iterations at the same time (threads, SIMD lanes, CUDA blocks and
+#: threads): the loop may carry no dependence.
+CONCURRENT_MARKS = ("parallel", "vector", "block", "thread")
+#: Marks of a reassociated reduction: the loop may carry only reduction dependences
+#: (`poly.reduction`); what else such a mark needs (one target element per loop, innermost
+#: position) is the primitive's to check.
+REDUCTION_MARKS = ("reduction_parallel", "reduction_vector")
+#: A concurrent mark that, beside this reduction mark on the same loop, the code generator runs as
+#: one reduction strategy: a CUDA thread loop that tree-reduces (`cuda_ir.Reduce`).
+REDUCING_COMBINATIONS = frozenset({("thread", "reduction_parallel")})
+
+
+def check_mark(schedule: Schedule, deps: Dependences, loop: str, mark: str, what: Optional[str] = None) -> None:
+    """The one proof of a mark: raise IllegalScheduleError when loop `loop` of `schedule` (which
+    holds the mark already) may not carry `mark` (see `CONCURRENT_MARKS`, `REDUCTION_MARKS`); other
+    marks need no proof here.
+
+    Every mark is proven here, whoever sets it: the primitives (`rewrite.validate`), the CPU
+    scheduler (`auto.mark_loops`, `auto_reduce`) and the CUDA mapping (`gpu.default_gpu_mapping`)."""
+    what = what or f"marking loop {loop!r} {mark}"
+    marks = schedule.dims[schedule.dim_index(loop)].marks
+    reduces = mark in REDUCTION_MARKS or any((mark, r) in REDUCING_COMBINATIONS for r in marks)
+    if mark in CONCURRENT_MARKS + REDUCTION_MARKS:
+        program = schedule.model.program
+        check_parallel(schedule, deps, loop, what,
+                       ignore=(lambda dep: is_reduction_dependence(program, dep)) if reduces else None)
+
+
+def with_proven_mark(schedule: Schedule, loop: str, mark: str, note: str,
+                     deps: Optional[Dependences] = None) -> Schedule:
+    """`schedule` with `mark` on loop `loop`, proven by `check_mark` first (with the kernel's
+    dependences unless `deps` is given)."""
+    marked = schedule.with_mark(loop, mark, note)
+    check_mark(marked, schedule.model.dependences if deps is None else deps, loop, mark, note)
+    return marked
+
+
+def with_proven_dims(schedule: Schedule, dims, note: str, deps: Optional[Dependences] = None) -> Schedule:
+    """`schedule` with its dimensions replaced by `dims` (the same dimensions with more marks), every
+    new mark proven by `check_mark`."""
+    new = schedule.with_dims(tuple(dims), note)
+    deps = schedule.model.dependences if deps is None else deps
+    for old, d in zip(schedule.dims, new.dims):
+        for mark in sorted(d.marks - old.marks):
+            check_mark(new, deps, d.name, mark, f"{note}: marking loop {d.name!r} {mark}")
+    return new

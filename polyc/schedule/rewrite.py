@@ -22,8 +22,9 @@ import islpy as isl
 
 from ..errors import NameClashError, PolycError, ScheduleArgumentError
 from ..poly.dependences import Dependence, Dependences
-from ..poly.islutil import isl_budget
+from ..poly.islutil import fixed_value, isl_budget  # noqa: F401  (fixed_value re-exported)
 from ..poly.model import PolyModel
+from ..poly.reduction import is_reduction_dependence as reduction_rule
 from .integers import map_coefficients_fit
 from .schedule import Dim, Schedule, _fresh
 
@@ -132,19 +133,13 @@ def pieces(s: Schedule, name: str) -> List[isl.BasicMap]:
     return s.statement_map(name).get_basic_maps()
 
 
-def fixed_value(piece: Union[isl.BasicMap, isl.Map], k: int) -> Optional[int]:
-    """The constant value of time dimension `k` in `piece`, or None when it varies."""
-    v = piece.plain_get_val_if_fixed(isl.dim_type.out, k)
-    return None if v.is_nan() else int(v.to_python())
-
-
 def scalar_value(s: Schedule, name: str, k: int) -> int:
     """The value of scalar dimension `k` for statement `name` (the same in all its pieces)."""
-    values = {fixed_value(p, k) for p in pieces(s, name)}
-    if len(values) != 1 or None in values:
+    value = s.fixed_positions[name][k]
+    if value is None:
         raise PolycError(f"statement {name} takes several positions at schedule dimension {k} (it was "
                          f"peeled); fuse or distribute it before peeling")
-    return values.pop()
+    return value
 
 
 def statement_varies(s: Schedule, name: str, k: int) -> bool:
@@ -220,12 +215,7 @@ def with_options(options: Options, dims: Sequence[Dim]) -> Options:
 def is_reduction_dependence(model: PolyModel, dep: Dependence) -> bool:
     """A dependence between two updates `X[..] op= f(..)` of the same element, `op` associative and
     commutative, with `f` not reading X: reordering such updates only reassociates the reduction."""
-    if dep.source != dep.sink:
-        return False
-    st = model.program.statement(dep.source)
-    if st.update is None or dep.array != st.target.tensor:
-        return False
-    return all(a.tensor != st.target.tensor for a in st.value.accesses())
+    return reduction_rule(model.program, dep)   # the one rule: poly.reduction
 
 
 def reduction_target_problem(s: Schedule, k: int, reducing=None) -> Optional[str]:
@@ -296,7 +286,7 @@ def validate(s: Schedule, what: str, marking: Optional[str] = None) -> None:
 
     `marking` names the loop the primitive itself just marked (its errors need no extra note).
     """
-    from .legality import check_legal, check_parallel
+    from .legality import CONCURRENT_MARKS, REDUCTION_MARKS, check_legal, check_mark
     deps = dependences_of(s.model)
     check_legal(s, deps, what)
     for k, d in enumerate(s.dims):
@@ -309,15 +299,10 @@ def validate(s: Schedule, what: str, marking: Optional[str] = None) -> None:
     for d in s.dims:
         if not d.is_loop:
             continue
-        for kinds, ignore in ((sorted(d.marks & set(PARALLEL_MARKS)), None),
-                              (sorted(d.marks & {"reduction_parallel"}),
-                               lambda dep: is_reduction_dependence(s.model, dep))):
-            if kinds:
-                note = "" if d.name == marking else f" (with loop {d.name!r} marked {', '.join(kinds)})"
-                check_parallel(s, deps, d.name, what + note, ignore=ignore)
+        for mark in sorted(d.marks & set(CONCURRENT_MARKS + REDUCTION_MARKS)):   # the one proof of marks
+            note = "" if d.name == marking else f" (with loop {d.name!r} marked {mark})"
+            check_mark(s, deps, d.name, mark, what + note)
         if "reduction_vector" in d.marks:
-            note = "" if d.name == marking else f" (with loop {d.name!r} marked reduction_vector)"
-            check_parallel(s, deps, d.name, what + note, ignore=lambda dep: is_reduction_dependence(s.model, dep))
             problem = reduction_target_problem(s, s.dim_index(d.name))
             if problem:
                 from ..errors import IllegalScheduleError

@@ -28,7 +28,7 @@ from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
 import islpy as isl
 
-from ..poly.islutil import isl_name
+from ..poly.islutil import fixed_value, isl_name
 from ..poly.model import PolyModel
 
 #: Marks a loop dimension may carry.
@@ -110,14 +110,8 @@ class Schedule:
     def fixed_positions(self) -> Dict[str, Tuple[Optional[int], ...]]:
         """Per statement, the constant value of each dimension (None where it varies): the scalar
         dimensions that order statements, known without asking isl about pairs of instances."""
-        out = {}
-        for name, m in self._parsed_maps.items():
-            values = []
-            for k in range(len(self.dims)):
-                v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
-                values.append(None if v.is_nan() else int(v.to_python()))
-            out[name] = tuple(values)
-        return out
+        return {name: tuple(fixed_value(m, k) for k in range(len(self.dims)))
+                for name, m in self._parsed_maps.items()}
 
     @property
     def schedule_map(self) -> isl.UnionMap:
