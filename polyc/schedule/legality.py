@@ -352,7 +352,7 @@ def check_mark(schedule: Schedule, deps: Dependences, loop: str, mark: str, what
     marks need no proof here.
 
     Every mark is proven here, whoever sets it: the primitives (`rewrite.validate`), the CPU
-    scheduler (`auto.mark_loops`, `auto_reduce`) and the CUDA mapping (`gpu.default_gpu_mapping`)."""
+    scheduler (`auto.add_marks`, `auto_reduce`) and the CUDA mapping (`gpu.default_gpu_mapping`)."""
     what = what or f"marking loop {loop!r} {mark}"
     marks = schedule.dims[schedule.dim_index(loop)].marks
     reduces = mark in REDUCTION_MARKS or any((mark, r) in REDUCING_COMBINATIONS for r in marks)

@@ -80,3 +80,9 @@ def test_a_user_mapping_is_kept():
     k = pc.kernel("B[i, j] = A[i, j] + 1.0", name="inc")
     s = k.schedule().map_to_blocks("i").map_to_threads("j")
     assert auto_gpu_schedule(s) is s
+
+
+def test_passing_the_returned_schedule_gives_the_same_code():
+    mm = kernels.by_name("matmul").kernel
+    s = auto_gpu_schedule(mm.schedule())
+    assert pc.codegen(mm, s, target="cuda") == pc.codegen(mm, "auto", target="cuda")
