@@ -5,8 +5,7 @@ Python, for the CUDA emulator) without isl's macros.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Callable, Dict, Iterator, Optional
 
 import islpy as isl
 

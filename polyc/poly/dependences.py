@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import islpy as isl
 
-from ..ir import Program
 from .islutil import budget_exhausted
 from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps
 

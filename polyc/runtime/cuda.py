@@ -20,7 +20,6 @@ import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..codegen.cuda import GeneratedCUDA, generate_cuda
-from ..codegen.cuda_ir import GPUKernel, GPUProgram, HNode, HostGuard, HostLoop, HostSeq, Launch, eval_lexpr, launch_dims
 from ..codegen.cuda_ir import LaunchFn, walk_host  # noqa: F401  (re-exported)
 from ..codegen.typing import Typing, resolve_typing
 from ..errors import CompileError, PolycError, TargetUnavailableError

@@ -35,11 +35,11 @@ import islpy as isl
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly import islutil
 from ..poly.dependences import Dependences
-from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant, direction, machine
+from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant, machine
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
-from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
+from .auto_tree import UnsupportedTree, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from .schedule import Dim, Schedule
 
