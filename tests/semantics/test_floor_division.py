@@ -170,15 +170,13 @@ def test_printed_c_calls_the_helpers():
 
 @pytest.mark.parametrize("dtypes", [(pc.i32, pc.i64), (pc.f32, pc.f64)])
 def test_cuda_source_with_every_helper_compiles_with_nvcc(dtypes):
-    from polyc.codegen.cuda import generate_cuda
-    from polyc.codegen.typing import resolve_typing
     from polyc.runtime.cuda import compile_cuda_check, find_nvcc
     if find_nvcc() is None:
         pytest.skip("nvcc (CUDA toolkit) is not installed here")
     a, b = dtypes
     k = pc.kernel("Q[i, j] = A[i, j] // B[i, j] + A[i, j] % B[i, j] + max(A[i, j], B[i, j]) - min(A[i, j], 3)\n"
                   "m[i] max=! A[i, j]\nn[i] min=! B[i, j]", A=a["N", "M"], B=b["N", "M"])
-    src = generate_cuda(k.schedule(), resolve_typing(k.program, {})).source
+    src = pc.codegen(k, target="cuda")   # the scheduler's block/thread mapping, as a user gets it
     assert f"pc_floordiv_{b.name}(" in src and f"pc_max_{a.name}(" in src
     compile_cuda_check(src, "sm_80")
 
