@@ -186,7 +186,7 @@ def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
         from .codegen.c import generate_c
         return generate_c(sched, typing).source
     from .codegen.cuda import generate_cuda
-    return generate_cuda(sched, typing).source
+    return generate_cuda(sched, typing, tgt).source
 
 
 CompiledKernel = Any  # the concrete classes live in polyc.runtime (C) and polyc.runtime.cuda

@@ -55,6 +55,10 @@ CUDA_SHARED_MEMORY_BYTES = 48 * 1024
 CUDA_REGISTERS_PER_BLOCK = 64 * 1024
 CUDA_MAX_THREADS_PER_BLOCK = 1024
 
+#: The fewest threads per block a GPU target may allow: polyc's tree reductions run in blocks of
+#: 256 threads (`polyc.codegen.cuda_ir.REDUCE_THREADS`).
+MIN_GPU_THREADS = 256
+
 _KIB = 1024
 _LIMITS = {   # field -> (smallest, largest) accepted value
     "vector_bytes": (4, 256),
@@ -342,8 +346,9 @@ def _validate(t: Target) -> None:
         for name in ("shared_memory_bytes", "registers_per_block", "max_threads_per_block"):
             if getattr(t, name) <= 0:
                 raise TargetError(f"a {t.kind!r} target needs a positive {name}", name)
-        if t.max_threads_per_block < 32:
-            raise TargetError("max_threads_per_block must be at least 32 (one warp)", "max_threads_per_block")
+        if t.max_threads_per_block < MIN_GPU_THREADS:
+            raise TargetError(f"max_threads_per_block must be at least {MIN_GPU_THREADS} (polyc's tree reductions "
+                              f"use blocks of that many threads)", "max_threads_per_block")
 
 
 def _check_word(value: Any, field: str) -> None:

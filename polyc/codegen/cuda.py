@@ -303,15 +303,16 @@ def _emu_threads(kernel: GPUKernel) -> int:
     return int(kernel.block[0].value)  # type: ignore[union-attr]
 
 
-def generate_cuda(schedule: Schedule, typing: Typing) -> GeneratedCUDA:
+def generate_cuda(schedule: Schedule, typing: Typing, target=None) -> GeneratedCUDA:
     """CUDA source (+ emulation C, launch plan, signature) for `schedule`, specialised to `typing`.
 
-    An unmapped schedule is mapped with `default_gpu_mapping` first.
+    An unmapped schedule is mapped with `default_gpu_mapping` first; tiled contraction kernels are
+    used only where they fit `target`'s per-block limits (a `polyc.Target`; None: current GPUs).
     """
     program = schedule.model.program
     if not is_mapped(schedule):
         from .cuda_contraction import contraction_program
-        special = contraction_program(schedule, typing)
+        special = contraction_program(schedule, typing, target)
         if special is not None:
             return special
         schedule = default_gpu_mapping(schedule)

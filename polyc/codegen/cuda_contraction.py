@@ -227,12 +227,27 @@ def contraction_kernel(m: _Match, program: Program, typing: Typing, symbol: str)
                      min_blocks=2)   # <= 128 registers: two blocks per SM hide latency (measured on H100)
 
 
-def contraction_program(schedule: Schedule, typing: Typing):
+def fits_device(elem_bytes: int, target) -> bool:
+    """Whether the tiled contraction kernel for `elem_bytes`-byte elements fits within `target`'s
+    per-block limits (a `polyc.Target`, None: current GPUs): shared memory for the A and B tiles,
+    threads per block, and registers (a TM x TN accumulator tile, TM + TN operands and some
+    addressing per thread; doubles take two 32-bit registers)."""
+    if target is None:
+        return True
+    shared = (BK * (BM + 4) + BK * BN) * elem_bytes
+    words = max(1, elem_bytes // 4)
+    registers = THREADS * ((TM * TN + TM + TN) * words + 32)
+    return (shared <= target.shared_memory_bytes and THREADS <= target.max_threads_per_block
+            and registers <= target.registers_per_block)
+
+
+def contraction_program(schedule: Schedule, typing: Typing, target=None):
     """The GPU program with tiled contraction kernels, or None when nothing matches.
 
     Applies to unmapped source-order schedules: each contraction statement that is its own
     top-level nest (and its fused `= const` initialisation) is replaced by the tiled kernel; the
-    other statements keep the automatic mapping.
+    other statements keep the automatic mapping.  A contraction whose kernel would not fit the
+    `target`'s per-block limits (`fits_device`) keeps the automatic mapping too.
     """
     if schedule.history:
         return None
@@ -240,6 +255,8 @@ def contraction_program(schedule: Schedule, typing: Typing):
     matches: Dict[str, _Match] = {}
     for st in program.statements:
         m = match_contraction(schedule, st.name)
+        if m is not None and not fits_device(typing.tensors[m.st.target.tensor].bits // 8, target):
+            continue
         if m is not None:
             m.init = _fusable_init(schedule, program, m)
             matches[st.name] = m

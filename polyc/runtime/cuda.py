@@ -17,13 +17,14 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ..codegen.cuda import GeneratedCUDA, generate_cuda
 from ..codegen.cuda_ir import GPUKernel, GPUProgram, HNode, HostGuard, HostLoop, HostSeq, Launch, eval_lexpr, launch_dims
 from ..codegen.typing import Typing, resolve_typing
 from ..errors import CompileError, PolycError, TargetUnavailableError
 from ..ir import f32
+from ..target import Target
 from .arguments import bind_arguments, passed_dtypes
 from .compiler import trim_output
 from .cuda_arrays import split_arguments
@@ -31,8 +32,10 @@ from .cuda_arrays import split_arguments
 LaunchFn = Callable[[GPUKernel, Tuple[int, int, int], Tuple[int, int, int], Tuple[int, ...]], None]
 
 
-def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -> None:
-    """Run the host side of `program`: host loops and guards in Python, kernels through `launch`."""
+def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn,
+              max_threads: Optional[int] = None) -> None:
+    """Run the host side of `program`: host loops and guards in Python, kernels through `launch`
+    (blocks of at most `max_threads` threads, the target's limit; default CUDA's 1024)."""
     from ..poly.islutil import isl_name
     env: Dict[str, int] = {isl_name(k): v for k, v in sizes.items()}   # the loop AST's ids are isl names
 
@@ -56,7 +59,7 @@ def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -
                 run(n.orelse)
         elif isinstance(n, Launch):
             kernel = program.kernels[n.kernel]
-            grid, block = launch_dims(kernel, env)
+            grid, block = launch_dims(kernel, env) if max_threads is None else launch_dims(kernel, env, max_threads)
             launch(kernel, grid, block, tuple(env[h] for h in kernel.host_iterators))
         else:
             raise TypeError(n)
@@ -72,11 +75,12 @@ class CUDACompiledKernel:
     (the ones passed, or new pycuda `GPUArray`s) when any device array was passed.
     """
 
-    def __init__(self, kernel, schedule, *, backend, target: str):
+    def __init__(self, kernel, schedule, *, backend, target: Union[str, Target]):
         self.kernel = kernel
         self.schedule = schedule
         self.backend = backend
-        self.target = target
+        #: The device the program is generated for (limits, CUDA architecture).
+        self.target = Target.resolve(target)
         self._variants: Dict[str, Tuple[GeneratedCUDA, Any]] = {}
         self._last: Optional[GeneratedCUDA] = None
         self._lock = threading.Lock()
@@ -85,7 +89,7 @@ class CUDACompiledKernel:
         key = typing.key()
         with self._lock:
             if key not in self._variants:
-                gen = generate_cuda(self.schedule, typing)
+                gen = generate_cuda(self.schedule, typing, self.target)
                 self._variants[key] = (gen, self.backend.load(gen))
             self._last = self._variants[key][0]
             return self._variants[key]
@@ -114,7 +118,7 @@ class CUDACompiledKernel:
     def source(self) -> str:
         """The CUDA source of the last variant used (float32 for undeclared dtypes before any call)."""
         if self._last is None:
-            gen = generate_cuda(self.schedule, resolve_typing(self.kernel.program, {}, default=f32))
+            gen = generate_cuda(self.schedule, resolve_typing(self.kernel.program, {}, default=f32), self.target)
             return gen.source
         return self._last.source
 
@@ -128,25 +132,31 @@ class CUDACompiledKernel:
         return compiled_html(self)
 
     def __repr__(self) -> str:
-        return f"<compiled {self.kernel.name} for {self.target}, schedule {self.schedule!r}>"
+        return f"<compiled {self.kernel.name} for {self.target.kind} ({self.target.summary()}), " \
+               f"schedule {self.schedule!r}>"
 
 
-def cuda_compiled_kernel(kernel, schedule, *, target: str, flags: Optional[Sequence[str]] = None,
+def cuda_compiled_kernel(kernel, schedule, *, target: Union[str, Target], flags: Optional[Sequence[str]] = None,
                          backend: Any = None) -> CUDACompiledKernel:
-    """A compiled kernel for target "cuda" (needs pycuda, a driver and a GPU) or "cuda-emu".
+    """A compiled kernel for a "cuda" target (needs pycuda, a driver and a GPU; nvcc `-arch` is
+    the target's `cuda_arch`) or a "cuda-emu" one (the target's C compiler and flags).  `flags`
+    replaces the target's.
 
     Raises `TargetUnavailableError` for "cuda" when pycuda, the driver or a GPU is missing.
     `backend` replaces the backend (tests use it to exercise the host side without a GPU).
     """
+    if isinstance(target, str) and target not in ("cuda", "cuda-emu"):
+        raise PolycError(f"unknown CUDA target {target!r}; use 'cuda' or 'cuda-emu'")
+    target = Target.resolve(target)
     if backend is None:
-        if target == "cuda-emu":
+        if target.kind == "cuda-emu":
             from .cuda_emu import EmuBackend
-            backend = EmuBackend(flags)
-        elif target == "cuda":
+            backend = EmuBackend(flags, target)
+        elif target.kind == "cuda":
             from .cuda_pycuda import PyCudaBackend
-            backend = PyCudaBackend.create(flags)
+            backend = PyCudaBackend.create(flags, target)
         else:
-            raise PolycError(f"unknown CUDA target {target!r}; use 'cuda' or 'cuda-emu'")
+            raise PolycError(f"unknown CUDA target {target.kind!r}; use 'cuda' or 'cuda-emu'")
     return CUDACompiledKernel(kernel, schedule, backend=backend, target=target)
 
 
