@@ -163,7 +163,7 @@ def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
     from .runtime.compiler import normalise_flags
     flags = normalise_flags(flags)  # a string is split like a shell would; anything else refused
     sched = _resolve_schedule(k, schedule, tgt, reassociate)
-    if tgt.kind == "c":
+    if tgt.is_cpu:
         from .runtime.ckernel import CCompiledKernel
         return CCompiledKernel(k, sched, flags=flags, openmp=openmp,
                                specialise=(schedule == "auto") if specialise is None else specialise,
@@ -182,7 +182,7 @@ def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
     sched = _resolve_schedule(k, schedule, tgt, reassociate)
     from .codegen.typing import resolve_typing
     typing = resolve_typing(k.program, dict(dtypes or {}), require_inputs=False)
-    if tgt.kind == "c":
+    if tgt.is_cpu:
         from .codegen.c import generate_c
         return generate_c(sched, typing).source
     from .codegen.cuda import generate_cuda

@@ -158,3 +158,14 @@ def test_repr_and_html_are_short_summaries():
     assert "sm_90" in g and "48 KiB shared memory" in g and "1024 threads per block" in g
     with pytest.raises(TargetError):          # feature names are plain words: nothing to escape
         Target.host().with_(features=frozenset({"a<b>"}))
+
+
+def test_only_the_target_module_asks_the_operating_system_about_the_machine():
+    """Machine facts reach decisions only through a Target: no other module probes the host."""
+    from pathlib import Path
+    root = Path(pc.__file__).parent
+    probes = ("/proc/", "/sys/", "cpu_count(", "sched_getaffinity", "find_library(", "platform.machine(",
+              "importlib.import_module(\"polyc.codegen")
+    found = [f"{path.relative_to(root)}: {p}" for path in sorted(root.rglob("*.py")) if path.name != "target.py"
+             for p in probes if p in path.read_text(encoding="utf-8")]
+    assert found == []
