@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from ..errors import CacheWarning, CompileError, CompileFlagsError  # noqa: F401 (CompileFlagsError: re-export)
-from ..target import DEFAULT_OPT_FLAGS, Target, normalise_flags  # noqa: F401 (re-exported here)
+from ..compile_flags import normalise_flags  # noqa: F401 (re-exported here)
+from ..target import DEFAULT_OPT_FLAGS, Target  # noqa: F401 (DEFAULT_OPT_FLAGS: re-exported here)
 from . import cache, vector_math
 #: The GNU dialect, as a plain `gcc -O3` compiles C: it lets the compiler contract `a * b + c`
 #: into one fused multiply-add (`-ffp-contract=fast`), which ISO mode (`-std=c11`) forbids.
