@@ -176,12 +176,23 @@ def find_nvcc() -> Optional[str]:
     return None
 
 
-def compile_cuda_check(source: str, arch: str = "sm_90", flags: Sequence[str] = ("-O3",)) -> None:
+def compile_cuda_check(source: str, arch: Union[str, Target] = "sm_90", flags: Optional[Sequence[str]] = None) -> None:
     """Compile CUDA `source` to a cubin for `arch` with nvcc and discard it; raise on rejection.
+
+    `arch` is an `sm_XY` string or a "cuda" `Target` (its `cuda_arch` and flags); `flags`
+    default to the target's, else `-O3`.
 
     Raises `TargetUnavailableError` when nvcc is missing and `CompileError` (keeping the source
     and nvcc's message) when nvcc rejects the code.
     """
+    if isinstance(arch, Target):
+        if arch.cuda_arch is None:
+            raise PolycError(f"compile_cuda_check needs a target with a CUDA architecture, not {arch.summary()}")
+        flags = arch.flags if flags is None else flags
+        arch = arch.cuda_arch
+    else:
+        Target.cuda(arch)   # validates `sm_XY` (TargetError): it reaches nvcc's command line
+    flags = ("-O3",) if flags is None else tuple(flags)
     nvcc = find_nvcc()
     if nvcc is None:
         raise TargetUnavailableError("nvcc was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin); "

@@ -161,3 +161,21 @@ def test_the_emulator_limits_its_launches_to_the_target(monkeypatch):
     x = np.ones((40, 50))
     np.testing.assert_array_equal(f(X=x), x + 1)
     assert seen == [512]
+
+
+def test_nvcc_gets_the_target_architecture(tmp_path, monkeypatch):
+    """`compile_cuda_check` passes the Target's `cuda_arch` as nvcc's `-arch` (a stand-in nvcc
+    records its command line, so no CUDA toolkit is needed)."""
+    from polyc.runtime import cuda as cuda_runtime
+    log = tmp_path / "args.txt"
+    fake = tmp_path / "nvcc"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > {log}\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(cuda_runtime, "find_nvcc", lambda: str(fake))
+    cuda_runtime.compile_cuda_check("__global__ void k() {}", Target.cuda("sm_80").with_(flags=("-O2",)))
+    args = log.read_text().split()
+    assert "-arch=sm_80" in args and "-O2" in args and "-O3" not in args
+    cuda_runtime.compile_cuda_check("__global__ void k() {}", "sm_75")
+    assert "-arch=sm_75" in log.read_text().split()
+    with pytest.raises(TargetError):
+        cuda_runtime.compile_cuda_check("__global__ void k() {}", "sm_75 -o /tmp/x")
