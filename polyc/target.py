@@ -250,8 +250,13 @@ class Target:
         return Target.from_dict(data)
 
     def fingerprint(self) -> str:
-        """A stable hex digest (sha256) of every field: equal for equal targets, on any machine."""
-        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+        """A stable hex digest (sha256) of every field: equal for equal targets, on any machine.
+        Computed once per value (it is part of every compiled library's cache key)."""
+        cached = self.__dict__.get("_fingerprint")
+        if cached is None:
+            cached = hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+            object.__setattr__(self, "_fingerprint", cached)   # not a field: equality and repr ignore it
+        return cached
 
     # -- what consumers ask ------------------------------------------------------------------
     @property
