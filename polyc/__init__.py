@@ -9,10 +9,11 @@ from .api import Kernel, codegen, compile, kernel
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, NameClashError,
                      OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
-from .errors import ExpressionTooDeepError, LiteralRangeError
+from .errors import ExpressionTooDeepError, LiteralRangeError, TargetError
 from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
 from . import viz as _viz  # noqa: F401  (registers the Jupyter views the values' _repr_html_ look up)
+from .target import Target
 
 # The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
 # subpackage binds it on this module, so it is loaded above and then the public function is bound
@@ -22,7 +23,7 @@ codegen = codegen  # noqa: PLW0127
 __version__ = "0.1.0"
 
 __all__ = [
-    "kernel", "compile", "codegen", "Kernel", "Schedule",
+    "kernel", "compile", "codegen", "Kernel", "Schedule", "Target", "TargetError",
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",

@@ -10,6 +10,7 @@ from .ir import DType, Program, TensorType
 from .poly import Dependences, PolyModel, check_bounds, check_initialized, infer_shapes
 from .poly.checks import derived_size_constraints
 from .schedule.schedule import Schedule
+from .target import Target
 
 TARGETS = ("c", "cuda", "cuda-emu")
 
@@ -116,21 +117,21 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
     return Kernel(program)
 
 
-def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: str,
+def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: Target,
                       reassociate: Optional[bool] = None) -> Schedule:
-    if target in ("cuda", "cuda-emu"):
+    if target.is_gpu:
         # On a GPU every schedule is mapped by the scheduler unless the user mapped it: "auto", the
         # default and an unmapped schedule all get `auto_gpu_schedule` (blocks/threads, tiled
         # shared-memory contractions, tree reductions); code generation prints what it says.
         from .schedule.auto_gpu import auto_gpu_schedule
-        base = k.schedule() if schedule in (None, "source", "auto") else _resolve_schedule(k, schedule, "c")
-        return auto_gpu_schedule(base)
+        base = k.schedule() if schedule in (None, "source", "auto") else _resolve_schedule(k, schedule, Target.host())
+        return auto_gpu_schedule(base, target)
     if schedule is None or schedule == "source":
         return k.schedule()
     if isinstance(schedule, str):
         if schedule == "auto":
             from .schedule.auto import auto_schedule
-            return auto_schedule(k, target=target, reassociate=reassociate)
+            return auto_schedule(k, target, reassociate=reassociate)
         raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto' or None")
     if not isinstance(schedule, Schedule):
         raise PolycError(f"schedule must be a Schedule, 'auto' or None, not {type(schedule).__name__}")
@@ -139,45 +140,52 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: s
     return schedule
 
 
-def _check_target(target: str) -> None:
-    if target not in TARGETS:
-        raise PolycError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+def _resolve_target(target: Union[str, Target, None]) -> Target:
+    """The Target meant by `target`: "c" (`Target.host()`), "cuda" (`Target.cuda()` for the GPU
+    found, else `sm_90`), "cuda-emu" (`Target.cuda_emu()`), a description
+    (`Target.from_description`) or a Target itself; a `TargetError` for anything else."""
+    return Target.resolve(target)
 
 
-def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
+def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: Union[str, Target] = "c",
             flags: Optional[Sequence[str]] = None, openmp: bool = True,
             specialise: Optional[bool] = None, reassociate: Optional[bool] = None) -> "CompiledKernel":
     """Compile kernel `k` with `schedule` (source order by default, or "auto") for `target`.
 
+    `target`: "c" (this machine, `pc.Target.host()`), "cuda", "cuda-emu", or a `pc.Target`
+    (`pc.Target.host().with_(l2=256 * 1024)`): `schedule="auto"`, packing, the compiler command
+    and the CUDA architecture are decided for that machine, whatever machine runs this.
+    `flags` replaces the target's optimisation flags.
     `specialise` (C target): compile one variant per size class, with every size up to
     `polyc.runtime.ckernel.SMALL_SIZE` fixed to its value (default: on for `schedule="auto"`).
     `reassociate` (`schedule="auto"`): False keeps every reduction in its written order; True lets
     loop kernels' reductions be reassociated too (default: Einstein reductions only)."""
     if not isinstance(k, Kernel):
         raise PolycError(f"pc.compile takes a kernel made by pc.kernel, not {type(k).__name__}")
-    _check_target(target)
+    tgt = _resolve_target(target)
     from .runtime.compiler import normalise_flags
     flags = normalise_flags(flags)  # a string is split like a shell would; anything else refused
-    sched = _resolve_schedule(k, schedule, target, reassociate)
-    if target == "c":
+    sched = _resolve_schedule(k, schedule, tgt, reassociate)
+    if tgt.is_cpu:
         from .runtime.ckernel import CCompiledKernel
         return CCompiledKernel(k, sched, flags=flags, openmp=openmp,
-                               specialise=(schedule == "auto") if specialise is None else specialise)
+                               specialise=(schedule == "auto") if specialise is None else specialise,
+                               target=tgt)
     from .runtime.cuda import cuda_compiled_kernel
-    return cuda_compiled_kernel(k, sched, target=target, flags=flags)
+    return cuda_compiled_kernel(k, sched, target=tgt, flags=flags)
 
 
-def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: str = "c",
+def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: Union[str, Target] = "c",
             dtypes: Optional[Mapping[str, DType]] = None, reassociate: Optional[bool] = None) -> str:
-    """The generated source text for `target` ("c" or "cuda"); nothing is compiled.
+    """The generated source text for `target` ("c", "cuda" or a `pc.Target`); nothing is compiled.
 
     Undeclared dtypes come from `dtypes` (tensor name -> pc.f32/...), else float32.
     """
-    _check_target(target)
-    sched = _resolve_schedule(k, schedule, target, reassociate)
+    tgt = _resolve_target(target)
+    sched = _resolve_schedule(k, schedule, tgt, reassociate)
     from .codegen.typing import resolve_typing
     typing = resolve_typing(k.program, dict(dtypes or {}), require_inputs=False)
-    if target == "c":
+    if tgt.is_cpu:
         from .codegen.c import generate_c
         return generate_c(sched, typing).source
     from .codegen.cuda import generate_cuda

@@ -175,10 +175,24 @@ def _dtypes(kernel: Any, spec: Optional[str]) -> Dict[str, Any]:
 
 # -- commands ---------------------------------------------------------------------------------
 
+def read_target(spec: str) -> Any:
+    """The `pc.Target` of `--target`: "c", "cuda", "cuda-emu", a description such as
+    "c l2=256K vector_bytes=32 cores=8" or "cuda:sm_80", or a JSON file written by `Target.to_json()`."""
+    from .target import Target
+    if spec.endswith(".json"):
+        try:
+            with open(spec, encoding="utf-8") as f:
+                text = f.read(1 << 17)
+        except OSError as e:
+            raise UsageError(f"cannot read the target file {spec}: {e.strerror or e}") from None
+        return Target.from_json(text)
+    return Target.resolve(spec)
+
+
 def cmd_codegen(args: argparse.Namespace) -> str:
     import polyc as pc
     kernel = pick_kernel(args.kernel)
-    return pc.codegen(kernel, build_schedule(kernel, args.schedule), target=args.target,
+    return pc.codegen(kernel, build_schedule(kernel, args.schedule), target=read_target(args.target),
                       dtypes=_dtypes(kernel, args.dtype))
 
 
@@ -195,7 +209,7 @@ def cmd_outline(args: argparse.Namespace) -> str:
         s = kernel.schedule()
     elif s == "auto":
         from .schedule.auto import auto_schedule
-        s = auto_schedule(kernel)
+        s = auto_schedule(kernel, read_target(args.target))
     return str(s)
 
 
@@ -250,10 +264,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="source (default), auto, a primitive chain such as \"tile(i=32).parallel('i_outer')\", "
                             "or a JSON file from Schedule.to_json()")
 
+    def target_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-t", "--target", default="c",
+                       help="c (default: this machine), cuda, cuda-emu, a description such as "
+                            "\"c l2=256K vector_bytes=32 cores=8\" or cuda:sm_80, or a Target JSON file; "
+                            "schedule 'auto' is chosen for that machine")
+
     p = sub.add_parser("codegen", help="print the generated C or CUDA of a kernel")
     kernel_arg(p)
     schedule_arg(p)
-    p.add_argument("-t", "--target", default="c", choices=("c", "cuda"), help="c (default) or cuda")
+    target_arg(p)
     p.add_argument("--dtype", default=None,
                    help="element type of undeclared tensors: f32 (default), f64, ... or A=f32,B=f64")
     p.set_defaults(run=cmd_codegen)
@@ -265,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("outline", help="print a schedule's loop outline")
     kernel_arg(p)
     schedule_arg(p)
+    target_arg(p)
     p.set_defaults(run=cmd_outline)
 
     p = sub.add_parser("cache", help="inspect or clear the cache of compiled kernels")

@@ -148,3 +148,12 @@ class NameClashError(PolycError, ValueError):
 class LoopGenerationError(PolycError):
     """isl generated loops that would not run every statement instance exactly once (a defect of
     isl's code generation, caught by polyc's check of the generated loops); nothing is compiled."""
+
+
+class TargetError(PolycError, ValueError):
+    """A `pc.Target` (or a saved or described one) that polyc refuses: an unknown kind, a field of
+    the wrong type or out of range, unsafe compiler flags; `.field` names the field at fault."""
+
+    def __init__(self, message: str, field: str = ""):
+        self.field = field
+        super().__init__(f"target field {field!r}: {message}" if field else message)

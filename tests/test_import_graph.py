@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 ROOT = Path(__file__).resolve().parent.parent / "polyc"
 
 #: Package layers, lowest first: a package may import only packages of a lower or equal layer.
-#: `target` and `errors` are leaves every layer may use.
+#: `target`, `compile_flags`, `display` and `errors` are leaves every layer may use.
 LAYERS: Dict[str, int] = {"leaf": 0, "ir": 1, "frontend": 2, "poly": 3, "schedule": 4, "codegen": 5,
                           "runtime": 6, "top": 7, "tune": 8, "viz": 9, "testing": 9}
 #: Users of the public API: they may import it (`polyc`, `polyc.api`); nothing of the pipeline
@@ -31,14 +31,6 @@ PENDING_REGISTRY_EDGES: Set[Tuple[str, str]] = {
     ("polyc.schedule.schedule", "polyc.schedule.nesting"),
     ("polyc.schedule.schedule", "polyc.schedule.packing"),
     ("polyc.schedule.schedule", "polyc.schedule.serialize"),
-}
-
-
-#: The scheduler asks the C generator whether it keeps `restrict` in parallel loops
-#: (`auto.codegen_keeps_restrict`, through importlib).  Engineer `target`'s branch makes it a
-#: feature of the Target; REMOVED AT MERGE of that branch.
-PENDING_TARGET_EDGES: Set[Tuple[str, str]] = {
-    ("polyc.schedule.auto", "polyc.codegen.c"),
 }
 
 
@@ -134,7 +126,7 @@ def package_of(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1 or parts[1] in ("api", "cli", "__main__"):
         return "top"
-    if parts[1] in ("errors", "target", "display"):
+    if parts[1] in ("errors", "target", "display", "compile_flags"):
         return "leaf"
     return parts[1]
 
@@ -183,7 +175,7 @@ def package_graph(graph: Dict[str, Set[str]]) -> Dict[str, Set[str]]:
 
 
 def without_pending(graph: Dict[str, Set[str]]) -> Dict[str, Set[str]]:
-    pending = PENDING_REGISTRY_EDGES | PENDING_TARGET_EDGES | UNRESOLVED_TESTING_EDGES
+    pending = PENDING_REGISTRY_EDGES | UNRESOLVED_TESTING_EDGES
     return {a: {b for b in bs if (a, b) not in pending} for a, bs in graph.items()}
 
 
@@ -234,7 +226,7 @@ def test_modules_are_acyclic():
 def test_the_pending_allowlist_is_still_needed():
     """Each allowlisted edge still exists (an edge already removed must leave the list)."""
     graph = module_graph()
-    listed = PENDING_REGISTRY_EDGES | PENDING_TARGET_EDGES | UNRESOLVED_TESTING_EDGES
+    listed = PENDING_REGISTRY_EDGES | UNRESOLVED_TESTING_EDGES
     stale = {(a, b) for a, b in listed if b not in graph.get(a, ())}
     assert not stale, f"remove these edges from the PENDING_* allowlists: {sorted(stale)}"
 

@@ -15,6 +15,7 @@ import cgen as c
 from ..ir import Access, Program
 from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Schedule
+from ..target import MVEC_FUNCTIONS
 from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, if_clause, single_call
 from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
@@ -46,7 +47,8 @@ PACKED_PREAMBLE = """#include <string.h>
 
 #: libmvec functions the generated C may declare SIMD versions of, with their vector ABI argument
 #: letters (one `v` per vector argument); `polyc.runtime.vector_math` finds which the machine has.
-VECTOR_MATH_FUNCTIONS = {"exp": "v", "log": "v", "sin": "v", "cos": "v", "tanh": "v", "pow": "vv"}
+#: The libmvec functions (and their vector ABI argument letters) the generated C may declare SIMD.
+VECTOR_MATH_FUNCTIONS = MVEC_FUNCTIONS
 
 
 def vector_math_declarations(program: Program) -> str:

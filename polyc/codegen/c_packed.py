@@ -23,7 +23,7 @@ import islpy as isl
 
 from ..ir import Program
 from ..poly.islutil import isl_name
-from ..schedule.packing import PackPlan, vector_bytes
+from ..schedule.packing import PackPlan
 from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
@@ -210,7 +210,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     st = program.statement(plan.statement)
     dtype = typing.tensors[st.target.tensor]
     ctype = dtype.c_name
-    vbytes = vector_bytes()
+    vbytes = plan.vector_bytes   # the target's SIMD width, chosen when the schedule was packed
     lanes = max(1, vbytes // (dtype.bits // 8))
     mr, nv, kc = plan.mr, plan.nv, plan.kc
     nr = nv * lanes

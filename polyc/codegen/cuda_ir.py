@@ -511,8 +511,10 @@ MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)
 
 
-def launch_dims(kernel: GPUKernel, env: Dict[str, int]) -> Tuple[Tuple[int, int, int], Tuple[int, int, int]]:
-    """(grid, block) for one launch: extents evaluated, clamped to [1, CUDA limit].
+def launch_dims(kernel: GPUKernel, env: Dict[str, int],
+                max_threads: int = MAX_THREADS) -> Tuple[Tuple[int, int, int], Tuple[int, int, int]]:
+    """(grid, block) for one launch: extents evaluated, clamped to [1, CUDA limit] (`max_threads`:
+    the device's threads per block, `Target.max_threads_per_block`).
 
     Clamping is always safe: mapped loops are stride loops, so fewer blocks or threads than
     iterations only means more iterations each.  Kernels with `fixed_block` need their exact block.
@@ -527,7 +529,7 @@ def launch_dims(kernel: GPUKernel, env: Dict[str, int]) -> Tuple[Tuple[int, int,
         if b is not None:
             block[axis] = max(1, min(MAX_BLOCK[axis], eval_lexpr(b, env)))
     if not kernel.fixed_block:
-        while block[0] * block[1] * block[2] > MAX_THREADS:
+        while block[0] * block[1] * block[2] > max_threads:
             big = max(range(3), key=lambda k: block[k] if k else block[k] // 4)
             block[big] = max(1, block[big] // 2)
     return (grid[0], grid[1], grid[2]), (block[0], block[1], block[2])
@@ -538,8 +540,10 @@ def launch_dims(kernel: GPUKernel, env: Dict[str, int]) -> Tuple[Tuple[int, int,
 LaunchFn = Callable[[GPUKernel, Tuple[int, int, int], Tuple[int, int, int], Tuple[int, ...]], None]
 
 
-def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -> None:
-    """Run the host side of `program`: host loops and guards in Python, kernels through `launch`."""
+def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn,
+              max_threads: Optional[int] = None) -> None:
+    """Run the host side of `program`: host loops and guards in Python, kernels through `launch`
+    (blocks of at most `max_threads` threads, the target's limit; default CUDA's 1024)."""
     env: Dict[str, int] = {isl_name(k): v for k, v in sizes.items()}   # the loop AST's ids are isl names
 
     def run(n: HNode) -> None:
@@ -562,7 +566,7 @@ def walk_host(program: GPUProgram, sizes: Mapping[str, int], launch: LaunchFn) -
                 run(n.orelse)
         elif isinstance(n, Launch):
             kernel = program.kernels[n.kernel]
-            grid, block = launch_dims(kernel, env)
+            grid, block = launch_dims(kernel, env) if max_threads is None else launch_dims(kernel, env, max_threads)
             launch(kernel, grid, block, tuple(env[h] for h in kernel.host_iterators))
         else:
             raise TypeError(n)

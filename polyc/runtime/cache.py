@@ -2,7 +2,8 @@
 
 An entry is `kernel-<key>.so` (the library), `kernel-<key>.sha256` (the library's sha256, written
 when it was built) and `kernel-<key>.c` (the source, kept for inspection and error messages).
-The key hashes everything that affects the binary, so a verified hit is reused without
+The key hashes everything that affects the binary (source, flags, compiler and its version,
+and the fingerprint of the `Target` it is built for), so a verified hit is reused without
 recompiling.  Every file is written to a private temporary name in the cache directory and moved
 into place with `os.replace` (atomic on POSIX): concurrent processes compiling the same kernel
 both succeed, and no reader ever sees a half-written file.
@@ -108,13 +109,15 @@ def fallback_dir(reason: str) -> Path:
 
 # -- keys and entries ---------------------------------------------------------------------------------
 
-def cache_key(source: str, flags: Sequence[str], compiler_path: str, compiler_version: str) -> str:
-    """sha256 over the source, the flags, the compiler's path and its version string.
+def cache_key(source: str, flags: Sequence[str], compiler_path: str, compiler_version: str,
+              target_fingerprint: str = "") -> str:
+    """sha256 over the source, the flags, the compiler's path and its version string, and the
+    fingerprint of the `Target` the library is built for (`Target.fingerprint()`).
 
     Fields are length-prefixed so that no two different inputs can produce the same byte stream.
     """
     h = hashlib.sha256()
-    for part in (source, "\0".join(flags), compiler_path, compiler_version):
+    for part in (source, "\0".join(flags), compiler_path, compiler_version, target_fingerprint):
         data = part.encode("utf-8")
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)

@@ -9,6 +9,7 @@ from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
 from ..ir import f32
 from .arguments import bind_arguments, passed_dtypes
+from ..target import Target
 from .compiler import command_flags, compile_c, normalise_flags
 from .loader import load_or_rebuild
 
@@ -27,11 +28,11 @@ class CCompiledKernel:
     single output array, or a dict by name when the kernel has several outputs.
     """
 
-    target = "c"
-
     def __init__(self, kernel, schedule, *, flags: Optional[Sequence[str]] = None, openmp: bool = True,
-                 specialise: bool = False):
+                 specialise: bool = False, target: Optional[Target] = None):
         self.kernel = kernel
+        #: The machine the library is built for (compiler, flags, OpenMP, libmvec; cache key).
+        self.target = Target.host() if target is None else target
         self.specialise = specialise
         self.schedule = schedule
         self.flags = normalise_flags(flags)
@@ -53,9 +54,10 @@ class CCompiledKernel:
         with self._lock:
             if key not in self._variants:
                 gen = generate_c(self.schedule, typing, fixed)
-                lib = compile_c(gen.source, flags=self.flags, openmp=self.openmp)
+                lib = compile_c(gen.source, flags=self.flags, openmp=self.openmp, target=self.target)
                 fn = load_or_rebuild(lib, gen.signature,
-                                     lambda: compile_c(gen.source, flags=self.flags, openmp=self.openmp, rebuild=True))
+                                     lambda: compile_c(gen.source, flags=self.flags, openmp=self.openmp, rebuild=True,
+                                                       target=self.target))
                 self._variants[key] = (gen, fn)
             self._last = self._variants[key][0]
             return self._variants[key]
@@ -85,10 +87,10 @@ class CCompiledKernel:
 
     @property
     def compile_flags(self) -> Tuple[str, ...]:
-        return command_flags(self.flags, self.openmp)
+        return command_flags(self.flags, self.openmp, target=self.target)
 
     def __repr__(self) -> str:
-        return f"<compiled {self.kernel.name} for C, schedule {self.schedule!r}>"
+        return f"<compiled {self.kernel.name} for C ({self.target.summary()}), schedule {self.schedule!r}>"
 
     def _repr_html_(self) -> str:
         from ..display import html_of

@@ -3,15 +3,18 @@
 `compile_c(source)` returns the path of a `.so` built from `source`.  The command line is
 `<compiler> <optimisation flags> -fPIC -shared -std=gnu11 [-fopenmp] -o <lib> <src> -lm`:
 
-- compiler: the `compiler` argument, else `$POLYC_CC`, else `cc` (or `gcc` where there is no `cc`);
+- compiler: the `compiler` argument, else the target's (`Target.host()`: `$POLYC_CC`, else `cc`, or
+  `gcc` where there is no `cc`);
 - optimisation flags: the `flags` argument (a string, split like a shell would, or a sequence of
-  strings), else `$POLYC_CFLAGS` (split the same way), else `-O3 -march=native`.  The flags that
+  strings), else the target's (`Target.host()`: `$POLYC_CFLAGS`, split the same way, else
+  `-O3 -march=native`); OpenMP and libmvec only where the target has them.  The flags that
   make a loadable library are always added, so overriding the optimisation level can never produce
   something ctypes cannot load; flags that would change where or what the compiler writes (`-o`,
   `-c`, `-E`, `-save-temps`, a linker `-o`, ...) are refused (`CompileFlagsError`), since the cache
   relies on the library landing at its own path.
 
-A cached library is used only after `cache.entry_problem` verified it (owner, permissions and
+The target's fingerprint is part of the cache key: a library built for one Target is never
+reused for another.  A cached library is used only after `cache.entry_problem` verified it (owner, permissions and
 sha256); anything else is rebuilt.  When the cache directory cannot be written, the library is
 built in the private fallback directory instead (`cache.fallback_dir`, with a warning).
 """
@@ -27,10 +30,10 @@ import warnings
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
-from ..errors import CacheWarning, CompileError, CompileFlagsError
+from ..errors import CacheWarning, CompileError, CompileFlagsError  # noqa: F401 (CompileFlagsError: re-export)
+from ..compile_flags import normalise_flags  # noqa: F401 (re-exported here)
+from ..target import DEFAULT_OPT_FLAGS, Target  # noqa: F401 (DEFAULT_OPT_FLAGS: re-exported here)
 from . import cache, vector_math
-
-DEFAULT_OPT_FLAGS: Tuple[str, ...] = ("-O3", "-march=native")
 #: The GNU dialect, as a plain `gcc -O3` compiles C: it lets the compiler contract `a * b + c`
 #: into one fused multiply-add (`-ffp-contract=fast`), which ISO mode (`-std=c11`) forbids.
 #: Packed contractions rely on it (half the instructions per multiply-accumulate).
@@ -49,13 +52,14 @@ COMPILE_TIMEOUT_S = 600
 #: How much compiler output goes into an exception message (the full text is on `.compiler_output`).
 MAX_MESSAGE_LINES = 40
 
-_memo: Dict[Tuple[str, Tuple[str, ...], str, Path], Path] = {}
+_memo: Dict[Tuple[str, Tuple[str, ...], str, Path, str], Path] = {}
 _memo_lock = threading.Lock()
 
 
 def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: Optional[str] = None,
-              openmp: bool = True, rebuild: bool = False) -> Path:
-    """Return the path of a shared library built from C `source`, compiling only on a cache miss.
+              openmp: bool = True, rebuild: bool = False, target: Optional[Target] = None) -> Path:
+    """Return the path of a shared library built from C `source` for `target` (default:
+    `Target.host()`), compiling only on a cache miss.
 
     A cached library is returned only when verified (see `cache.entry_problem`); a corrupted,
     truncated or foreign one is rebuilt with a `CacheWarning`.  `rebuild=True` compiles again even
@@ -65,17 +69,19 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     source (`.source`), the compiler's stderr (`.compiler_output`) and the command (`.command`),
     and its message names the kept `.c` file.  `CompileFlagsError` for flags polyc refuses.
     """
-    compiler_path = resolve_compiler(compiler)
-    all_flags = command_flags(flags, openmp, compiler_path)
+    target = Target.host() if target is None else target
+    compiler_path = resolve_compiler(compiler or target.compiler)
+    all_flags = command_flags(flags, openmp, compiler_path, target)
+    fingerprint = target.fingerprint()
     directory = cache.cache_dir()
-    memo_key = (source, all_flags, compiler_path, directory)
+    memo_key = (source, all_flags, compiler_path, directory, fingerprint)
     with _memo_lock:
         hit = _memo.get(memo_key)
     if hit is not None and not rebuild and cache.entry_problem(hit) is None:
         return hit
 
     version = compiler_version(compiler_path)
-    key = cache.cache_key(source, all_flags, compiler_path, version)
+    key = cache.cache_key(source, all_flags, compiler_path, version, fingerprint)
     src_path, lib_path = cache.entry_paths(directory, key)
     problem = "rebuilt on request" if rebuild else cache.entry_problem(lib_path)
     if problem is not None:
@@ -95,58 +101,15 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     return lib_path
 
 
-#: Flags that change where or what the compiler writes: the cache needs the library at its own path.
-_OUTPUT_FLAGS = ("-o", "--output", "-c", "-S", "-E", "-M", "-MM", "-MD", "-MMD", "-MF", "-MT", "-MQ",
-                 "-save-temps", "-dumpdir", "-dumpbase", "-dumpbase-ext", "-aux-info", "--preprocess",
-                 "--assemble", "--compile")
-
-
-def normalise_flags(flags: object, origin: str = "flags") -> Optional[Tuple[str, ...]]:
-    """`flags` as a tuple of compiler arguments: None stays None, a string is split like a shell
-    would (`"-O2 -g"`), a list or tuple must hold strings.  CompileFlagsError for anything else and
-    for flags that would redirect or change the compiler's output (they would break the cache)."""
-    if flags is None:
-        return None
-    if isinstance(flags, str):
-        try:
-            parts = tuple(shlex.split(flags))
-        except ValueError as e:
-            raise CompileFlagsError(f"{origin} {flags!r} cannot be split into arguments: {e}") from None
-    elif isinstance(flags, (list, tuple)):
-        parts = tuple(flags)
-        for f in parts:
-            if not isinstance(f, str):
-                raise CompileFlagsError(f"{origin} must be strings, but {f!r} is a {type(f).__name__}")
-    else:
-        raise CompileFlagsError(f"{origin} must be a string (\"-O2 -g\") or a list of strings, not "
-                                f"{type(flags).__name__} {flags!r}")
-    for f in parts:
-        _check_flag(f, origin)
-    return parts
-
-
-def _check_flag(flag: str, origin: str) -> None:
-    if not flag or "\0" in flag:
-        raise CompileFlagsError(f"{origin} contain an empty argument or a NUL character: {flag!r}")
-    if flag.startswith("@"):
-        raise CompileFlagsError(f"{origin}: response files ({flag!r}) are not accepted; pass the flags themselves")
-    # `-Wl,-o,x` hands the linker an output of its own (`-Xlinker -o` arrives here as a plain "-o").
-    linker = flag.split(",")[1:] if flag.startswith("-Wl,") else []
-    bad = any(flag == o or flag.startswith(o + "=") for o in _OUTPUT_FLAGS) or \
-        flag.startswith("-o") or flag.startswith(("-save-temps", "-MF", "-MT", "-MQ")) or \
-        any(a in ("-o", "--output") or a.startswith(("-o", "--output=")) for a in linker)
-    if bad:
-        raise CompileFlagsError(f"{origin}: {flag!r} would change where or what the compiler writes; polyc "
-                                f"chooses the output itself (the cache relies on it)")
-
-
 def resolve_compiler(compiler: Optional[str] = None) -> str:
-    """Absolute path of the C compiler to use (see the module docstring for the order of choice)."""
-    requested = compiler or os.environ.get("POLYC_CC")
+    """Absolute path of the C compiler `compiler` (a name or path; default: `Target.host()`'s,
+    which is `$POLYC_CC`, else `cc`, else `gcc`)."""
+    env = os.environ.get("POLYC_CC")
+    requested = compiler or env
     if requested:
         found = shutil.which(requested)
         if found is None:
-            origin = "compiler argument" if compiler else "$POLYC_CC"
+            origin = "$POLYC_CC" if requested == env else "compiler argument"
             raise CompileError(f"C compiler {requested!r} (from {origin}) was not found; "
                                f"install it or point POLYC_CC at a C compiler such as gcc")
         return os.path.abspath(found)
@@ -159,19 +122,19 @@ def resolve_compiler(compiler: Optional[str] = None) -> str:
 
 
 def command_flags(flags: Optional[Sequence[str]], openmp: bool,
-                  compiler_path: Optional[str] = None) -> Tuple[str, ...]:
-    """All compiler flags, in command-line order, for the given optimisation flags and OpenMP choice."""
-    if flags is None:
-        env = os.environ.get("POLYC_CFLAGS")
-        opt = normalise_flags(env, "$POLYC_CFLAGS") if env is not None else DEFAULT_OPT_FLAGS
-    else:
-        opt = normalise_flags(flags)
-    path = compiler_path or resolve_compiler()
+                  compiler_path: Optional[str] = None, target: Optional[Target] = None) -> Tuple[str, ...]:
+    """All compiler flags, in command-line order, for the given optimisation flags (None: the
+    target's), OpenMP choice (honoured only where the target has OpenMP) and target (default:
+    `Target.host()`)."""
+    target = Target.host() if target is None else target
+    opt = target.flags if flags is None else normalise_flags(flags)
+    path = compiler_path or resolve_compiler(target.compiler)
     gcc = _is_gcc(path)
     workaround = GCC_WORKAROUND_FLAGS if gcc else ()
+    openmp = openmp and target.openmp
     # SIMD math (libmvec) needs OpenMP's `declare simd` and GCC's vector ABI.
-    vmath = vector_math.compile_flags() if (gcc and openmp) else ()
-    return opt + workaround + LIBRARY_FLAGS + (OPENMP_FLAGS if openmp else ()) + vmath
+    vmath = vector_math.compile_flags(target) if (gcc and openmp) else ()
+    return tuple(opt or ()) + workaround + LIBRARY_FLAGS + (OPENMP_FLAGS if openmp else ()) + vmath
 
 
 @functools.lru_cache(maxsize=None)

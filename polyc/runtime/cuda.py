@@ -17,13 +17,14 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ..codegen.cuda import GeneratedCUDA, generate_cuda
 from ..codegen.cuda_ir import LaunchFn, walk_host  # noqa: F401  (re-exported)
 from ..codegen.typing import Typing, resolve_typing
 from ..errors import CompileError, PolycError, TargetUnavailableError
 from ..ir import f32
+from ..target import Target
 from .arguments import bind_arguments, passed_dtypes
 from .compiler import trim_output
 from .cuda_arrays import split_arguments
@@ -39,11 +40,12 @@ class CUDACompiledKernel:
     (the ones passed, or new pycuda `GPUArray`s) when any device array was passed.
     """
 
-    def __init__(self, kernel, schedule, *, backend, target: str):
+    def __init__(self, kernel, schedule, *, backend, target: Union[str, Target]):
         self.kernel = kernel
         self.schedule = schedule
         self.backend = backend
-        self.target = target
+        #: The device the program is generated for (limits, CUDA architecture).
+        self.target = Target.resolve(target)
         self._variants: Dict[str, Tuple[GeneratedCUDA, Any]] = {}
         self._last: Optional[GeneratedCUDA] = None
         self._lock = threading.Lock()
@@ -95,25 +97,31 @@ class CUDACompiledKernel:
         return html_of("compiled", self)
 
     def __repr__(self) -> str:
-        return f"<compiled {self.kernel.name} for {self.target}, schedule {self.schedule!r}>"
+        return f"<compiled {self.kernel.name} for {self.target.kind} ({self.target.summary()}), " \
+               f"schedule {self.schedule!r}>"
 
 
-def cuda_compiled_kernel(kernel, schedule, *, target: str, flags: Optional[Sequence[str]] = None,
+def cuda_compiled_kernel(kernel, schedule, *, target: Union[str, Target], flags: Optional[Sequence[str]] = None,
                          backend: Any = None) -> CUDACompiledKernel:
-    """A compiled kernel for target "cuda" (needs pycuda, a driver and a GPU) or "cuda-emu".
+    """A compiled kernel for a "cuda" target (needs pycuda, a driver and a GPU; nvcc `-arch` is
+    the target's `cuda_arch`) or a "cuda-emu" one (the target's C compiler and flags).  `flags`
+    replaces the target's.
 
     Raises `TargetUnavailableError` for "cuda" when pycuda, the driver or a GPU is missing.
     `backend` replaces the backend (tests use it to exercise the host side without a GPU).
     """
+    if isinstance(target, str) and target not in ("cuda", "cuda-emu"):
+        raise PolycError(f"unknown CUDA target {target!r}; use 'cuda' or 'cuda-emu'")
+    target = Target.resolve(target)
     if backend is None:
-        if target == "cuda-emu":
+        if target.kind == "cuda-emu":
             from .cuda_emu import EmuBackend
-            backend = EmuBackend(flags)
-        elif target == "cuda":
+            backend = EmuBackend(flags, target)
+        elif target.kind == "cuda":
             from .cuda_pycuda import PyCudaBackend
-            backend = PyCudaBackend.create(flags)
+            backend = PyCudaBackend.create(flags, target)
         else:
-            raise PolycError(f"unknown CUDA target {target!r}; use 'cuda' or 'cuda-emu'")
+            raise PolycError(f"unknown CUDA target {target.kind!r}; use 'cuda' or 'cuda-emu'")
     return CUDACompiledKernel(kernel, schedule, backend=backend, target=target)
 
 
@@ -133,12 +141,23 @@ def find_nvcc() -> Optional[str]:
     return None
 
 
-def compile_cuda_check(source: str, arch: str = "sm_90", flags: Sequence[str] = ("-O3",)) -> None:
+def compile_cuda_check(source: str, arch: Union[str, Target] = "sm_90", flags: Optional[Sequence[str]] = None) -> None:
     """Compile CUDA `source` to a cubin for `arch` with nvcc and discard it; raise on rejection.
+
+    `arch` is an `sm_XY` string or a "cuda" `Target` (its `cuda_arch` and flags); `flags`
+    default to the target's, else `-O3`.
 
     Raises `TargetUnavailableError` when nvcc is missing and `CompileError` (keeping the source
     and nvcc's message) when nvcc rejects the code.
     """
+    if isinstance(arch, Target):
+        if arch.cuda_arch is None:
+            raise PolycError(f"compile_cuda_check needs a target with a CUDA architecture, not {arch.summary()}")
+        flags = arch.flags if flags is None else flags
+        arch = arch.cuda_arch
+    else:
+        Target.cuda(arch)   # validates `sm_XY` (TargetError): it reaches nvcc's command line
+    flags = ("-O3",) if flags is None else tuple(flags)
     nvcc = find_nvcc()
     if nvcc is None:
         raise TargetUnavailableError("nvcc was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin); "

@@ -18,6 +18,7 @@ from .arguments import BoundCall
 from .compiler import compile_c
 from .loader import load_library, param_ctype
 from .cuda_arrays import DeviceArray
+from ..target import Target
 
 
 class EmuBackend:
@@ -26,9 +27,11 @@ class EmuBackend:
     name = "cuda-emu"
     device_ordinal: Optional[int] = None
 
-    def __init__(self, flags: Optional[Sequence[str]] = None):
-        # -O1 keeps emulation builds fast; the code is only run at small test sizes.
-        self.flags = tuple(flags) if flags is not None else ("-O1",)
+    def __init__(self, flags: Optional[Sequence[str]] = None, target: Optional[Target] = None):
+        #: The emulated device: its C compiler, flags (default -O1: emulation builds stay fast, the
+        #: code only runs at small test sizes) and per-block thread limit.
+        self.target = Target.cuda_emu() if target is None else target
+        self.flags = tuple(flags) if flags is not None else self.target.flags
 
     def check_device_arrays(self, device: Mapping[str, DeviceArray]) -> None:
         if device:
@@ -37,7 +40,7 @@ class EmuBackend:
                                 f"CPU; pass numpy arrays (e.g. cupy.asnumpy(x)), or compile with target='cuda'")
 
     def load(self, gen: GeneratedCUDA) -> Dict[str, Any]:
-        lib_path = compile_c(gen.emulation_source, flags=self.flags, openmp=False)
+        lib_path = compile_c(gen.emulation_source, flags=self.flags, openmp=False, target=self.target)
         lib = load_library(lib_path)
         fns: Dict[str, Any] = {}
         base = [param_ctype(p) for p in gen.signature.params]
@@ -58,7 +61,8 @@ class EmuBackend:
         args: List[Any] = [v.ctypes.data if isinstance(v, np.ndarray) else v for v in bound.c_args(gen.signature)]
         launches: List[Any] = []
         walk_host(gen.launch, bound.sizes, lambda kernel, grid, block, host_values: launches.append(
-            (fns[kernel.symbol], tuple(args) + tuple(host_values) + grid + block)))
+            (fns[kernel.symbol], tuple(args) + tuple(host_values) + grid + block)),
+            self.target.max_threads_per_block)
         outputs = {name: bound.arrays[name] for name in bound.outputs}
         value = next(iter(outputs.values())) if len(outputs) == 1 else (outputs or None)
 

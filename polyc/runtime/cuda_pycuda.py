@@ -15,6 +15,7 @@ from ..codegen.cuda import GeneratedCUDA
 from ..errors import CompileError, TargetUnavailableError
 from .arguments import BoundCall
 from .cuda_arrays import DeviceArray
+from ..target import Target
 
 _PREPARE = {"f32": "f", "f64": "d", "i32": "i", "i64": "q"}
 _WRITTEN_ROLES = ("output", "inout")
@@ -48,20 +49,23 @@ class PyCudaBackend:
 
     name = "cuda"
 
-    def __init__(self, drv, flags: Sequence[str]):
+    def __init__(self, drv, flags: Sequence[str], target: Optional[Target] = None):
         self.drv = drv
         import pycuda.autoprimaryctx  # noqa: F401 - makes the primary context current
         self.device = drv.Context.get_device()
         self.device_ordinal = next((k for k in range(drv.Device.count()) if drv.Device(k) == self.device), 0)
         major, minor = self.device.compute_capability()
-        self.arch = f"sm_{major}{minor}"
+        #: nvcc's `-arch`: the target's CUDA architecture (default: this device's).
+        self.arch = target.cuda_arch if target is not None and target.cuda_arch else f"sm_{major}{minor}"
+        self.target = target
         self.flags = list(flags)
         self._scratch_memory: Dict[Any, Any] = {}
 
     @classmethod
-    def create(cls, flags: Optional[Sequence[str]] = None) -> "PyCudaBackend":
+    def create(cls, flags: Optional[Sequence[str]] = None, target: Optional[Target] = None) -> "PyCudaBackend":
         drv = _import_driver()
-        return cls(drv, tuple(flags) if flags is not None else ("-O3",))
+        default = target.flags if target is not None else ("-O3",)
+        return cls(drv, tuple(flags) if flags is not None else default, target)
 
     def check_device_arrays(self, device: Mapping[str, DeviceArray]) -> None:
         return None
@@ -139,7 +143,8 @@ class PyCudaBackend:
                 args.append(p.dtype.numpy.type(bound.scalars[p.name]))
         launches: List[Any] = []
         walk_host(gen.launch, bound.sizes, lambda kernel, grid, block, host_values: launches.append(
-            (fns[kernel.symbol].prepared_call, grid, block, tuple(args) + tuple(np.int64(v) for v in host_values))))
+            (fns[kernel.symbol].prepared_call, grid, block, tuple(args) + tuple(np.int64(v) for v in host_values))),
+            self.target.max_threads_per_block if self.target is not None else None)
         outputs = {name: results[name] for name in bound.outputs}
         value = next(iter(outputs.values())) if len(outputs) == 1 else (outputs or None)
 

@@ -35,7 +35,8 @@ import islpy as isl
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly import islutil
 from ..poly.dependences import Dependences
-from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant, machine
+from ..target import Target
+from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
@@ -104,30 +105,31 @@ def isl_schedule(model, deps: Dependences, budget: Optional[int] = None) -> isl.
 JAM = 4
 
 
+#: What the scheduler requires of the C code generator, and relies on: each parallel loop body runs
+#: in a helper whose array parameters are `restrict` (polyc.codegen.c does so; its
+#: `PARALLEL_LOOPS_KEEP_RESTRICT` states it).  OpenMP outlines a `#pragma omp parallel for` body into
+#: a function that receives the arrays through a struct, so without the helper gcc would lose the
+#: no-alias facts there, and register blocking (several updates of one target element per vector)
+#: would cost more than it saves.  A fact the scheduler owns, so it never reaches into codegen.
+PARALLEL_LOOPS_KEEP_RESTRICT = True
+
+
 def codegen_keeps_restrict() -> bool:
-    """Whether the C code generator keeps the no-alias (restrict) facts inside parallel loops.
-
-    OpenMP outlines a `#pragma omp parallel for` body into a function that receives the arrays
-    through a struct, so gcc would lose `restrict` there, and register blocking (several updates
-    of one target element per vector) would cost more than it saves.  polyc's C generator runs each
-    parallel loop body in a helper with restrict parameters and says so with
-    `PARALLEL_LOOPS_KEEP_RESTRICT = True` in `polyc.codegen.c` (looked up, not imported, so the
-    scheduler does not depend on a code generator); a generator without it turns blocking off.
-    """
-    import importlib
-    try:
-        return bool(getattr(importlib.import_module("polyc.codegen.c"), "PARALLEL_LOOPS_KEEP_RESTRICT", False))
-    except ImportError:
-        return False
+    """Whether parallel loop bodies keep `restrict` in the generated C (`PARALLEL_LOOPS_KEEP_RESTRICT`)."""
+    return PARALLEL_LOOPS_KEEP_RESTRICT
 
 
-def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optional[int] = None,
+def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True, budget: Optional[int] = None,
                   tile_sizes: Optional[Dict[str, int]] = None,
                   register_blocking: Optional[bool] = None, pack: bool = True,
                   jam_rows: bool = False, deadline: Optional[float] = None,
                   reassociate: Optional[bool] = None) -> Schedule:
-    """A legal, optimised schedule for `kernel` (see the module docstring).
+    """A legal, optimised schedule for `kernel` on `target` (see the module docstring).
 
+    `target`: a `polyc.Target` (default `Target.host()`; the strings "c", "cuda", "cuda-emu" are
+    read as `Target.resolve` does).  Every machine fact (cache sizes, cores, SIMD width) comes
+    from it, so the same Target gives the same schedule on any machine; the result records it
+    (`schedule.option("target")`, saved by `to_json`).
     `budget`: isl operations the scheduler may spend (default `SCHEDULER_BUDGET`, never more than
     `POLYC_ISL_BUDGET`); beyond it the result is the source order with proven parallel marks and
     an `AutoScheduleWarning`.  `tile=False` skips tiling; `tile_sizes` overrides the cache model
@@ -143,10 +145,13 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
     `reassociate=True`.  `False` keeps the written order of every reduction exactly.
     """
     global last_search
+    target = Target.resolve(target)
     search = last_search = SearchBudget(_deadline_seconds(deadline))
     try:
-        return _auto_schedule(kernel, target, tile, budget, tile_sizes, register_blocking, pack, jam_rows,
+        sched = _auto_schedule(kernel, target, tile, budget, tile_sizes, register_blocking, pack, jam_rows,
                               search, reassociate_default(kernel.model.program, reassociate))
+        return replace(sched, options=tuple((k, v) for k, v in sched.options if k != "target")
+                       + (("target", target),))
     finally:
         if search.expired_at is not None:
             log.debug("schedule='auto' for %s: the %.3g s deadline passed during %s; kept the best found so "
@@ -154,7 +159,7 @@ def auto_schedule(kernel, target: str = "c", *, tile: bool = True, budget: Optio
                       search.expired_at, search.candidates)
 
 
-def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_sizes, register_blocking,
+def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], tile_sizes, register_blocking,
                    pack: bool, jam_rows: bool, search: SearchBudget, reassociate: str = "none") -> Schedule:
     model = kernel.model
     deps = kernel.dependences() if hasattr(kernel, "dependences") else Dependences(model)
@@ -162,8 +167,8 @@ def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_
         tree = tree_from_isl(isl_schedule(model, deps, budget), model)
     except (IslBudgetError, UnsupportedTree, PolycError) as e:
         return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})", pack, search,
-                                 reassociate)
-    cpu = target == "c"
+                                 reassociate, target)
+    cpu = target.is_cpu
     if register_blocking is None:
         register_blocking = codegen_keeps_restrict()
     jam = JAM if (register_blocking and cpu and tile) else 0
@@ -181,7 +186,7 @@ def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_
             continue  # out of time: straight to the simplest variant
         try:
             start = fuse_memory_bound(tree, model, deps) if opts.fuse else tree
-            decided = Decider(model, opts, machine(), search).decide(start)
+            decided = Decider(model, opts, target, search).decide(start)
             note = "auto(" + ", ".join(opts.describe()) + ")"
             sched = flatten(model, decided, history=(note,))
             sched = _with_unroll_options(sched)
@@ -189,14 +194,14 @@ def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_
             if cpu:
                 sched = add_marks(sched, deps, search, reassociate)
                 if pack:
-                    sched = pack_contractions(sched, deps, search)
+                    sched = pack_contractions(sched, deps, search, target)
                 if jam_rows and not search.expired("jamming reduction rows"):
                     sched = jam_reductions(split_reduction_chains(sched))
                 sched = _with_unroll_options(sched)
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
-    return fallback_schedule(kernel, deps, "; ".join(reasons), pack, search, reassociate)
+    return fallback_schedule(kernel, deps, "; ".join(reasons), pack, search, reassociate, target)
 
 
 def reassociate_default(program, reassociate: Optional[bool]) -> str:
@@ -384,9 +389,11 @@ def jam_reductions(schedule: Schedule) -> Schedule:
 
 # -- packed contractions ---------------------------------------------------------------------------
 
-def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None) -> Schedule:
-    """Run every matmul-like statement that `Schedule.pack` can prove as packed BLAS-style code, its
-    m-block loop parallel (proven) when the machine has several cores and no enclosing loop of the
+def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None,
+                      target: Optional[Target] = None) -> Schedule:
+    """Run every matmul-like statement that `Schedule.pack` can prove as packed BLAS-style code
+    (blocked for `target`, default `Target.host()`), its m-block loop parallel (proven) when the
+    target has several cores and no enclosing loop of the
     statement is parallel already.  Statements are recognised from their access relations
     (`packing.contraction_form`); one that cannot be packed keeps its schedule.
 
@@ -396,6 +403,7 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
     deadline no further statement is packed (those packed so far stay)."""
     from .packing import BatchLoopsInside, contraction_form
     from .rewrite import statement_varies
+    target = Target.resolve(target)
     program = schedule.model.program
     forms = {st.name: contraction_form(program, st.name) for st in program.statements}
     if all(isinstance(f, str) for f in forms.values()):
@@ -408,13 +416,13 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
         if search is not None and search.expired("packing contractions"):
             break
         try:
-            packed = schedule.pack(st.name)
+            packed = schedule.pack(st.name, target=target)
         except BatchLoopsInside:
             if not only_inits:
                 continue
             try:
                 schedule = add_marks(Schedule.source_order(schedule.model), deps, search)
-                packed = schedule.pack(st.name)
+                packed = schedule.pack(st.name, target=target)
             except (PolycError, IslBudgetError, isl.Error):
                 continue
         except (PolycError, IslBudgetError, isl.Error):
@@ -422,7 +430,7 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
         plan = packed.option("packing")[-1]
         outer_parallel = any("parallel" in d.marks and statement_varies(packed, st.name, k)
                              for k, d in enumerate(packed.dims) if d.name is not None)
-        if machine().cores > 1 and not outer_parallel:
+        if target.cores > 1 and not outer_parallel:
             try:
                 packed = packed.parallel(plan.m_block_loop)
             except (PolycError, IslBudgetError, isl.Error):
@@ -434,13 +442,14 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
 # -- fallback ------------------------------------------------------------------------------------
 
 def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True,
-                      search: Optional[SearchBudget] = None, reassociate: str = "none") -> Schedule:
+                      search: Optional[SearchBudget] = None, reassociate: str = "none",
+                      target: Optional[Target] = None) -> Schedule:
     """Source order with proven parallel/vector marks; warns with `reason`."""
     warnings.warn(f"schedule='auto' for {kernel.model.program.name}: using the source order with "
                   f"proven parallel marks instead ({reason})", AutoScheduleWarning, stacklevel=4)
     sched = Schedule.source_order(kernel.model)
     try:
         sched = add_marks(sched, deps, search, reassociate)
-        return pack_contractions(sched, deps, search) if pack else sched
+        return pack_contractions(sched, deps, search, target) if pack else sched
     except (PolycError, isl.Error):
         return sched

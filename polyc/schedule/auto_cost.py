@@ -1,7 +1,6 @@
 """The automatic scheduler's machine and cost model: caches, access strides, tile sizes.
 
-- `machine()`: cache sizes from `/sys/devices/system/cpu/cpu0/cache/index*/` (fallbacks: 32 KiB
-  L1d, 1 MiB L2, 8 MiB L3) and the number of cores;
+- machine facts (cache sizes, cores) come only from the `polyc.Target` the caller passes;
 - `direction`: how a statement's iterators move when one loop of its schedule advances by one
   while every other loop stays put (a rational linear solve on the schedule's coefficients);
 - `access_kind`: whether an access is invariant, unit-stride or strided along such a direction;
@@ -10,65 +9,13 @@
 """
 from __future__ import annotations
 
-import functools
 import itertools
-import os
 import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from ..ir import Access, Program
-
-
-@dataclass(frozen=True)
-class Machine:
-    l1: int
-    l2: int
-    l3: int
-    cores: int
-
-
-def _parse_size(text: str) -> Optional[int]:
-    text = text.strip().upper()
-    try:
-        if text.endswith("K"):
-            return int(text[:-1]) * 1024
-        if text.endswith("M"):
-            return int(text[:-1]) * 1024 * 1024
-        return int(text)
-    except ValueError:
-        return None
-
-
-@functools.lru_cache(maxsize=1)
-def machine() -> Machine:
-    """This CPU's data-cache sizes (bytes) and core count, read once per process."""
-    sizes = {1: 32 * 1024, 2: 1024 * 1024, 3: 8 * 1024 * 1024}
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        for entry in sorted(os.listdir(base)):
-            if not entry.startswith("index"):
-                continue
-            path = os.path.join(base, entry)
-            try:
-                with open(os.path.join(path, "type")) as f:
-                    kind = f.read().strip()
-                with open(os.path.join(path, "level")) as f:
-                    level = int(f.read().strip())
-                with open(os.path.join(path, "size")) as f:
-                    size = _parse_size(f.read())
-            except (OSError, ValueError):
-                continue
-            if kind in ("Data", "Unified") and size and level in sizes:
-                sizes[level] = size
-    except OSError:
-        pass
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return Machine(sizes[1], sizes[2], sizes[3], cores)
 
 
 # -- linear algebra over the rationals ------------------------------------------------------------

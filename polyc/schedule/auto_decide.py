@@ -11,7 +11,7 @@ respect moves forward or stays put along each member), which is what the decisio
 - point loops of a skewed band (a member mixes iterators, as in time-skewed stencils): the
   statements' own source order inside each tile, which is legal for any tiling of a permutable
   band and keeps the inner loops as vectorisable as the user wrote them;
-- tile sizes: `auto_cost.tile_sizes` with half the L2 cache per core as the budget (searched
+- tile sizes: `auto_cost.tile_sizes` with half the target's L2 cache per core as the budget (searched
   within the scheduler's `SearchBudget`).
 
 Nothing here is trusted: `auto.py` proves the flattened result with `check_legal` and every mark
@@ -25,7 +25,8 @@ from typing import Dict, List, Optional, Sequence as Seq, Tuple
 import islpy as isl
 
 from ..poly.model import PolyModel
-from .auto_cost import (Machine, SearchBudget, access_delta, all_unit_or_invariant, direction, footprints, has_reuse,
+from ..target import Target
+from .auto_cost import (SearchBudget, access_delta, all_unit_or_invariant, direction, footprints, has_reuse,
                         innermost_score, tile_sizes)
 from .auto_tree import (Band, Leaf, Loop, Nest, Node, Sequence, UnsupportedTree, aff_coefficients,
                         equals_iterator, is_constant)
@@ -67,13 +68,13 @@ def _has_band(node: Node) -> bool:
 class Decider:
     """Turns isl's bands into decided nests (see the module docstring)."""
 
-    def __init__(self, model: PolyModel, options: DecideOptions, machine: Machine,
+    def __init__(self, model: PolyModel, options: DecideOptions, target: Target,
                  search: Optional[SearchBudget] = None):
         self.model = model
         self.search = search
         self.program = model.program
         self.options = options
-        self.machine = machine
+        self.target = target   # the only source of machine facts (caches, cores)
         self._names = 0
         self._source = None
 
@@ -240,7 +241,7 @@ class Decider:
 
         # Tile sizes from the cache model, over the point loops in their final order.
         time_like = [i for i, k in enumerate(point) if skewed and not band.coincident[k] and k == 0]
-        budget = self.machine.l2 // 2
+        budget = self.target.l2 // 2
         sizes = tile_sizes(fps, n, budget, self._elem_bytes(), innermost=None if skewed else n - 1,
                            time_like=time_like, min_inner=256 if not skewed else 4, search=self.search)
         if self.options.tile_sizes:

@@ -21,6 +21,7 @@ from typing import Dict, Optional, Tuple
 
 from ..ir import Const
 from ..poly.contraction import TiledContraction, box_extents, tiled_contraction
+from ..target import Target
 from .gpu import default_gpu_mapping, is_mapped
 from .schedule import Schedule
 
@@ -79,8 +80,35 @@ def _alone_at_top(schedule: Schedule, name: str) -> bool:
     return first is not None and sum(1 for v in fixed.values() if v and v[0] == first) == 1
 
 
-def contraction_plans(schedule: Schedule) -> Tuple[GPUContractionPlan, ...]:
-    """Tiled-kernel plans for the contractions of a source-order schedule that are their own nests."""
+def fits_device(tile: Tuple[int, int, int, int, int], elem_bytes: int, target: Optional[Target]) -> bool:
+    """Whether the tiled contraction kernel of `tile` for `elem_bytes`-byte elements fits within
+    `target`'s per-block limits (None: current GPUs): shared memory for the A and B tiles (A padded
+    by 4 columns against bank conflicts), threads per block, and registers (a TM x TN accumulator
+    tile, TM + TN operands and some addressing per thread; doubles take two 32-bit registers)."""
+    if target is None:
+        return True
+    bm, bn, bk, tm, tn = tile
+    threads = (bm // tm) * (bn // tn)
+    shared = (bk * (bm + 4) + bk * bn) * elem_bytes
+    words = max(1, elem_bytes // 4)
+    registers = threads * ((tm * tn + tm + tn) * words + 32)
+    return (shared <= target.shared_memory_bytes and threads <= target.max_threads_per_block
+            and registers <= target.registers_per_block)
+
+
+def _element_bytes(schedule: Schedule, statement: str) -> int:
+    """The widest declared element size among the tensors of `statement` (an undeclared output takes
+    its operands' type), or 8, the widest a call may pass, when none is declared."""
+    program = schedule.model.program
+    st = program.statement(statement)
+    dtypes = [program.tensor(a.tensor).dtype for a in (st.target,) + tuple(st.value.accesses())]
+    known = [d.bits // 8 for d in dtypes if d is not None]
+    return max(known) if known else 8
+
+
+def contraction_plans(schedule: Schedule, target: Optional[Target] = None) -> Tuple[GPUContractionPlan, ...]:
+    """Tiled-kernel plans for the contractions of a source-order schedule that are their own nests
+    and whose kernel fits `target`'s per-block limits (`fits_device`)."""
     if schedule.history or not schedule.dims or schedule.dims[0].is_loop:
         return ()
     program = schedule.model.program
@@ -89,6 +117,8 @@ def contraction_plans(schedule: Schedule) -> Tuple[GPUContractionPlan, ...]:
     for st in program.statements:
         c = tiled_contraction(schedule.model, st.name)
         if c is None or not _alone_at_top(schedule, st.name):
+            continue
+        if not fits_device(TILE, _element_bytes(schedule, st.name), target):
             continue
         init = _fusable_init(schedule, c)
         if init is not None and not _alone_at_top(schedule, init):
@@ -106,15 +136,16 @@ def gpu_contraction_plans(schedule: Schedule) -> Dict[str, GPUContractionPlan]:
             if all(maps.get(n) == text for n, text in p.maps)}
 
 
-def auto_gpu_schedule(schedule: Schedule) -> Schedule:
+def auto_gpu_schedule(schedule: Schedule, target: Optional[Target] = None) -> Schedule:
     """The automatic CUDA schedule of `schedule` (usually `kernel.schedule()`), explicitly mapped.
 
     Contractions get tiled-kernel plans; the other loops `default_gpu_mapping` (whose row fusion
     is skipped when there are plans: a contraction's nest stays its own).  A schedule that already
-    maps some loop is returned unchanged."""
+    maps some loop is returned unchanged.  `target` (a CUDA `polyc.Target`; None: current GPUs)
+    bounds the tiled kernels by its shared memory, registers and threads per block."""
     if is_mapped(schedule):
         return schedule
-    plans = contraction_plans(schedule)
+    plans = contraction_plans(schedule, target)
     mapped = default_gpu_mapping(schedule, row_fusion=not plans)
     if not plans:
         return mapped

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from typing import Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
 import islpy as isl
 
@@ -67,6 +67,10 @@ MAX_REGISTER_TILE = 64
 MAX_BLOCK = 2**24
 
 
+if TYPE_CHECKING:
+    from ..target import Target
+
+
 class BatchLoopsInside(PolycError):
     """`pack` refused because a batch loop of the contraction runs inside its other loops."""
 
@@ -87,6 +91,7 @@ class PackPlan:
     loops: Tuple[str, ...]  # the packed loops, outermost first (all marked "packed")
     m_block_loop: str      # the loop over m blocks (parallel when marked so)
     mask: Optional[str] = None  # isl set of (sizes, batch, m, n) in the domain, when not the whole box
+    vector_bytes: int = 16      # the SIMD width the register tile is built for (the target's)
 
     @property
     def statement(self) -> str:
@@ -253,37 +258,34 @@ def _prefix_fixes_batch(s: Schedule, c: Contraction, p: int) -> bool:
     return prefix.is_single_valued()
 
 
-def default_blocking(elem_bytes: int = 4) -> Tuple[int, int, int, int, int]:
-    """(mr, nv, kc, mc, nc) from this machine's caches: the packed m block (MC x KC) fills a quarter
-    of the L2 cache of a core, the packed n block (KC x NC) a quarter of the L3."""
-    from .auto_cost import machine
-    mach = machine()
+def default_blocking(elem_bytes: int = 4, target: Optional["Target"] = None) -> Tuple[int, int, int, int, int]:
+    """(mr, nv, kc, mc, nc) for `target`'s caches (default: `Target.host()`): the packed m block
+    (MC x KC) fills a quarter of the L2 cache of a core, the packed n block (KC x NC) a quarter of
+    the L3."""
+    mach = _target(target)
     kc = DEFAULT_KC
     mc = max(DEFAULT_MR, min(256, mach.l2 // (4 * kc * elem_bytes)) // DEFAULT_MR * DEFAULT_MR)
     nc = max(256, min(8192, mach.l3 // (4 * kc * elem_bytes)) // 256 * 256)
     return DEFAULT_MR, DEFAULT_NV, kc, mc, nc
 
 
-@functools.lru_cache(maxsize=1)
-def vector_bytes() -> int:
-    """Width of this CPU's widest SIMD registers (bytes): 64 with AVX-512, 32 with AVX, else 16."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        return 16
-    if "avx512f" in flags:
-        return 64
-    if "avx" in flags or "avx2" in flags:
-        return 32
-    return 16
+def vector_bytes(target: Optional["Target"] = None) -> int:
+    """Width of `target`'s widest SIMD registers in bytes (default: `Target.host()`'s)."""
+    return _target(target).vector_bytes
+
+
+def _target(target: Optional["Target"]) -> "Target":
+    from ..target import Target
+    return Target.host() if target is None else target
 
 
 def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, nv: Optional[int] = None,
-         kc: Optional[int] = None, mc: Optional[int] = None, nc: Optional[int] = None) -> Schedule:
-    """The primitive behind `Schedule.pack` (see the module docstring)."""
+         kc: Optional[int] = None, mc: Optional[int] = None, nc: Optional[int] = None,
+         vector_bytes: Optional[int] = None, target: Optional["Target"] = None) -> Schedule:
+    """The primitive behind `Schedule.pack` (see the module docstring).  Defaults come from
+    `target` (default: `Target.host()`); the recorded step holds the values used, so a saved
+    schedule replays the same on any machine."""
     name = statement_name(s, statement)
-    st_call = step("pack", name, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc)
     program = s.model.program
     form = contraction_form(program, name)
     if isinstance(form, str):
@@ -295,9 +297,12 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
     for what, v, most in (("mr", mr, MAX_REGISTER_TILE), ("nv", nv, MAX_REGISTER_TILE), ("kc", kc, MAX_BLOCK),
                           ("mc", mc, MAX_BLOCK), ("nc", nc, MAX_BLOCK)):
         optional_positive_int(v, f"pack({name})'s {what}", most)
-    d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem)
+    optional_positive_int(vector_bytes, f"pack({name})'s vector_bytes", 256)
+    d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem, target)
     mr, nv, kc, mc, nc = (mr or d_mr), (nv or d_nv), (kc or d_kc), (mc or d_mc), (nc or d_nc)
-    lanes = max(1, vector_bytes() // elem)
+    vbytes = vector_bytes or _target(target).vector_bytes
+    st_call = step("pack", name, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vbytes)
+    lanes = max(1, vbytes // elem)
     nr = nv * lanes
     if mc % mr or nc % nr:
         raise PolycError(f"pack({name}): mc must be a multiple of mr ({mr}) and nc of nv * lanes ({nr})")
@@ -345,7 +350,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         maps = tuple((sname, str(prefix.flat_range_product(own).coalesce()) if sname == name else text)
                      for sname, text in s.maps)
         plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], names,
-                        names[loop_names.index(m_block)], mask)
+                        names[loop_names.index(m_block)], mask, vbytes)
         try:
             out = finish(Schedule(s.model, maps, s.dims, s.history, s.options, s.steps), st_call, dims=s.dims)
             return _with_plan(s, out, plan)
@@ -370,7 +375,8 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
             else:
                 new = old.apply_range(around)
             maps.append((sname, str(new.coalesce())))
-        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], tuple(loop_names), m_block, mask)
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], tuple(loop_names), m_block, mask,
+                        vbytes)
         candidate = Schedule(s.model, tuple(maps), tuple(dims), s.history, s.options, s.steps)
         try:
             out = finish(candidate, st_call, dims=dims)

@@ -234,13 +234,15 @@ class Schedule:
         return primitives.vectorize(self, loop, reduction)
 
     def pack(self, statement, *, mr: Optional[int] = None, nv: Optional[int] = None, kc: Optional[int] = None,
-             mc: Optional[int] = None, nc: Optional[int] = None) -> "Schedule":
+             mc: Optional[int] = None, nc: Optional[int] = None, vector_bytes: Optional[int] = None,
+             target=None) -> "Schedule":
         """Run contraction `statement` (`T[m, n] += X[m, k] * Y[k, n]`, recognised from its accesses)
         as BLAS does: operand panels packed into contiguous buffers, an `mr` x `nv`-vector register
-        tile, blocks of `kc`, `mc` and `nc` (defaults from this machine's caches).  Proven legal;
+        tile of `vector_bytes`-wide vectors, blocks of `kc`, `mc` and `nc` (defaults from `target`'s
+        caches and SIMD width, a `pc.Target`; default `Target.host()`).  Proven legal;
         see polyc.schedule.packing."""
         from .packing import pack
-        return pack(self, statement, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc)
+        return pack(self, statement, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vector_bytes, target=target)
 
     def map_to_blocks(self, *loops: str) -> "Schedule":
         """Map loops to CUDA blocks (see polyc.schedule.gpu)."""

@@ -62,6 +62,9 @@ def to_json(s: Schedule, indent: int = 2) -> str:
         "dims": [_dim_dict(d) for d in s.dims],
         "maps": {name: text for name, text in s.maps},
     }
+    target = s.option("target")
+    if target is not None:   # the machine an automatic schedule was chosen for (`polyc.Target`)
+        doc["target"] = target.to_dict()
     return json.dumps(doc, indent=indent)
 
 
@@ -147,10 +150,24 @@ def from_json(kernel_or_model: Any, text: Union[str, bytes]) -> Schedule:
         raise ScheduleFileError(f"the saved schedule is for statements {schedule_file._show(doc.get('statements'))} "
                                 f"of kernel {schedule_file._show(doc.get('kernel'))}; this kernel "
                                 f"({model.program.name!r}) has {names}", "statements")
+    target = _target_of(doc)
     replayable_flag = schedule_file.expect(doc.get("replayable", True), (bool,), "replayable", "'replayable'")
-    if not replayable_flag:
-        return _restore_raw(model, doc)
-    return _replay(model, doc)
+    s = _restore_raw(model, doc) if not replayable_flag else _replay(model, doc)
+    if target is not None:
+        s = replace(s, options=s.options + (("target", target),))
+    return s
+
+
+def _target_of(doc: dict) -> Any:
+    """The `polyc.Target` recorded in the file (validated: untrusted), or None."""
+    if "target" not in doc:
+        return None
+    from ..errors import TargetError
+    from ..target import Target
+    try:
+        return Target.from_dict(doc["target"])
+    except TargetError as e:
+        raise ScheduleFileError(str(e), f"target.{e.field}" if e.field else "target") from None
 
 
 def to_text(s: Schedule) -> str:

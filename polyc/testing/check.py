@@ -113,10 +113,11 @@ def tolerances_for(got: np.ndarray, want: np.ndarray, rtol: Optional[float] = No
 REASSOCIATING_MARKS = frozenset({"reduction_vector", "reduction_parallel"})
 
 
-def reassociates(schedule: Any, target: str = "c") -> bool:
-    """Whether running `schedule` on `target` may reassociate a reduction: a loop marked with a
-    reduction strategy, or a GPU target (whose tree reductions combine partial sums)."""
-    if target != "c":
+def reassociates(schedule: Any, target: Any = "c") -> bool:
+    """Whether running `schedule` on `target` ("c", "cuda", "cuda-emu" or a `pc.Target`) may
+    reassociate a reduction: a loop marked with a reduction strategy, or a GPU target (whose tree
+    reductions combine partial sums)."""
+    if getattr(target, "kind", target) != "c":
         return True
     dims = getattr(schedule, "dims", ())
     return any(d.marks & REASSOCIATING_MARKS for d in dims)
@@ -193,7 +194,7 @@ def _shapes_text(args: Mapping[str, Any]) -> str:
 
 def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]] = None,
                  rtol: Optional[float] = None, atol: Optional[float] = None, dtype: Any = "f64",
-                 seed: int = 0, inputs: Optional[Mapping[str, Any]] = None, *, target: str = "c",
+                 seed: int = 0, inputs: Optional[Mapping[str, Any]] = None, *, target: Any = "c",
                  reference: Optional[Callable[..., Any]] = None, compiled: Any = None,
                  flags: Optional[Any] = None) -> Dict[str, np.ndarray]:
     """Compile `kernel` with `schedule`, run it and the reference on the same inputs, and assert
@@ -204,7 +205,7 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
     get f32 tolerances however the inputs came about; see `tolerances_for`).
     `inputs` replaces the random inputs; `reference` replaces `kernel.reference` (e.g. a library
     kernel's expected-output function); `compiled` reuses an already compiled kernel; `flags`
-    replaces the C compiler's optimisation flags.
+    replaces the C compiler's optimisation flags.  `target`: "c", "cuda", "cuda-emu" or a `pc.Target`.
     """
     import polyc
     d = _dtype(dtype)

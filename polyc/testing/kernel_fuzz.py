@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
+from ..target import Target
 from .kernel_compare import compare_outputs, only_nan_lost, tolerance_eps
 from .kernel_gen_common import GeneratedKernel, draw_array, draw_sizes
 from .kernel_gen_einsum import generate_einsum
@@ -201,6 +202,7 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
         return fail("refused", "kernel", f"{type(e).__name__}: {e}")
     except Exception as e:  # noqa: BLE001 - an untyped exception is a finding
         return fail("crash", "kernel", _trace(e))
+    target = Target.resolve(case.target)   # the fuzz case names a kind; its facts are this machine's
     try:
         if case.steps is not None:
             sched = replay(kernel.schedule(), case.steps)
@@ -208,11 +210,11 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
         elif case.schedule_kind == "random":
             sched: Any = random_schedule(kernel, case.schedule_seed, res.steps, target=case.target)
             res.schedule_json = sched.to_json()
-        elif case.schedule_kind == "auto" and case.target == "c":
+        elif case.schedule_kind == "auto" and target.is_cpu:
             from ..schedule.auto import auto_schedule
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                sched = auto_schedule(kernel, target="c")
+                sched = auto_schedule(kernel, target)
             res.schedule_json = sched.to_json()
         else:
             sched = kernel.schedule()
@@ -221,10 +223,10 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
     except Exception as e:  # noqa: BLE001
         return fail("crash", "schedule", _trace(e))
     try:
-        opts: Dict[str, Any] = {"target": case.target}
+        opts: Dict[str, Any] = {"target": target}
         if case.flags is not None:
             opts["flags"] = list(case.flags)
-        if case.target == "c":
+        if target.is_cpu:
             opts["specialise"] = case.specialise
         compiled = pc.compile(kernel, sched, **opts)
     except PolycError as e:

@@ -86,3 +86,16 @@ def test_passing_the_returned_schedule_gives_the_same_code():
     mm = kernels.by_name("matmul").kernel
     s = auto_gpu_schedule(mm.schedule())
     assert pc.codegen(mm, s, target="cuda") == pc.codegen(mm, "auto", target="cuda")
+
+
+def test_tiled_contractions_are_planned_only_where_they_fit_the_targets_limits():
+    """The per-block limits of the Target decide (in the scheduler) whether a contraction runs as the
+    shared-memory tiled kernel: 8 KiB of shared memory cannot hold its A and B tiles."""
+    k = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", A=pc.f32["M", "K"], B=pc.f32["K", "N"])
+    roomy = pc.Target.cuda("sm_90")
+    tight = roomy.with_(shared_memory_bytes=8 * 1024)
+    assert "pc_As" in pc.codegen(k, target=roomy)
+    assert "pc_As" not in pc.codegen(k, target=tight)
+    f64 = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", A=pc.f64["M", "K"], B=pc.f64["K", "N"])
+    just_f32 = roomy.with_(shared_memory_bytes=(16 * 132 + 16 * 128) * 4)
+    assert "pc_As" in pc.codegen(k, target=just_f32) and "pc_As" not in pc.codegen(f64, target=just_f32)
