@@ -113,18 +113,24 @@ def _tiled_kernels(gen):
 
 
 def test_the_contraction_kernel_is_used_only_where_it_fits_the_device():
-    mm = pc.kernel(MATMUL, name="mm")
-    typing = resolve_typing(mm.program, {"A": f32, "B": f32, "C": f32})
-    assert _tiled_kernels(generate_cuda(mm.schedule(), typing, Target.cuda("sm_90")))
-    small = Target.cuda("sm_90").with_(shared_memory_bytes=16 * 1024)
-    assert not _tiled_kernels(generate_cuda(mm.schedule(), typing, small))
-    few_registers = Target.cuda("sm_90").with_(registers_per_block=16 * 1024)
-    assert not _tiled_kernels(generate_cuda(mm.schedule(), typing, few_registers))
+    """The scheduler plans the tiled kernel only where it fits the Target (`auto_gpu_schedule`);
+    the declared element type decides its shared memory (an undeclared one counts as 8 bytes)."""
+    from polyc.schedule.auto_gpu import auto_gpu_schedule
+
+    def tiled(kernel, target, dtype):
+        typing = resolve_typing(kernel.program, {"A": dtype, "B": dtype, "C": dtype})
+        return _tiled_kernels(generate_cuda(auto_gpu_schedule(kernel.schedule(), target), typing))
+
+    mm32 = pc.kernel(MATMUL, name="mm", A=f32["M", "K"], B=f32["K", "N"])
+    assert tiled(mm32, Target.cuda("sm_90"), f32)
+    assert not tiled(mm32, Target.cuda("sm_90").with_(shared_memory_bytes=16 * 1024), f32)
+    assert not tiled(mm32, Target.cuda("sm_90").with_(registers_per_block=16 * 1024), f32)
     # Doubles need twice the shared memory (33 KiB): they fit 48 KiB, not 32 KiB.
-    typing64 = resolve_typing(mm.program, {"A": f64, "B": f64, "C": f64})
-    assert _tiled_kernels(generate_cuda(mm.schedule(), typing64, Target.cuda("sm_90")))
-    assert not _tiled_kernels(generate_cuda(mm.schedule(), typing64,
-                                            Target.cuda("sm_90").with_(shared_memory_bytes=32 * 1024)))
+    mm64 = pc.kernel(MATMUL, name="mm", A=f64["M", "K"], B=f64["K", "N"])
+    assert tiled(mm64, Target.cuda("sm_90"), f64)
+    assert not tiled(mm64, Target.cuda("sm_90").with_(shared_memory_bytes=32 * 1024), f64)
+    undeclared = pc.kernel(MATMUL, name="mm")
+    assert not tiled(undeclared, Target.cuda("sm_90").with_(shared_memory_bytes=32 * 1024), f32)
 
 
 def test_a_small_device_still_computes_the_right_thing():
