@@ -153,7 +153,7 @@ def test_launches_respect_the_target_thread_limit():
 
 def test_the_emulator_limits_its_launches_to_the_target(monkeypatch):
     """The emulator's backend walks launches with its Target's `max_threads_per_block`."""
-    from polyc.runtime import cuda as cuda_runtime
+    from polyc.codegen import cuda_ir as cuda_runtime
     seen = []
     real = cuda_runtime.walk_host
 
