@@ -148,3 +148,9 @@ class NameClashError(PolycError, ValueError):
 class LoopGenerationError(PolycError):
     """isl generated loops that would not run every statement instance exactly once (a defect of
     isl's code generation, caught by polyc's check of the generated loops); nothing is compiled."""
+
+
+class GradError(PolycError):
+    """A kernel `pc.grad` cannot differentiate: a non-invertible or non-affine read, a value the
+    gradient needs that the kernel overwrites, a non-differentiable operation.  The message names
+    the statement, the array and the source line, and says what would make it differentiable."""
