@@ -27,7 +27,7 @@ from typing import Dict, List, Sequence, Set, Tuple
 from ..errors import GradError
 from ..ir import Access, Affine, Binary, Const, Constraint, Program, ScalarRef, Statement, TensorDecl
 from ..poly.model import PolyModel
-from .analysis import (active_tensors, check_no_overwrite, check_scales_first, classify_writes,
+from .analysis import (active_tensors, as_updates, check_no_overwrite, check_scales_first, classify_writes,
                        dataflow_order, describe, scale_factors_inactive)
 from .derivative import ONE, ZERO, div, local_adjoints, select
 from .exprs import tensors_read
@@ -117,6 +117,7 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
     """The gradient program of the (shape-inferred) forward `program`, and the names it uses."""
     wrt = tuple(wrt)
     _check_request(program, of, wrt)
+    program = as_updates(program)
     writes = classify_writes(program)
     model = PolyModel(program)
     check_no_overwrite(model)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, Sequence, Set, Tuple
 
 from ..errors import GradError
-from ..ir import Const, Program, Statement
+from ..ir import Binary, Const, Program, Statement, Unary
 from ..poly.model import PolyModel
 from ..poly.islutil import isl_budget
 from .exprs import tensors_read
@@ -48,6 +48,20 @@ class Writes:
     scale: str = ""
 
 
+def as_updates(program: Program) -> Program:
+    """Loop kernels' `x[i] = x[i] + e` (and `x[i] - e`) as the `+` updates they are (`x[i] += e`)."""
+    out = []
+    for st in program.statements:
+        v = st.value
+        if st.update is None and isinstance(v, Binary) and v.op in ("+", "-"):
+            if v.lhs == st.target and st.target not in v.rhs.accesses():
+                st = st.with_(update="+", value=v.rhs if v.op == "+" else Unary("-", v.rhs))
+            elif v.op == "+" and v.rhs == st.target and st.target not in v.lhs.accesses():
+                st = st.with_(update="+", value=v.lhs)
+        out.append(st)
+    return program.with_(statements=tuple(out))
+
+
 def classify_writes(program: Program) -> Dict[str, Writes]:
     """The write shape of every written tensor, or `GradError` for anything else."""
     by_tensor: Dict[str, List[Statement]] = {}
@@ -73,6 +87,11 @@ def classify_writes(program: Program) -> Dict[str, Writes]:
         if len(ops) == 1 and len(plain) <= 1:
             op = ops.pop()
             if op == "*":
+                if plain and roles.get(name) != "inout":
+                    raise GradError(f"{describe(ups[0])} is a product reduction ({name} *=! ...); pc.grad does not "
+                                    f"differentiate products (each factor's adjoint needs the product of the "
+                                    f"others, which division cannot give where a factor is 0): use exp of a sum "
+                                    f"of logs where the factors are positive")
                 if plain or len(ups) != 1:
                     raise GradError(f"{describe(ups[0])} multiplies {name} in place after other writes; pc.grad "
                                     f"supports a `*=` update only as the first write of an array passed in")
