@@ -96,11 +96,14 @@ class _Builder:
         k = len(self.statements)
         self.statements.append(st.with_(name=f"S{k}", order=(k,) + (0,) * len(st.iterators), inferred=()))
 
-    def zero(self, name: str, shape: Tuple[Affine, ...], source: Statement, value=ZERO) -> None:
-        iters = []
+    def zero(self, name: str, shape: Tuple[Affine, ...], source: Statement, value=ZERO,
+             like: Tuple[str, ...] = ()) -> None:
+        """`name[...] = value` over `shape`; its loops are named `like` (the first gather's loops
+        into the same tensor, so a schedule names them as one loop nest), else i0, i1, ..."""
+        iters: List[str] = []
         taken = set(self.used)
         for d in range(len(shape)):
-            iters.append(fresh_name(f"i{d}", taken))
+            iters.append(fresh_name(like[d] if d < len(like) else f"i{d}", taken))
         dom = tuple(c for n, e in zip(iters, shape) for c in _range(n, e))
         target = Access(name, tuple(Affine.var(n) for n in iters))
         if not isinstance(value, Const):
@@ -200,7 +203,8 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
     for t, a in adj.items():
         if a == seed:
             continue
-        b.zero(a, fwd_tensors[t].shape, program.statements[0], value=seed if t == of else Const(0.0))
+        like = next((tuple(c.iterators[:len(c.target.indices)]) for c in contributions if c.target.tensor == a), ())
+        b.zero(a, fwd_tensors[t].shape, program.statements[0], value=seed if t == of else Const(0.0), like=like)
     for c in contributions:
         b.add(c)
 
