@@ -31,6 +31,8 @@ from .analysis import (active_tensors, as_updates, check_no_overwrite, check_sca
                        dataflow_order, describe, scale_factors_inactive)
 from .derivative import ONE, ZERO, div, local_adjoints, select
 from .exprs import tensors_read
+from .fold import fold_pointwise
+from .inline import inline_pointwise_temps
 from .gather import check_exact, fresh_name, gather_value, invert_access
 
 
@@ -96,10 +98,11 @@ class _Builder:
         k = len(self.statements)
         self.statements.append(st.with_(name=f"S{k}", order=(k,) + (0,) * len(st.iterators), inferred=()))
 
-    def zero(self, name: str, shape: Tuple[Affine, ...], source: Statement, value=ZERO,
-             like: Tuple[str, ...] = ()) -> None:
-        """`name[...] = value` over `shape`; its loops are named `like` (the first gather's loops
-        into the same tensor, so a schedule names them as one loop nest), else i0, i1, ..."""
+    def fill(self, name: str, shape: Tuple[Affine, ...], source: Statement, value=ZERO,
+             like: Tuple[str, ...] = ()) -> Statement:
+        """`name[...] = value` over `shape` (value a constant, or an array read elementwise); its loops
+        are named `like` (the first gather's loops into the same tensor, so a schedule names them as
+        one loop nest), else i0, i1, ..."""
         iters: List[str] = []
         taken = set(self.used)
         for d in range(len(shape)):
@@ -108,8 +111,8 @@ class _Builder:
         target = Access(name, tuple(Affine.var(n) for n in iters))
         if not isinstance(value, Const):
             value = Access(value, target.indices)
-        self.add(Statement(name="", iterators=tuple(iters), domain=(dom,), target=target, value=value,
-                           location=source.location, text=source.text))
+        return Statement(name="", iterators=tuple(iters), domain=(dom,), target=target, value=value,
+                         location=source.location, text=source.text)
 
 
 def _range(name: str, extent: Affine) -> Tuple[Constraint, Constraint]:
@@ -141,8 +144,12 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
     for t in sorted(active - set(adj)):
         adj[t] = fresh_name(f"{t}_grad", b.used)
 
-    # 3. contributions, built first so that we know which forward values they read.
+    # 3. contributions, built first so that we know which forward values they read.  When the
+    # kernel itself reads `of`, its adjoint starts as a copy of the one supplied.
     contributions: List[Statement] = []
+    if read_of:
+        contributions.append(b.fill(adj[of], fwd_tensors[of].shape, program.statements[-1], value=seed).with_(
+            update="+"))
     ties: Dict[str, Tuple[str, Statement]] = {}
     for st in reversed(order):
         t = st.target.tensor
@@ -156,7 +163,8 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
             chosen = Binary("==", st.value, st.target)
             seed_expr = select(chosen, div(seed_expr, Access(count, st.target.indices)), ZERO)
         where = describe(st)
-        for acc, coeff in local_adjoints(st.value, seed_expr):
+        stored = st.target if st.update is None else None
+        for acc, coeff in local_adjoints(st.value, seed_expr, stored):
             if acc.tensor not in adj or acc.tensor not in active:
                 continue
             shape = fwd_tensors[acc.tensor].shape
@@ -194,18 +202,21 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
         t = st.target.tensor
         if t in ties and st is ties[t][1]:
             count, upd = ties[t]
-            b.zero(count, fwd_tensors[t].shape, upd, value=Const(0.0))
+            b.add(b.fill(count, fwd_tensors[t].shape, upd, value=Const(0.0)))
             b.add(upd.with_(target=Access(count, upd.target.indices), update="+",
                             value=select(Binary("==", upd.value, upd.target), ONE, ZERO)))
             b.tensors[count] = TensorDecl(count, fwd_tensors[t].dtype, fwd_tensors[t].shape, "temp")
 
-    # 2. zero (or copy) the adjoints, then 3. the contributions.
+    # 2. zero the adjoints that no covering pointwise contribution defines, then 3. the rest.
+    ordered, zeroed = fold_pointwise(contributions, {adj[t]: fwd_tensors[t].shape for t in adj},
+                                     program.sizes, program.assumptions)
+    defined = {c.target.tensor for c in contributions} - zeroed
     for t, a in adj.items():
-        if a == seed:
+        if a == seed or a in defined:
             continue
         like = next((tuple(c.iterators[:len(c.target.indices)]) for c in contributions if c.target.tensor == a), ())
-        b.zero(a, fwd_tensors[t].shape, program.statements[0], value=seed if t == of else Const(0.0), like=like)
-    for c in contributions:
+        b.add(b.fill(a, fwd_tensors[t].shape, program.statements[0], value=Const(0.0), like=like))
+    for c in ordered:
         b.add(c)
 
     tensors: List[TensorDecl] = []
@@ -241,4 +252,4 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
         scalars=tuple(s for s in program.scalars if s.name in scalars_read), source=program.source,
         frontend="einsum", assumptions=program.assumptions, int_params=program.int_params,
         derived_sizes=program.derived_sizes)
-    return out, GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt))
+    return inline_pointwise_temps(out), GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt))

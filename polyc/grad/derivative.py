@@ -18,7 +18,7 @@ Walks are iterative (expression trees may be deep).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Unary
 
@@ -74,18 +74,20 @@ def select(cond: Expr, a: Expr, b: Expr) -> Expr:
     return Select(cond, a, b)
 
 
-def _call_partials(e: Call, seed: Expr) -> List[Tuple[Expr, Expr]]:
-    """(operand, its adjoint) for a math function call."""
+def _call_partials(e: Call, seed: Expr, stored: Optional[Expr] = None) -> List[Tuple[Expr, Expr]]:
+    """(operand, its adjoint) for a math function call; `stored` reads the call's value where the
+    kernel stored it (the whole right-hand side of `e[i] = exp(x[i])`), so it is not recomputed."""
     fn, args = e.fn, e.args
     x = args[0]
+    value = stored if stored is not None else e
     if fn == "exp":
-        return [(x, mul(seed, e))]
+        return [(x, mul(seed, value))]
     if fn == "log":
         return [(x, div(seed, x))]
     if fn == "sqrt":
-        return [(x, div(mul(seed, HALF), e))]
+        return [(x, div(mul(seed, HALF), value))]
     if fn == "tanh":
-        return [(x, mul(seed, Binary("-", ONE, Binary("*", e, e))))]
+        return [(x, mul(seed, Binary("-", ONE, Binary("*", value, value))))]
     if fn == "sin":
         return [(x, mul(seed, Call("cos", (x,))))]
     if fn == "cos":
@@ -108,13 +110,13 @@ def _call_partials(e: Call, seed: Expr) -> List[Tuple[Expr, Expr]]:
         a, b = args
         out = [(a, mul(seed, mul(b, Call("pow", (a, Binary("-", b, ONE))))))]
         if any(isinstance(n, Access) for n in b.walk()):
-            out.append((b, select(Binary(">", a, ZERO), mul(seed, mul(e, Call("log", (a,)))), ZERO)))
+            out.append((b, select(Binary(">", a, ZERO), mul(seed, mul(value, Call("log", (a,)))), ZERO)))
         return out
     from ..errors import GradError
     raise GradError(f"polyc cannot differentiate the function {fn!r}")
 
 
-def _partials(e: Expr, seed: Expr) -> List[Tuple[Expr, Expr]]:
+def _partials(e: Expr, seed: Expr, stored: Optional[Expr] = None) -> List[Tuple[Expr, Expr]]:
     """(child, adjoint of child) pairs for one node, given the node's adjoint `seed`."""
     if isinstance(e, Unary):
         return [(e.operand, neg(seed))] if e.op == "-" else []
@@ -132,7 +134,7 @@ def _partials(e: Expr, seed: Expr) -> List[Tuple[Expr, Expr]]:
             return [(a, seed), (b, neg(mul(seed, Call("floor", (Binary("/", a, b),)))))]
         return []         # `//`, comparisons, logic: piecewise constant
     if isinstance(e, Call):
-        return _call_partials(e, seed)
+        return _call_partials(e, seed, stored)
     if isinstance(e, Select):
         return [(e.if_true, select(e.cond, seed, ZERO)), (e.if_false, select(e.cond, ZERO, seed))]
     if isinstance(e, Cast):
@@ -140,11 +142,12 @@ def _partials(e: Expr, seed: Expr) -> List[Tuple[Expr, Expr]]:
     return []
 
 
-def local_adjoints(value: Expr, seed: Expr) -> Tuple[Tuple[Access, Expr], ...]:
+def local_adjoints(value: Expr, seed: Expr, stored: Optional[Access] = None) -> Tuple[Tuple[Access, Expr], ...]:
     """For each distinct access in `value` (first-occurrence order), `seed * d value / d access`.
 
     Occurrences of the same element (`xc[i, j] * xc[i, j]`) are summed into one entry; accesses
-    whose adjoint is identically zero are left out."""
+    whose adjoint is identically zero are left out.  `stored`: where the kernel keeps `value`
+    itself (the target of a plain assignment), read instead of recomputing `exp`, `sqrt`, ..."""
     found: Dict[Access, Expr] = {}
     order: List[Access] = []
     stack: List[Tuple[Expr, Expr]] = [(value, seed)]
@@ -159,5 +162,5 @@ def local_adjoints(value: Expr, seed: Expr) -> Tuple[Tuple[Access, Expr], ...]:
             else:
                 found[e] = add(found[e], s)
             continue
-        stack.extend(reversed(_partials(e, s)))
+        stack.extend(reversed(_partials(e, s, stored if e is value else None)))
     return tuple((a, found[a]) for a in order if not is_zero(found[a]))
