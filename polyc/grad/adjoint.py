@@ -34,7 +34,7 @@ from .exprs import tensors_read
 from .domains import simplify_domain
 from .fold import fold_pointwise
 from .inline import inline_pointwise_temps
-from .gather import check_exact, fresh_name, gather_value, invert_access
+from .gather import check_exact, fresh_name, gather_iterators, gather_value, invert_access
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
             check_exact(st, acc, shape, coords, free, sigma, domain, program.sizes, program.assumptions, where)
             target = Access(adj[acc.tensor], tuple(Affine.var(c) for c in coords))
             contributions.append(simplify_domain(Statement(
-                name="", iterators=tuple(coords) + tuple(free), domain=domain, target=target,
+                name="", iterators=gather_iterators(st, acc, coords, free, sigma), domain=domain, target=target,
                 value=gather_value(coeff, sigma), update="+", reduction=tuple(free),
                 location=st.location, text=st.text, divisions=tuple(d for d in st.divisions if d in free)),
                 program.sizes, program.assumptions))
@@ -216,7 +216,7 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
     for t, a in adj.items():
         if a == seed or a in defined:
             continue
-        like = next((tuple(c.iterators[:len(c.target.indices)]) for c in contributions if c.target.tensor == a), ())
+        like = next((tuple(str(i) for i in c.target.indices) for c in contributions if c.target.tensor == a), ())
         b.add(b.fill(a, fwd_tensors[t].shape, program.statements[0], value=Const(0.0), like=like))
     for c in ordered:
         b.add(c)

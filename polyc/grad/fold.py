@@ -29,7 +29,7 @@ def _covers(st: Statement, shape: Sequence[Affine], sizes: Sequence[str],
             assumptions: Sequence[Constraint]) -> bool:
     """Whether `st` (a pointwise contribution) writes every element of an array of `shape`."""
     coords = [a.as_single_var() for a in st.target.indices]
-    if st.reduction or None in coords or tuple(coords) != st.iterators:
+    if st.reduction or None in coords or sorted(coords) != sorted(st.iterators):
         return False
     box = tuple(c for n, e in zip(coords, shape)
                 for c in (Constraint("ge", Affine.var(n)), Constraint("ge", e - Affine.var(n) - 1)))
@@ -74,7 +74,7 @@ def _definition(parts: Sequence[Statement]) -> Statement:
     last = parts[-1]
     value = None
     for p in parts:
-        rename = {old: Affine.var(new) for old, new in zip(p.iterators, last.iterators) if old != new}
+        rename = {str(old): new for old, new in zip(p.target.indices, last.target.indices) if old != new}
         v = substitute(p.value, rename) if rename else p.value
         value = v if value is None else add(value, v)
     return last.with_(value=value, update=None, target=Access(last.target.tensor, last.target.indices))

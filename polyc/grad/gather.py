@@ -102,6 +102,24 @@ def invert_access(st: Statement, acc: Access, shape: Sequence[Affine], taken: Se
     return tuple(names), tuple(remaining), sigma, domain
 
 
+def gather_iterators(st: Statement, acc: Access, coords: Sequence[str], free: Sequence[str],
+                     sigma: Mapping[str, Affine]) -> Tuple[str, ...]:
+    """The gather's loops in the forward statement's order (a coordinate takes the place of the index
+    solved for it), so it sweeps memory the way the forward statement does: `gamma_grad[j] +=
+    Y_grad[i, j] * ...` keeps `j` inner, reading rows contiguously, rather than walking columns."""
+    placed: List[str] = []
+    for v in st.iterators:
+        if v in free:
+            placed.append(v)
+            continue
+        for d, c in enumerate(coords):
+            if c not in placed and sigma.get(v) is not None and sigma[v].coeff(c) != 0 \
+                    and acc.indices[d].coeff(v) != 0:
+                placed.append(c)
+                break
+    return tuple(placed) + tuple(c for c in coords if c not in placed)
+
+
 def check_exact(st: Statement, acc: Access, shape: Sequence[Affine], coords: Sequence[str],
                 free: Sequence[str], sigma: Mapping[str, Affine], domain, sizes: Sequence[str],
                 assumptions: Sequence[Constraint], where: str) -> None:

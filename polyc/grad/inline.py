@@ -45,7 +45,7 @@ def _replace_reads(e: Expr, name: str, definition: Statement) -> Expr:
     if isinstance(e, Access):
         if e.tensor != name:
             return e
-        return substitute(definition.value, dict(zip(definition.iterators, e.indices)))
+        return substitute(definition.value, {str(v): a for v, a in zip(definition.target.indices, e.indices)})
     if isinstance(e, Unary):
         return replace(e, operand=_replace_reads(e.operand, name, definition))
     if isinstance(e, Binary):
