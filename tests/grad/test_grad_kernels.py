@@ -154,6 +154,24 @@ def test_refusals_are_typed_and_say_why(text, wrt, match):
         pc.grad(k, of="Y", wrt=[wrt])
 
 
+def test_an_output_the_kernel_also_reads_gets_its_whole_adjoint():
+    k = pc.kernel("""
+        Y[i] = X[i] * X[i]
+        Z[i] = Y[i] * 3.0
+    """, outputs=["Y", "Z"])
+    g = pc.grad(k, of="Z", wrt=["X"])
+    x = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(g(X=x, Z_grad=np.ones(3)), 6.0 * x)
+    check_grad(k, "Z", "X", X=x)
+    # `of` read by another statement: its adjoint is the one supplied plus what that read adds.
+    k2 = pc.kernel("""
+        Y[i] = X[i] * X[i]
+        Z[i] = Y[i] * 3.0
+    """, outputs=["Y", "Z"])
+    g2 = pc.grad(k2, of="Y", wrt=["X"])
+    np.testing.assert_allclose(g2(X=x, Y_grad=np.ones(3)), 2.0 * x)
+
+
 def test_of_must_be_written():
     with pytest.raises(pc.GradError, match="never written"):
         pc.grad(pc.kernel("Y[i] = X[i]"), of="X", wrt=["X"])
