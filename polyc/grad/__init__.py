@@ -5,6 +5,12 @@ kernel's inputs (those the gradient reads), its scalars, and the adjoint of `of`
 returns the gradients `<X>_grad` (in `wrt` order; a dict when there are several).  It is built as a
 `Program -> Program` transformation (`adjoint_program`), so programs of several kernels can be
 differentiated the same way.  Unsupported kernels raise `GradError` with the reason.
+
+`pc.grad` (the function) shadows this package as an attribute of `polyc`, as `pc.codegen` does:
+import its modules with `from polyc.grad.adjoint import adjoint_program` (or `importlib`).
+Modules: `derivative` (local adjoints of one expression), `gather` (inverting a read),
+`analysis` (what may be differentiated), `fold`/`inline`/`domains` (fewer, simpler passes),
+`adjoint` (the transformation).
 """
 from __future__ import annotations
 

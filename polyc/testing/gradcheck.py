@@ -6,7 +6,8 @@ gradients `g_X = pc.grad(f, of, wrt)(..., of_grad=ybar)`, the directional deriva
 `sum_X <g_X, d_X>`.  The finite difference is central, `(phi(x + h d) - phi(x - h d)) / 2h`, and is
 evaluated in float64 whatever dtype the gradient runs in (the forward kernel is run on float64
 copies when its dtypes are undeclared), so its own error is ~1e-10 relative and the tolerance
-measures the gradient kernel.  A few directions test every component of every gradient with
+measures the gradient kernel.  A kernel declared float32 (`pc.f32[...]`) can only run in float32:
+the step is then larger (3e-3 relative) and the float32 tolerance applies.  A few directions test every component of every gradient with
 probability one, at the cost of a handful of forward calls.
 """
 from __future__ import annotations
@@ -81,7 +82,10 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     for _ in range(directions):
         dirs = {x: rng.standard_normal(np.shape(given[x])) for x in wrt}
         scale = max(max(float(np.max(np.abs(base[x]))) if np.size(base[x]) else 0.0 for x in wrt), 1.0)
-        h = step if step is not None else 1e-6 * scale
+        # float64 forward: a tiny step (truncation error ~h**2); a forward fixed to float32 by its
+        # declarations needs a larger one, or rounding (~eps/h) would swamp the difference.
+        exact = all(np.asarray(base[x]).dtype == np.float64 for x in wrt)
+        h = step if step is not None else (1e-6 if exact else 3e-3) * scale
         phi = []
         for sign in (1.0, -1.0):
             args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}

@@ -172,6 +172,14 @@ def test_an_output_the_kernel_also_reads_gets_its_whole_adjoint():
     np.testing.assert_allclose(g2(X=x, Y_grad=np.ones(3)), 2.0 * x)
 
 
+def test_check_grad_on_a_kernel_declared_float32():
+    k = pc.kernel("Y[i, j] = tanh(X[i, j]) * W[j]", X=pc.f32["I", "J"], W=pc.f32["J"])
+    rng = np.random.default_rng(4)
+    result = check_grad(k, "Y", ["X", "W"], X=rng.standard_normal((5, 6)).astype(np.float32),
+                        W=rng.standard_normal(6).astype(np.float32))
+    assert result.rtol == 2e-3
+
+
 def test_of_must_be_written():
     with pytest.raises(pc.GradError, match="never written"):
         pc.grad(pc.kernel("Y[i] = X[i]"), of="X", wrt=["X"])
