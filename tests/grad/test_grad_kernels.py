@@ -105,6 +105,15 @@ def test_stencil_and_guarded_reads_become_gathers_with_border_guards():
     np.testing.assert_allclose(ones, [3.0] + [4.0] * 6 + [3.0, 1.0])   # A[0] is never A[i - 1]
 
 
+def test_strided_windows_and_floor_division_reads_invert():
+    # `2*h + r` is solved for the window index r; `i // 2` through its quotient index.
+    rng = np.random.default_rng(0)
+    pool = pc.kernel("Y[n, h] +=! X[n, 2*h + r] * K[r] where r in 0:3", X=pc.tensor["N", "2*H+1"])
+    check_grad(pool, "Y", ["X", "K"], X=rng.standard_normal((2, 11)), K=rng.standard_normal(3))
+    up = pc.kernel("Y[i] = X[i // 2] * 3.0 where i in 0:2*N", X=pc.tensor["N"])
+    np.testing.assert_allclose(pc.grad(up, of="Y", wrt="X")(Y_grad=np.arange(8.0)), 3.0 * np.array([1, 5, 9, 13]))
+
+
 def test_gradient_names_never_clash():
     k = pc.kernel("Y[i] = X[i] * X_grad[i] + Y_grad[i]")
     g = pc.grad(k, of="Y", wrt=["X", "X_grad"])
