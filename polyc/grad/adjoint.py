@@ -155,16 +155,19 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
     for st in reversed(order):
         t = st.target.tensor
         w = writes[t]
-        if t not in adj or st.name == w.init or st.name == w.scale or w.kind == "scale":
+        if t not in adj or st.name == w.scale or w.kind == "scale":
             continue
         seed_expr = Access(adj[t], st.target.indices)
+        if st.name == w.init and isinstance(st.value, Const):
+            continue                      # a reduction's identity: nothing flows back
         if w.op in ("max", "min"):
             count = fresh_name(f"{t}_ties", b.used)
             ties[t] = (count, st)
             chosen = Binary("==", st.value, st.target)
             seed_expr = select(chosen, div(seed_expr, Access(count, st.target.indices)), ZERO)
         where = describe(st)
-        stored = st.target if st.update is None else None
+        # The target holds this value only if nothing updates it afterwards (not a reduction's start).
+        stored = st.target if w.kind == "define" else None
         for acc, coeff in local_adjoints(st.value, seed_expr, stored):
             if acc.tensor not in adj or acc.tensor not in active:
                 continue

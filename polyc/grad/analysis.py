@@ -98,7 +98,10 @@ def classify_writes(program: Program) -> Dict[str, Writes]:
                 out[name] = Writes("scale", op, "", (ups[0].name,))
                 continue
             init = plain[0] if plain else None
-            if init is not None and not (isinstance(init.value, Const) and init.value.value == _IDENTITY[op]
+            # A sum may start from any value (`T = A; T += B`: both receive T's adjoint); a max or a
+            # min must start from its identity, or the tie rule would have to weigh the start value.
+            identity = isinstance(init.value, Const) and init.value.value == _IDENTITY[op] if init else True
+            if init is not None and not ((identity or op == "+")
                                          and program.statements.index(init) < program.statements.index(ups[0])):
                 raise GradError(f"{describe(init)} sets {name} before {describe(ups[0])} updates it with {op!r}; "
                                 f"pc.grad needs the update's identity there ({_IDENTITY[op]}), as `{op}=!` writes")
@@ -125,16 +128,18 @@ def _before(model: PolyModel, first: Statement, acc, second: Statement) -> bool:
 
 
 def check_scales_first(model: PolyModel, writes: Mapping[str, Writes]) -> None:
-    """A `*=` scaling of an array passed in must finish on each element before its `+` updates."""
+    """A reduction's initialisation, or a `*=` scaling of an array passed in, must be done on each
+    element before any update of that element (isl checks every pair of instances)."""
     for name, w in writes.items():
-        if not w.scale:
-            continue
-        scale = model.program.statement(w.scale)
-        for u in w.updates:
-            st = model.program.statement(u)
-            if _before(model, st, st.target, scale):
-                raise GradError(f"{describe(scale)} scales {name} after {describe(st)} added to it; pc.grad "
-                                f"needs the scaling first")
+        for first in (w.scale, w.init):
+            if not first:
+                continue
+            start = model.program.statement(first)
+            for u in w.updates:
+                st = model.program.statement(u)
+                if _before(model, st, st.target, start):
+                    raise GradError(f"{describe(start)} writes {name} after {describe(st)} updated it; pc.grad "
+                                    f"needs the initial value written first")
 
 
 def check_no_overwrite(model: PolyModel) -> None:

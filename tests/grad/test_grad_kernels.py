@@ -190,6 +190,21 @@ def test_check_grad_on_a_kernel_declared_float32():
     assert result.rtol == 2e-3
 
 
+def test_a_sum_may_start_from_a_computed_value():
+    k = pc.kernel("""
+        T[i] = exp(A[i])
+        T[i] += B[i, j] * A[i]
+        Y[i] = T[i] * T[i]
+    """)
+    rng = np.random.default_rng(2)
+    check_grad(k, "Y", ["A", "B"], A=rng.standard_normal(4), B=rng.standard_normal((4, 5)))
+    with pytest.raises(pc.GradError, match="identity"):
+        pc.grad(pc.kernel("""
+            M[i] = A[i]
+            M[i] max= B[i, j]
+        """), of="M", wrt=["A", "B"])
+
+
 def test_of_must_be_written():
     with pytest.raises(pc.GradError, match="never written"):
         pc.grad(pc.kernel("Y[i] = X[i]"), of="X", wrt=["X"])

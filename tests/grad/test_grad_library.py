@@ -22,7 +22,7 @@ POLYBENCH_OK = ["gemm", "syr2k", "syrk", "atax", "bicg", "mvt"]
 POLYBENCH_REFUSED = {"gemver": "recurrence", "gesummv": "recurrence", "symm": "recurrence", "trmm": "recurrence",
                      "doitgen": "overwrites A", "deriche": "recurrence", "nussinov": "recurrence",
                      "durbin": "recurrence", "ludcmp": "recurrence", "trisolv": "recurrence",
-                     "2mm": "updates in place", "3mm": "updates in place", "fdtd-2d": "identity"}
+                     "2mm": "updates in place", "3mm": "updates in place", "fdtd-2d": "overwrites hz"}
 
 
 def _of_and_wrt(lk):
