@@ -9,7 +9,8 @@ from .api import Kernel, codegen, compile, kernel
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, NameClashError,
                      OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
-from .errors import ExpressionTooDeepError, LiteralRangeError, TargetError
+from .errors import ExpressionTooDeepError, GradError, LiteralRangeError, TargetError
+from .grad import grad
 from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
 from . import viz as _viz  # noqa: F401  (registers the Jupyter views the values' _repr_html_ look up)
@@ -27,5 +28,5 @@ __all__ = [
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
-    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError",
+    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "grad", "GradError",
 ]

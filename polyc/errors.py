@@ -157,3 +157,9 @@ class TargetError(PolycError, ValueError):
     def __init__(self, message: str, field: str = ""):
         self.field = field
         super().__init__(f"target field {field!r}: {message}" if field else message)
+
+
+class GradError(PolycError):
+    """A kernel `pc.grad` cannot differentiate: a non-invertible or non-affine read, a value the
+    gradient needs that the kernel overwrites, a non-differentiable operation.  The message names
+    the statement, the array and the source line, and says what would make it differentiable."""

@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent / "polyc"
 #: Package layers, lowest first: a package may import only packages of a lower or equal layer.
 #: `target`, `compile_flags`, `display` and `errors` are leaves every layer may use.
 LAYERS: Dict[str, int] = {"leaf": 0, "ir": 1, "frontend": 2, "poly": 3, "schedule": 4, "codegen": 5,
-                          "runtime": 6, "top": 7, "tune": 8, "viz": 9, "testing": 9}
+                          "runtime": 6, "top": 7, "tune": 8, "grad": 8, "viz": 9, "testing": 9}
 #: Users of the public API: they may import it (`polyc`, `polyc.api`); nothing of the pipeline
-#: (ir ... runtime) imports them.  The tuner measures through `pc.compile`.
-ABOVE = {"viz", "testing", "top", "tune"}
+#: (ir ... runtime) imports them.  The tuner measures through `pc.compile`; `pc.grad` returns Kernels.
+ABOVE = {"viz", "testing", "top", "tune", "grad"}
 
 #: Module-level cycles inside `schedule` that engineer `registry`'s branch removes (the Schedule
 #: methods delegate to the primitive modules, and `to_json`/`from_json` to the replay in

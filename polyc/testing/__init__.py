@@ -4,8 +4,10 @@
 - `check_kernel` compares a compiled kernel (any schedule, any target) against it on random inputs;
 - `fuzz_schedules` applies random primitive sequences: each is refused as illegal or must match;
 - `fuzz_kernels` (`polyc.testing.kernel_fuzz`) generates random *kernels* (Einstein and loops)
-  and runs each under a random legal schedule on "c" or "cuda-emu" against the reference.
+  and runs each under a random legal schedule on "c" or "cuda-emu" against the reference;
+- `check_grad` compares a `pc.grad` kernel against central finite differences in random directions.
 """
+from .gradcheck import check_grad  # noqa: F401
 from .interpreter import interpret
 
 try:  # written alongside the schedule primitives

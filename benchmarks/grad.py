@@ -1,0 +1,179 @@
+"""Backward passes: polyc gradient kernels (`pc.grad`, `schedule="auto"`) against PyTorch autograd.
+
+    python -m benchmarks.grad                # matmul, conv2d, softmax, layernorm; 1 and 2 threads
+    python -m benchmarks.grad --quick        # 3 rounds
+    python -m benchmarks.grad --only softmax --threads 1
+
+Each contender runs in its own worker process, interleaved round by round, medians reported (see
+`_harness`).  Contenders:
+
+- `polyc`: the kernel `pc.grad(k, of=..., wrt=<all inputs>)` compiled with `schedule="auto"`; it
+  takes the inputs and the output's adjoint and returns every input's gradient.  It recomputes the
+  forward intermediates it needs (softmax's row maxima and sums, layernorm's mean and variance);
+- `torch bwd`: `torch.autograd.grad(y, inputs, ybar, retain_graph=True)` on a graph built once,
+  i.e. the backward pass alone, reusing the intermediates autograd saved;
+- `torch f+b`: forward and backward together (what the polyc kernel does, recomputation included).
+
+`vs bwd` / `vs f+b` are torch time / polyc time (>= 1.0: polyc is faster).  Before timing, the
+polyc worker checks its gradients against torch autograd (column `max err`, relative).  Results go to
+`benchmarks/results/grad-<time>.json`.  PyTorch is required for the comparison columns.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from typing import Any, Dict, List
+
+import numpy as np
+
+from . import _harness as H
+
+#: name -> (library kernel, sizes); all float32.
+BENCHMARKS: Dict[str, tuple] = {
+    "matmul 512": ("matmul", dict(I=512, K=512, J=512)),
+    "conv2d 1x32x56x56 k3": ("conv2d", dict(N=1, C=32, H=56, W=56, F=32, KH=3, KW=3)),
+    "softmax 2048x2048": ("softmax", dict(I=2048, J=2048)),
+    "layernorm 2048x1024": ("layernorm", dict(M=2048, N=1024)),
+}
+
+
+def _case(bench: str):
+    from kernels import by_name
+    name, sizes = BENCHMARKS[bench]
+    lk = by_name(name)
+    prog = lk.kernel.program
+    of = next(t.name for t in prog.tensors if t.role == "output")
+    wrt = [t.name for t in prog.tensors if t.role == "input"]
+    inputs = lk.make_inputs(sizes, "f32", np.random.default_rng(0))
+    out = lk.expected(inputs)
+    ybar = np.random.default_rng(1).standard_normal(np.shape(out)).astype(np.float32)
+    return lk, of, wrt, inputs, ybar
+
+
+def _torch_forward(name: str):
+    import torch
+    F = torch.nn.functional
+    return {
+        "matmul": lambda A, B: A @ B,
+        "conv2d": lambda X, K: F.conv2d(X, K),
+        "softmax": lambda X: torch.softmax(X, dim=1),
+        "layernorm": lambda X, gamma, beta, eps: F.layer_norm(X, X.shape[1:], gamma, beta, eps),
+    }[name]
+
+
+def _threads() -> int:
+    return int(os.environ.get("OMP_NUM_THREADS", "1"))
+
+
+def _torch_grads(lk, wrt, inputs, ybar) -> Dict[str, np.ndarray]:
+    import torch
+    t = {k: torch.tensor(v, requires_grad=k in wrt) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    y = _torch_forward(lk.name)(**t)
+    grads = torch.autograd.grad(y, [t[x] for x in wrt], torch.tensor(ybar))
+    return {x: g.numpy() for x, g in zip(wrt, grads)}
+
+
+# -- worker setups ------------------------------------------------------------------------------
+
+def setup_polyc(bench: str) -> Dict[str, Any]:
+    import polyc as pc
+    lk, of, wrt, inputs, ybar = _case(bench)
+    g = pc.grad(lk.kernel, of=of, wrt=wrt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = pc.compile(g, schedule="auto")
+    names = {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
+    args = {k: v for k, v in inputs.items() if k in names}
+    args[g.grad_names.seed] = ybar
+    f(**args)
+
+    def check() -> Dict[str, Any]:
+        got = f(**args)
+        got = got if isinstance(got, dict) else {g.grad_names[wrt[0]]: got}
+        try:
+            expected = _torch_grads(lk, wrt, inputs, ybar)
+        except ImportError:
+            return {"schedule": repr(f.schedule)}
+        err = max(float(np.max(np.abs(got[g.grad_names[x]] - e)) / (np.max(np.abs(e)) + 1e-30))
+                  for x, e in expected.items())
+        return {"max_rel_err": err, "schedule": repr(f.schedule)}
+
+    return {"run": lambda: f(**args), "check": check}
+
+
+def setup_torch(bench: str, forward: bool) -> Any:
+    import torch
+    torch.set_num_threads(_threads())
+    lk, of, wrt, inputs, ybar = _case(bench)
+    t = {k: torch.tensor(v, requires_grad=k in wrt) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    fn = _torch_forward(lk.name)
+    xs = [t[x] for x in wrt]
+    yb = torch.tensor(ybar)
+    if forward:
+        return lambda: torch.autograd.grad(fn(**t), xs, yb)
+    y = fn(**t)
+    return lambda: torch.autograd.grad(y, xs, yb, retain_graph=True)
+
+
+def torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="3 rounds")
+    ap.add_argument("--only", default="", help="benchmarks whose name contains this text (comma-separated: any)")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--cpu-time", action="store_true", help="time by CPU time (robust on a busy machine, 1 thread)")
+    args = ap.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",") if t]
+    rounds = args.rounds or (3 if args.quick else 5)
+    names = [n for n in BENCHMARKS if not args.only or any(p in n for p in args.only.split(","))]
+    have_torch = torch_available()
+    print(f"gradient benchmarks (float32), threads {threads}, {rounds} rounds; PyTorch: "
+          f"{'yes' if have_torch else 'not importable (polyc times only)'}")
+    rows: List[list] = []
+    all_results: Dict[str, Any] = {}
+    for bench in names:
+        for t in threads:
+            env = H.thread_env(t)
+            cs = [H.Contender("polyc", "benchmarks.grad:setup_polyc", dict(bench=bench), env, bench)]
+            if have_torch:
+                cs.append(H.Contender("torch bwd", "benchmarks.grad:setup_torch", dict(bench=bench, forward=False),
+                                      env, bench))
+                cs.append(H.Contender("torch f+b", "benchmarks.grad:setup_torch", dict(bench=bench, forward=True),
+                                      env, bench))
+            res = H.measure(cs, rounds=rounds, min_sample_s=0.1 if args.quick else 0.3, max_calls=20,
+                            label=f"{bench} {t}t", timer="cpu" if args.cpu_time else "wall")
+            all_results[f"{bench} / {t}t"] = res
+            by = {r.name: r for r in res}
+            for r in res:
+                if not r.ok:
+                    print(f"  {bench} {t}t {r.name} FAILED: {(r.error or '').strip().splitlines()[0]}")
+            p = by["polyc"]
+            err = p.info.get("max_rel_err") if isinstance(p.info, dict) else None
+            row = [bench, t, H.fmt_time(p.median) if p.ok else "-"]
+            for nm in ("torch bwd", "torch f+b"):
+                r = by.get(nm)
+                row.append(H.fmt_time(r.median) if r is not None and r.ok else "-")
+            for nm in ("torch bwd", "torch f+b"):
+                row.append(H.ratio(p, by[nm]) if nm in by else float("nan"))
+            row.append(f"{err:.1e}" if err is not None else "-")
+            rows.append(row)
+    header = ["backward", "thr", "polyc auto", "torch bwd", "torch f+b", "vs bwd", "vs f+b", "max err"]
+    print(H.format_table(header, rows))
+    path = H.write_results("grad", {"threads": threads, "rounds": rounds, "table": {"header": header, "rows": rows},
+                                    "results": all_results})
+    print(f"results: {path.relative_to(H.ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

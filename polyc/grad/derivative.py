@@ -1,0 +1,166 @@
+"""Local adjoints of one right-hand side: how a statement's seed flows to each tensor element it reads.
+
+`local_adjoints(value, seed)` is reverse-mode differentiation of one scalar expression: given the
+adjoint `seed` of the value (an IR expression, typically the target's adjoint `Y_grad[i, j]`), it
+returns, for every distinct access `A[f(i)]` in the value, the expression `seed * d value / d A[f(i)]`.
+Each result is again an ordinary IR expression over the statement's iterators, so the caller can
+turn it into a gather statement (`polyc.grad.gather`).
+
+Decisions, each matching PyTorch's autograd so the two agree to rounding:
+- `max(a, b)` / `min(a, b)` (and `fmax`/`fmin`) split the adjoint evenly on a tie (0.5 each), as
+  `torch.maximum` does; Python's builtin `max` in loop kernels (`pymax`) routes it to the operand it
+  returns (the first on a tie), following its order-dependent definition.
+- `abs` has derivative 0 at 0 (`torch.abs`); `floor`, `ceil`, `//` and comparisons have derivative 0.
+- `pow(a, b)`: the exponent's adjoint is `seed * a**b * log(a)` where `a > 0`, else 0.
+- `select(c, t, f)` routes the seed to the branch taken; the condition gets nothing.
+- a cast to an integer type stops the gradient.
+Walks are iterative (expression trees may be deep).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Unary
+
+ZERO = Const(0.0)
+ONE = Const(1.0)
+HALF = Const(0.5)
+
+
+def is_zero(e: Expr) -> bool:
+    return isinstance(e, Const) and not isinstance(e.value, bool) and e.value == 0
+
+
+def _is_one(e: Expr) -> bool:
+    return isinstance(e, Const) and not isinstance(e.value, bool) and e.value == 1
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    """`a * b` with the trivial cases folded (so adjoint expressions stay readable)."""
+    if is_zero(a) or is_zero(b):
+        return ZERO
+    if _is_one(a):
+        return b
+    if _is_one(b):
+        return a
+    return Binary("*", a, b)
+
+
+def div(a: Expr, b: Expr) -> Expr:
+    if is_zero(a):
+        return ZERO
+    return a if _is_one(b) else Binary("/", a, b)
+
+
+def add(a: Expr, b: Expr) -> Expr:
+    if is_zero(a):
+        return b
+    if is_zero(b):
+        return a
+    return Binary("+", a, b)
+
+
+def neg(a: Expr) -> Expr:
+    if is_zero(a):
+        return ZERO
+    if isinstance(a, Unary) and a.op == "-":
+        return a.operand
+    return Unary("-", a)
+
+
+def select(cond: Expr, a: Expr, b: Expr) -> Expr:
+    if is_zero(a) and is_zero(b):
+        return ZERO
+    return Select(cond, a, b)
+
+
+def _call_partials(e: Call, seed: Expr, stored: Optional[Expr] = None) -> List[Tuple[Expr, Expr]]:
+    """(operand, its adjoint) for a math function call; `stored` reads the call's value where the
+    kernel stored it (the whole right-hand side of `e[i] = exp(x[i])`), so it is not recomputed."""
+    fn, args = e.fn, e.args
+    x = args[0]
+    value = stored if stored is not None else e
+    if fn == "exp":
+        return [(x, mul(seed, value))]
+    if fn == "log":
+        return [(x, div(seed, x))]
+    if fn == "sqrt":
+        return [(x, div(mul(seed, HALF), value))]
+    if fn == "tanh":
+        return [(x, mul(seed, Binary("-", ONE, Binary("*", value, value))))]
+    if fn == "sin":
+        return [(x, mul(seed, Call("cos", (x,))))]
+    if fn == "cos":
+        return [(x, neg(mul(seed, Call("sin", (x,)))))]
+    if fn == "abs":
+        return [(x, select(Binary(">", x, ZERO), seed, select(Binary("<", x, ZERO), neg(seed), ZERO)))]
+    if fn in ("floor", "ceil"):
+        return []
+    if fn in ("max", "min", "fmax", "fmin"):
+        a, b = args
+        wins = ">" if fn in ("max", "fmax") else "<"
+        half = mul(seed, HALF)
+        return [(a, select(Binary(wins, a, b), seed, select(Binary("==", a, b), half, ZERO))),
+                (b, select(Binary(wins, b, a), seed, select(Binary("==", a, b), half, ZERO)))]
+    if fn in ("pymax", "pymin"):
+        a, b = args
+        later_wins = Binary(">" if fn == "pymax" else "<", b, a)
+        return [(a, select(later_wins, ZERO, seed)), (b, select(later_wins, seed, ZERO))]
+    if fn == "pow":
+        a, b = args
+        out = [(a, mul(seed, mul(b, Call("pow", (a, Binary("-", b, ONE))))))]
+        if any(isinstance(n, Access) for n in b.walk()):
+            out.append((b, select(Binary(">", a, ZERO), mul(seed, mul(value, Call("log", (a,)))), ZERO)))
+        return out
+    from ..errors import GradError
+    raise GradError(f"polyc cannot differentiate the function {fn!r}")
+
+
+def _partials(e: Expr, seed: Expr, stored: Optional[Expr] = None) -> List[Tuple[Expr, Expr]]:
+    """(child, adjoint of child) pairs for one node, given the node's adjoint `seed`."""
+    if isinstance(e, Unary):
+        return [(e.operand, neg(seed))] if e.op == "-" else []
+    if isinstance(e, Binary):
+        a, b = e.lhs, e.rhs
+        if e.op == "+":
+            return [(a, seed), (b, seed)]
+        if e.op == "-":
+            return [(a, seed), (b, neg(seed))]
+        if e.op == "*":
+            return [(a, mul(seed, b)), (b, mul(seed, a))]
+        if e.op == "/":
+            return [(a, div(seed, b)), (b, neg(div(mul(seed, a), Binary("*", b, b))))]
+        if e.op == "%":   # a - b * floor(a / b)
+            return [(a, seed), (b, neg(mul(seed, Call("floor", (Binary("/", a, b),)))))]
+        return []         # `//`, comparisons, logic: piecewise constant
+    if isinstance(e, Call):
+        return _call_partials(e, seed, stored)
+    if isinstance(e, Select):
+        return [(e.if_true, select(e.cond, seed, ZERO)), (e.if_false, select(e.cond, ZERO, seed))]
+    if isinstance(e, Cast):
+        return [(e.operand, seed)] if e.dtype.is_float else []
+    return []
+
+
+def local_adjoints(value: Expr, seed: Expr, stored: Optional[Access] = None) -> Tuple[Tuple[Access, Expr], ...]:
+    """For each distinct access in `value` (first-occurrence order), `seed * d value / d access`.
+
+    Occurrences of the same element (`xc[i, j] * xc[i, j]`) are summed into one entry; accesses
+    whose adjoint is identically zero are left out.  `stored`: where the kernel keeps `value`
+    itself (the target of a plain assignment), read instead of recomputing `exp`, `sqrt`, ..."""
+    found: Dict[Access, Expr] = {}
+    order: List[Access] = []
+    stack: List[Tuple[Expr, Expr]] = [(value, seed)]
+    while stack:
+        e, s = stack.pop()
+        if is_zero(s) or isinstance(e, (Const, ScalarRef, IndexExpr)):
+            continue
+        if isinstance(e, Access):
+            if e not in found:
+                order.append(e)
+                found[e] = s
+            else:
+                found[e] = add(found[e], s)
+            continue
+        stack.extend(reversed(_partials(e, s, stored if e is value else None)))
+    return tuple((a, found[a]) for a in order if not is_zero(found[a]))

@@ -1,0 +1,33 @@
+"""Small helpers over IR expressions the gradient transformation needs: substitution of affine
+iterator values, and the tensors an expression reads."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping, Set
+
+from ..ir import Access, Affine, Binary, Call, Cast, Expr, IndexExpr, Select, Unary
+
+
+def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
+    """`e` with every iterator in `mapping` replaced by its affine value (subscripts and index values)."""
+    if isinstance(e, Access):
+        return Access(e.tensor, tuple(a.substitute(mapping) for a in e.indices))
+    if isinstance(e, IndexExpr):
+        return IndexExpr(e.value.substitute(mapping))
+    if isinstance(e, Unary):
+        return replace(e, operand=substitute(e.operand, mapping))
+    if isinstance(e, Binary):
+        return replace(e, lhs=substitute(e.lhs, mapping), rhs=substitute(e.rhs, mapping))
+    if isinstance(e, Call):
+        return replace(e, args=tuple(substitute(a, mapping) for a in e.args))
+    if isinstance(e, Select):
+        return Select(substitute(e.cond, mapping), substitute(e.if_true, mapping),
+                      substitute(e.if_false, mapping))
+    if isinstance(e, Cast):
+        return replace(e, operand=substitute(e.operand, mapping))
+    return e
+
+
+def tensors_read(e: Expr) -> Set[str]:
+    """Names of the tensors `e` reads."""
+    return {a.tensor for a in e.accesses()}

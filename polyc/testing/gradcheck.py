@@ -1,0 +1,107 @@
+"""`check_grad`: a gradient kernel against central finite differences in random directions.
+
+For a forward kernel `f`, the adjoint `ybar` of its output `of` (random, fixed by `seed`) and the
+gradients `g_X = pc.grad(f, of, wrt)(..., of_grad=ybar)`, the directional derivative of
+`phi(x) = <ybar, f(x)>` along a random direction `d` (one random array per `wrt` tensor) must equal
+`sum_X <g_X, d_X>`.  The finite difference is central, `(phi(x + h d) - phi(x - h d)) / 2h`, and is
+evaluated in float64 whatever dtype the gradient runs in (the forward kernel is run on float64
+copies when its dtypes are undeclared), so its own error is ~1e-10 relative and the tolerance
+measures the gradient kernel.  A kernel declared float32 (`pc.f32[...]`) can only run in float32:
+the step is then larger (3e-3 relative) and the float32 tolerance applies.  A few directions test every component of every gradient with
+probability one, at the cost of a handful of forward calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+#: Relative tolerance of the directional derivative, by the dtype the gradient runs in.
+GRAD_TOLERANCES = {"float64": 1e-6, "float32": 2e-3}
+
+
+@dataclass(frozen=True)
+class GradCheck:
+    """What `check_grad` compared: per direction, the gradient's and the finite differences' values."""
+
+    analytic: Tuple[float, ...]
+    numeric: Tuple[float, ...]
+    rtol: float
+
+    @property
+    def worst(self) -> float:
+        """The largest relative disagreement over the directions."""
+        return max((abs(a - n) / max(abs(a), abs(n), 1e-300) for a, n in zip(self.analytic, self.numeric)),
+                   default=0.0)
+
+
+def _output(result: Any, of: str) -> np.ndarray:
+    return np.asarray(result[of] if isinstance(result, dict) else result, dtype=np.float64)
+
+
+def _as_f64(inputs: Mapping[str, Any], kernel) -> Dict[str, Any]:
+    """Float arrays as float64 where the kernel leaves their dtype open."""
+    decl = kernel.program.tensor_map
+    out = {}
+    for k, v in inputs.items():
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and k in decl and decl[k].dtype is None:
+            v = v.astype(np.float64)
+        out[k] = v
+    return out
+
+
+def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional[Mapping[str, Any]] = None, *,
+               directions: int = 3, seed: int = 0, rtol: Optional[float] = None, step: Optional[float] = None,
+               target: str = "c", schedule: Any = None, **kw_inputs: Any) -> GradCheck:
+    """Check `pc.grad(kernel, of, wrt)` on `inputs` (a dict and/or keyword arrays and scalars).
+
+    Raises AssertionError, with both values, when a directional derivative disagrees beyond `rtol`
+    (default per the dtype of the `wrt` arrays, `GRAD_TOLERANCES`).  `target`/`schedule` choose how
+    the gradient kernel is compiled.  Returns the comparison."""
+    import polyc as pc
+    wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    given = dict(inputs or {})
+    given.update(kw_inputs)
+    g = pc.grad(kernel, of=of, wrt=wrt)
+    rng = np.random.default_rng(seed)
+    out = _output(kernel(**{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in given.items()}), of)
+    dtype = np.asarray(given[wrt[0]]).dtype
+    ybar = rng.standard_normal(out.shape).astype(dtype)
+    grad_args = {k: v for k, v in given.items()
+                 if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}}
+    grad_args[g.grad_names.seed] = ybar
+    compiled = pc.compile(g, schedule, target=target)
+    res = compiled(**grad_args)
+    grads = {x: np.asarray(res[g.grad_names[x]] if isinstance(res, dict) else res, dtype=np.float64) for x in wrt}
+
+    base = _as_f64(given, kernel)
+    ybar64 = ybar.astype(np.float64)
+    tol = rtol if rtol is not None else GRAD_TOLERANCES.get(dtype.name, 1e-3)
+    analytic, numeric = [], []
+    for _ in range(directions):
+        dirs = {x: rng.standard_normal(np.shape(given[x])) for x in wrt}
+        scale = max(max(float(np.max(np.abs(base[x]))) if np.size(base[x]) else 0.0 for x in wrt), 1.0)
+        # float64 forward: a tiny step (truncation error ~h**2); a forward fixed to float32 by its
+        # declarations needs a larger one, or rounding (~eps/h) would swamp the difference.
+        exact = all(np.asarray(base[x]).dtype == np.float64 for x in wrt)
+        h = step if step is not None else (1e-6 if exact else 3e-3) * scale
+        phi = []
+        for sign in (1.0, -1.0):
+            args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
+            for x in wrt:
+                args[x] = (base[x] + sign * h * dirs[x]).astype(base[x].dtype)
+            phi.append(float(np.sum(ybar64 * _output(kernel(**args), of))))
+        numeric.append((phi[0] - phi[1]) / (2 * h))
+        analytic.append(float(sum(np.sum(grads[x] * dirs[x]) for x in wrt)))
+    result = GradCheck(tuple(analytic), tuple(numeric), tol)
+    for a, n in zip(analytic, numeric):
+        # Relative to the size of the terms summed, so a directional derivative that cancels to
+        # nearly zero is not held to a relative accuracy no computation has.
+        magnitude = sum(float(np.sum(np.abs(grads[x]))) for x in wrt) / max(1, sum(np.size(grads[x]) for x in wrt))
+        bound = tol * max(abs(a), abs(n), magnitude)
+        if not abs(a - n) <= bound:
+            raise AssertionError(f"gradient of {of} with respect to {', '.join(wrt)}: the gradient kernel gives "
+                                 f"a directional derivative of {a!r}, finite differences {n!r} (difference "
+                                 f"{abs(a - n):.3g} > {bound:.3g}, rtol {tol})")
+    return result
