@@ -3,6 +3,7 @@
     python -m benchmarks.polybench                 # LARGE, 1 and 2 threads
     python -m benchmarks.polybench --quick         # MEDIUM, fewer rounds
     python -m benchmarks.polybench --preset SMALL --kernels gemm,jacobi-2d --threads 1
+    python -m benchmarks.polybench --preset MINI,SMALL,MEDIUM --cpu-time   # where does auto lose?
     python -m benchmarks.polybench --polybench-src ~/PolyBenchC-4.2.1   # also PolyBench/C's own code
 
 Steps: (1) for every kernel, build the automatic schedule and record its compile time
@@ -31,7 +32,7 @@ import sys
 import tempfile
 import time
 import warnings
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -124,7 +125,7 @@ def compile_and_check(names: List[str], check_preset: str, progress: bool = True
                 t1 = time.perf_counter()
                 sched = auto_schedule(k)
                 t2 = time.perf_counter()
-                f = pc.compile(k, sched)
+                f = pc.compile(k, sched, specialise=True)  # as schedule="auto": decided per size class
                 inputs = lk.make_inputs(lk.sizes[check_preset], lk.dtypes[0])
                 f.variant(f.typing_for(inputs))  # code generation + gcc
                 t3 = time.perf_counter()
@@ -147,30 +148,9 @@ def compile_and_check(names: List[str], check_preset: str, progress: bool = True
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", default=None, help="PolyBench dataset (default LARGE; MEDIUM with --quick)")
-    ap.add_argument("--quick", action="store_true", help="smaller preset and fewer rounds")
-    ap.add_argument("--kernels", default="", help="comma-separated subset")
-    ap.add_argument("--threads", default="1,2", help="thread counts to time (default 1,2)")
-    ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--check-preset", default="SMALL")
-    ap.add_argument("--no-timing", action="store_true", help="only compile times and correctness")
-    ap.add_argument("--polybench-src", default=None, metavar="DIR",
-                    help=f"a PolyBench/C 4.2 copy whose own programs are timed too (default ${PBC.ENV_VAR})")
-    ap.add_argument("--cpu-time", action="store_true",
-                    help="time 1-thread runs by CPU time (robust on a busy machine); 2 threads stay wall-clock")
-    args = ap.parse_args(argv)
-    preset = args.preset or ("MEDIUM" if args.quick else "LARGE")
-    rounds = args.rounds or (3 if args.quick else 5)
-    threads = [int(t) for t in args.threads.split(",") if t]
-    kernels = polybench_kernels()
-    names = sorted(kernels) if not args.kernels else [n.strip() for n in args.kernels.split(",")]
-    try:
-        pb_root = PBC.source_root(args.polybench_src)
-    except PBC.PolyBenchSourceError as e:
-        ap.error(str(e))
-
+def run_preset(args: argparse.Namespace, preset: str, rounds: int, threads: List[int], kernels: Dict[str, Any],
+               names: List[str], pb_root: Any) -> Tuple[int, Dict[str, Any]]:
+    """Check, time and report one preset; (exit status, summary)."""
     loaded = H.preload()
     print(f"PolyBench {preset}: polyc auto vs naive (source order), threads {threads}, {rounds} rounds"
           + (f"; preloaded {', '.join(loaded)}" if loaded else "")
@@ -260,7 +240,44 @@ def main(argv=None) -> int:
     path = H.write_results(f"polybench-{preset}", {"summary": summary, "checks": checks,
                                                     "timings": {n: list(r.values()) for n, r in timings.items()}})
     print(f"results: {path.relative_to(H.ROOT)}")
-    return 0 if not wrong else 1
+    return (0 if not wrong else 1), summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default=None,
+                    help="PolyBench dataset, or several comma-separated (MINI,SMALL,MEDIUM: a sweep that lists "
+                         "every preset where auto loses); default LARGE, MEDIUM with --quick")
+    ap.add_argument("--quick", action="store_true", help="smaller preset and fewer rounds")
+    ap.add_argument("--kernels", default="", help="comma-separated subset")
+    ap.add_argument("--threads", default="1,2", help="thread counts to time (default 1,2)")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--check-preset", default="SMALL")
+    ap.add_argument("--no-timing", action="store_true", help="only compile times and correctness")
+    ap.add_argument("--polybench-src", default=None, metavar="DIR",
+                    help=f"a PolyBench/C 4.2 copy whose own programs are timed too (default ${PBC.ENV_VAR})")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time 1-thread runs by CPU time (robust on a busy machine); 2 threads stay wall-clock")
+    args = ap.parse_args(argv)
+    preset = args.preset or ("MEDIUM" if args.quick else "LARGE")
+    rounds = args.rounds or (3 if args.quick else 5)
+    threads = [int(t) for t in args.threads.split(",") if t]
+    kernels = polybench_kernels()
+    names = sorted(kernels) if not args.kernels else [n.strip() for n in args.kernels.split(",")]
+    try:
+        pb_root = PBC.source_root(args.polybench_src)
+    except PBC.PolyBenchSourceError as e:
+        ap.error(str(e))
+
+    presets = [p.strip().upper() for p in preset.split(",") if p.strip()]
+    results = [(p, *run_preset(args, p, rounds, threads, kernels, names, pb_root)) for p in presets]
+    if len(presets) > 1:
+        print("\nwhere auto is more than 10% slower than naive (source order):")
+        for p, _, summary in results:
+            for t in threads:
+                slow = summary.get(f"slower_than_naive_{t}t", [])
+                print(f"  {p} {t}t: {', '.join(f'{n} {sp:.2f}x' for n, sp in slow) or 'none'}")
+    return max(status for _, status, _ in results)
 
 
 if __name__ == "__main__":
