@@ -46,14 +46,15 @@ def _constant(pa: isl.PwAff) -> Optional[int]:
     return max(values) if values else None
 
 
-def extents(s: isl.Set) -> List[int]:
-    """The bounding-box extent of each set dimension of `s` (parameters fixed); 0 when empty."""
+def extents(s: isl.Set) -> List[Optional[int]]:
+    """The bounding-box extent of each set dimension of `s` (parameters fixed); 0 when empty,
+    None where it is unbounded (a parameter the sizes do not fix)."""
     if s.is_empty():
         return [0] * s.dim(isl.dim_type.set)
-    out = []
+    out: List[Optional[int]] = []
     for k in range(s.dim(isl.dim_type.set)):
         lo, hi = _constant(s.dim_min(k)), _constant(s.dim_max(k))
-        out.append(0 if lo is None or hi is None else max(0, hi - lo + 1))
+        out.append(None if lo is None or hi is None else max(0, hi - lo + 1))
     return out
 
 
@@ -62,10 +63,13 @@ def statement_ops(statement) -> int:
     return 1 + sum(1 for _ in statement.value.walk())
 
 
-def instances(model, statement: str, sizes: Mapping[str, int]) -> int:
-    """An upper bound on the instances of `statement` at `sizes` (bounding box of its domain)."""
+def instances(model, statement: str, sizes: Mapping[str, int]) -> Optional[int]:
+    """An upper bound on the instances of `statement` at `sizes` (bounding box of its domain);
+    None when the sizes leave it unbounded."""
     total = 1
     for e in extents(fix_sizes(model.domains[statement].intersect_params(model.context), sizes)):
+        if e is None:
+            return None
         total *= e
     return total
 
@@ -88,7 +92,10 @@ def _group_work(schedule, statements: Iterable[str], position: int, loops_of: Ma
     model = schedule.model
     work = 0.0
     for name in statements:
-        total = instances(model, name, sizes) * statement_ops(model.program.statement(name))
+        count = instances(model, name, sizes)
+        if count is None:
+            return float("inf")  # unknown: as large as without sizes
+        total = count * statement_ops(model.program.statement(name))
         if not total:
             continue
         scheduled = fix_sizes(schedule.statement_map(name).intersect_domain(model.domains[name])
@@ -97,7 +104,7 @@ def _group_work(schedule, statements: Iterable[str], position: int, loops_of: Ma
         entries = 1
         for q in loops_of.get(name, []):
             if q < position:
-                entries *= max(1, box[q])
+                entries *= max(1, box[q] or 1)
         work += total / entries
     return work
 
