@@ -137,3 +137,19 @@ def test_work_that_the_sizes_leave_unbounded_counts_as_large():
     loops = {"S0": [p for p, d in enumerate(s.dims) if d.name is not None]}
     assert region_work(s, ["S0"], loops["S0"][0], loops, {"N": 100}) == float("inf")
     assert region_work(s, ["S0"], loops["S0"][0], loops, {"N": 100, "m": 50}) < PARALLEL_REGION_WORK
+
+
+def _every_polybench():
+    out = []
+    for m in ("blas", "datamining", "linear_algebra", "medley", "solvers", "stencils"):
+        out.extend(importlib.import_module("kernels.polybench." + m).KERNELS)
+    return {k.name: k for k in out}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["MINI", "SMALL"])
+@pytest.mark.parametrize("name", sorted(_every_polybench()))
+def test_every_polybench_size_class_schedule_is_proven_and_correct(name, preset):
+    lk = _every_polybench()[name]
+    f, sched = _compiled_and_checked(lk, preset)
+    _proven(lk.kernel, sched)
