@@ -20,7 +20,10 @@ Why it looks the way it does:
 A contender names a *setup function* `module:function` and its keyword arguments.  In the worker
 the setup function returns either a callable (timed) or a dict `{"run": f, "prepare": g,
 "check": h}`: `prepare()` runs untimed before every timed `run()` (fresh inputs for kernels that
-update arrays in place); `check()` returns an optional dict recorded with the results.
+update arrays in place); `check()` returns an optional dict recorded with the results.  With
+`"self_timed": True`, `run()` returns the seconds to record itself (a program in another process
+that times its own kernel, as PolyBench/C's `POLYBENCH_TIME` does): the harness then records that
+instead of its clock, whichever `timer` was asked for.
 """
 from __future__ import annotations
 
@@ -85,7 +88,8 @@ def preload() -> List[str]:
 
 
 def _setup(spec: Dict[str, Any]) -> tuple:
-    """Build one contender from its setup spec: (reply, run, prepare); run is None on failure."""
+    """Build one contender from its setup spec: (reply, run, prepare, self_timed); run is None on
+    failure."""
     try:
         t0 = time.perf_counter()
         made = _load(spec["setup"])(**spec["args"])
@@ -98,10 +102,12 @@ def _setup(spec: Dict[str, Any]) -> tuple:
         t1 = time.perf_counter()
         run()  # warm-up: compile, page in, spin up thread pools
         first = time.perf_counter() - t1
-        return {"ok": True, "setup_s": t1 - t0, "first_s": first, "info": info}, run, prepare
+        reply = {"ok": True, "setup_s": t1 - t0, "first_s": first, "info": info}
+        return reply, run, prepare, bool(made.get("self_timed"))
     except Exception as e:  # noqa: BLE001 - reported to the parent, which marks the contender failed
         import traceback
-        return {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}, None, None
+        reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+        return reply, None, None, False
 
 
 def _worker() -> None:
@@ -120,14 +126,14 @@ def _worker() -> None:
         out.write(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}) + "\n")
         out.flush()
         return
-    reply, run, prepare = _setup(spec)
+    reply, run, prepare, self_timed = _setup(spec)
     out.write(json.dumps(reply) + "\n")
     out.flush()
     if run is None:
         return
     for line in sys.stdin:
         if line.startswith("{"):
-            reply, run, prepare = _setup(json.loads(line))
+            reply, run, prepare, self_timed = _setup(json.loads(line))
             out.write(json.dumps(reply) + "\n")
             out.flush()
             continue
@@ -145,8 +151,8 @@ def _worker() -> None:
             if prepare:
                 prepare()
             t = clock()
-            run()
-            dt = clock() - t
+            reported = run()
+            dt = float(reported) if self_timed else clock() - t
             total += dt
             calls += 1
             if total >= min_s or calls >= int(parts[1]):

@@ -42,7 +42,7 @@ class LibraryKernel:
     suite: str = "core"
 
     def tol(self, dtype: str) -> tuple:
-        return self.tolerance.get(dtype, TOLERANCES[dtype])
+        return self.tolerance[dtype] if dtype in self.tolerance else TOLERANCES[dtype]
 
     def expected(self, inputs: Dict[str, Any]) -> Any:
         """Run the reference on copies of `inputs` (a reference may update inout arrays)."""

@@ -28,15 +28,18 @@ except (ImportError, AttributeError):
     # functions until `pc.kernel` exists.
     from polyc.ir import types as _ir_types
 
-    pc = types.SimpleNamespace(f64=_ir_types.f64, f32=_ir_types.f32)
+    pc = types.SimpleNamespace(f64=_ir_types.f64, f32=_ir_types.f32, i32=_ir_types.i32, u8=_ir_types.u8)
 
 #: The five PolyBench dataset presets, in increasing size.
 PRESETS = ("MINI", "SMALL", "MEDIUM", "LARGE", "EXTRALARGE")
 
 #: Default comparison tolerance (rtol, atol) of the PolyBench kernels.  All inputs are scaled to
 #: O(1)..O(N) and well-conditioned, so a compiled kernel that only reorders floating-point
-#: operations (tiling, vectorised reductions) stays far inside it.
-DEFAULT_TOL = {"f64": (1e-9, 1e-9)}
+#: operations (tiling, vectorised reductions) stays far inside it.  Integer kernels are exact.
+DEFAULT_TOL = {"f64": (1e-9, 1e-9), "i32": (0.0, 0.0)}
+
+#: numpy element types by polyc dtype name, for the types PolyBench's kernels declare.
+NUMPY_TYPES = {"f64": np.float64, "f32": np.float32, "i32": np.int32, "u8": np.uint8}
 
 
 def presets(names: str, *rows: Tuple[int, ...]) -> Dict[str, Dict[str, int]]:
@@ -50,14 +53,15 @@ def presets(names: str, *rows: Tuple[int, ...]) -> Dict[str, Dict[str, int]]:
     return out
 
 
-def fill(shape: Tuple[int, ...], formula: Callable[..., Any]) -> np.ndarray:
-    """A C-contiguous float64 array whose element at index (i, j, ...) is `formula(i, j, ...)`.
+def fill(shape: Tuple[int, ...], formula: Callable[..., Any], dtype: str = "f64") -> np.ndarray:
+    """A C-contiguous array of `dtype` (default float64) whose element at index (i, j, ...) is
+    `formula(i, j, ...)`.
 
     The formula receives integer index grids (numpy int64), so `%` and `*` are exact integer
     operations as in PolyBench's C init functions.
     """
     idx = np.indices(shape, dtype=np.int64)
-    out = np.empty(shape, dtype=np.float64)
+    out = np.empty(shape, dtype=NUMPY_TYPES[dtype])
     out[...] = formula(*idx)  # a fresh, writable array even when the formula is a constant
     return out
 
@@ -129,21 +133,28 @@ def polybench_kernel(
     init: Callable[..., Dict[str, Any]],
     sizes: Dict[str, Dict[str, int]],
     tolerance: Optional[Dict[str, tuple]] = None,
+    dtype: str = "f64",
 ) -> LibraryKernel:
     """A `LibraryKernel` for the PolyBench kernel `name` written as the plain function `fn`.
 
     `init(**preset)` returns every argument of `fn` (arrays, including the output arrays the kernel
     updates in place, and scalars) for one preset.  The reference runs `fn` as written and returns
     the arrays it writes: one array, or a dict name -> array when it writes several.
+
+    `dtype` is the data type PolyBench/C declares for the kernel (`DATA_TYPE`: double for most,
+    int for floyd-warshall and nussinov); it is the entry's only dtype, so benchmarks and tests
+    time and check the kernel in PolyBench's own type.  `make_inputs(preset, dtype)` refuses any
+    other type rather than converting silently.
     """
     outputs = written_arrays(fn)
+    native = dtype
     assert set(sizes) == set(PRESETS), name
     params = set(inspect.signature(fn).parameters)
 
-    def make_inputs(preset: Mapping[str, int], dtype: str = "f64", rng: Any = None) -> Dict[str, Any]:
+    def make_inputs(preset: Mapping[str, int], dtype: Optional[str] = None, rng: Any = None) -> Dict[str, Any]:
         # Deterministic: PolyBench initialises from index formulas, so `rng` is not used.
-        if dtype != "f64":
-            raise ValueError(f"PolyBench kernel {name} is defined in f64 only, not {dtype}")
+        if dtype is not None and dtype != native:
+            raise ValueError(f"PolyBench kernel {name} is defined in {native} only, not {dtype}")
         inputs = init(**preset)
         assert set(inputs) == params, (name, sorted(set(inputs) ^ params))
         return inputs
@@ -160,7 +171,7 @@ def polybench_kernel(
         make_inputs=make_inputs,
         sizes=sizes,
         reference=reference,
-        dtypes=("f64",),
+        dtypes=(native,),
         tolerance=dict(tolerance or DEFAULT_TOL),
         suite="polybench",
     )

@@ -1,8 +1,8 @@
 """PolyBench medley: deriche, floyd-warshall, nussinov.
 
-PolyBench computes floyd-warshall and nussinov in integers; here, like every PolyBench kernel in
-this library, they run in float64.  All their values are small integers, exact in float64, so a
-compiled kernel must agree to the last bit.
+Each keeps PolyBench/C's data type: floyd-warshall's path lengths and nussinov's scores are `int`
+(int32), nussinov's bases a `char` (here uint8, the 8-bit type polyc has; bases are 0..3), so
+the compiled kernels do the integer work PolyBench times and must agree with the reference exactly.
 """
 
 import math
@@ -14,7 +14,7 @@ from ._common import fill, pc, polybench_kernel, presets
 
 # --- deriche: recursive (IIR) Deriche edge-detection filter, causal + anti-causal, rows then columns ---
 def deriche(
-    imgIn: pc.f64["W", "H"], imgOut: pc.f64["W", "H"], y1: pc.f64["W", "H"], y2: pc.f64["W", "H"],
+    imgIn: pc.f32["W", "H"], imgOut: pc.f32["W", "H"], y1: pc.f32["W", "H"], y2: pc.f32["W", "H"],
     alpha: float,
 ):
     # The filter coefficients, with PolyBench's normalisation k.
@@ -81,14 +81,15 @@ def deriche(
 
 def _init_deriche(W, H):
     return dict(
-        imgIn=fill((W, H), lambda i, j: ((313 * i + 991 * j) % 65536) / 65535.0),
-        imgOut=np.zeros((W, H)), y1=np.zeros((W, H)), y2=np.zeros((W, H)),
+        imgIn=fill((W, H), lambda i, j: ((313 * i + 991 * j) % 65536) / 65535.0, "f32"),
+        imgOut=np.zeros((W, H), np.float32), y1=np.zeros((W, H), np.float32),
+        y2=np.zeros((W, H), np.float32),
         alpha=0.25,
     )
 
 
 # --- floyd-warshall: all-pairs shortest paths, relaxing through every intermediate vertex k -------
-def floyd_warshall(paths: pc.f64["N", "N"]):
+def floyd_warshall(paths: pc.i32["N", "N"]):
     for k in range(N):
         for i in range(N):
             for j in range(N):
@@ -98,12 +99,12 @@ def floyd_warshall(paths: pc.f64["N", "N"]):
 def _init_floyd_warshall(N):
     # edge weights 1..13; about half of the pairs have no edge (weight 999)
     no_edge = lambda i, j: ((i + j) % 3 == 0) | ((i * j) % 11 == 5) | ((i + 2 * j) % 5 == 1)  # noqa: E731
-    weight = lambda i, j: (i * j + i + 3 * j) % 13 + 1.0  # noqa: E731
-    return dict(paths=fill((N, N), lambda i, j: np.where(no_edge(i, j), 999.0, weight(i, j))))
+    weight = lambda i, j: (i * j + i + 3 * j) % 13 + 1  # noqa: E731
+    return dict(paths=fill((N, N), lambda i, j: np.where(no_edge(i, j), 999, weight(i, j)), "i32"))
 
 
 # --- nussinov: RNA secondary structure, maximum number of nested base pairs (dynamic programming) ---
-def nussinov(seq: pc.f64["N"], table: pc.f64["N", "N"]):
+def nussinov(seq: pc.u8["N"], table: pc.i32["N", "N"]):
     # i = N - 1 - ii runs downwards, j upwards from i + 1; table[i, j] is the best score of seq[i..j].
     for ii in range(N):
         for j in range(N - ii, N):
@@ -112,7 +113,7 @@ def nussinov(seq: pc.f64["N"], table: pc.f64["N", "N"]):
             table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - ii, j])
             if j >= N + 1 - ii:  # i < j - 1: i and j may pair (bases b1, b2 pair iff b1 + b2 == 3)
                 table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - ii, j - 1]
-                                           + (1.0 if seq[N - 1 - ii] + seq[j] == 3.0 else 0.0))
+                                           + (1 if seq[N - 1 - ii] + seq[j] == 3 else 0))
             if j <= N - ii:  # j == i + 1: neighbours never pair
                 table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - ii, j - 1])
             for k in range(N - ii, j):
@@ -121,14 +122,16 @@ def nussinov(seq: pc.f64["N"], table: pc.f64["N", "N"]):
 
 def _init_nussinov(N):
     # bases 0..3 (A, C, G, U as PolyBench encodes them); the DP table starts at zero
-    return dict(seq=fill((N,), lambda i: (i * i + 3 * i + (i // 5)) % 4), table=np.zeros((N, N)))
+    return dict(seq=fill((N,), lambda i: (i * i + 3 * i + (i // 5)) % 4, "u8"),
+                table=np.zeros((N, N), dtype=np.int32))
 
 
 KERNELS = [
     polybench_kernel("deriche", deriche, _init_deriche, presets(
-        "W H", (64, 64), (192, 128), (720, 480), (4096, 2160), (7680, 4320))),
+        "W H", (64, 64), (192, 128), (720, 480), (4096, 2160), (7680, 4320)),
+        dtype="f32", tolerance={"f32": (1e-4, 1e-5)}),
     polybench_kernel("floyd-warshall", floyd_warshall, _init_floyd_warshall, presets(
-        "N", (60,), (180,), (500,), (2800,), (5600,))),
+        "N", (60,), (180,), (500,), (2800,), (5600,)), dtype="i32"),
     polybench_kernel("nussinov", nussinov, _init_nussinov, presets(
-        "N", (60,), (180,), (500,), (2500,), (5500,))),
+        "N", (60,), (180,), (500,), (2500,), (5500,)), dtype="i32"),
 ]

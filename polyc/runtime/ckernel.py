@@ -24,8 +24,11 @@ class CCompiledKernel:
     Undeclared dtypes are taken from the arrays of each call; one C function is generated and
     compiled per distinct dtype signature (cached on disk across processes).  With `specialise`,
     also one per *size class*: every size up to `SMALL_SIZE` is compiled in as a constant (isl's
-    loops and gcc then know those trip counts), larger sizes stay symbolic.  A call returns the
-    single output array, or a dict by name when the kernel has several outputs.
+    loops and gcc then know those trip counts), larger sizes stay symbolic.  An automatic schedule
+    (`schedule="auto"`, untransformed) is moreover decided again per size class (each size by its
+    power of two, `auto_size.size_key`), so parallel loops and time tiling appear only at the
+    sizes where they pay (`auto.specialised`).  A call returns the single output array, or a dict
+    by name when the kernel has several outputs.
     """
 
     def __init__(self, kernel, schedule, *, flags: Optional[Sequence[str]] = None, openmp: bool = True,
@@ -38,6 +41,7 @@ class CCompiledKernel:
         self.flags = normalise_flags(flags)
         self.openmp = openmp
         self._variants: Dict[str, Tuple[GeneratedC, Any]] = {}
+        self._schedules: Dict[str, Any] = {}  # size-class key -> the schedule decided for it
         self._last: Optional[GeneratedC] = None
         self._lock = threading.Lock()
 
@@ -48,12 +52,31 @@ class CCompiledKernel:
             return {}
         return {k: v for k, v in sizes.items() if v <= SMALL_SIZE}
 
-    def variant(self, typing: Typing, fixed_sizes: Optional[Dict[str, int]] = None) -> Tuple[GeneratedC, Any]:
+    def schedule_for(self, sizes: Optional[Dict[str, int]] = None) -> Tuple[str, Any]:
+        """(size-class key, schedule) for a call with `sizes`: the compiled schedule, or, for an
+        automatic one when specialising, the automatic schedule decided for the sizes' class
+        (the first call of a class decides it)."""
+        from ..schedule.auto import AutoRequest, specialised
+        from ..schedule.auto_size import size_key
+        request = self.schedule.option("auto_request")
+        if not (self.specialise and sizes and isinstance(request, AutoRequest) and request.applies_to(self.schedule)):
+            return "", self.schedule
+        key = "auto:" + ",".join(f"{k}{b}" for k, b in size_key(sizes).items())
+        with self._lock:
+            if key not in self._schedules:
+                self._schedules[key] = specialised(self.kernel, self.schedule, sizes)
+            return key, self._schedules[key]
+
+    def variant(self, typing: Typing, fixed_sizes: Optional[Dict[str, int]] = None,
+                sizes: Optional[Dict[str, int]] = None) -> Tuple[GeneratedC, Any]:
+        """The compiled C for `typing`, with `fixed_sizes` compiled in, under the schedule for the
+        size class of `sizes` (see `schedule_for`)."""
         fixed = dict(fixed_sizes or {})
-        key = typing.key() + "|" + ",".join(f"{k}={v}" for k, v in sorted(fixed.items()))
+        class_key, schedule = self.schedule_for(sizes)
+        key = typing.key() + "|" + ",".join(f"{k}={v}" for k, v in sorted(fixed.items())) + "|" + class_key
         with self._lock:
             if key not in self._variants:
-                gen = generate_c(self.schedule, typing, fixed)
+                gen = generate_c(schedule, typing, fixed)
                 lib = compile_c(gen.source, flags=self.flags, openmp=self.openmp, target=self.target)
                 fn = load_or_rebuild(lib, gen.signature,
                                      lambda: compile_c(gen.source, flags=self.flags, openmp=self.openmp, rebuild=True,
@@ -70,7 +93,7 @@ class CCompiledKernel:
         program = self.kernel.program
         typing = self.typing_for(kwargs)
         bound = bind_arguments(program, kwargs, dtypes=typing.tensors)
-        gen, fn = self.variant(typing, self.size_class(bound.sizes))
+        gen, fn = self.variant(typing, self.size_class(bound.sizes), bound.sizes)
         fn(*bound.c_args(gen.signature))
         outputs = {name: bound.arrays[name] for name in bound.outputs}
         if len(outputs) == 1:

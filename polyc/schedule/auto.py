@@ -27,8 +27,9 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from dataclasses import replace
-from typing import Dict, List, Optional
+import weakref
+from dataclasses import dataclass, replace
+from typing import Dict, List, Mapping, Optional, Tuple
 
 import islpy as isl
 
@@ -40,7 +41,8 @@ from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
-from .auto_tree import UnsupportedTree, flatten, is_constant, tree_from_isl
+from .auto_size import worth_parallel
+from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from .schedule import Dim, Schedule
 
@@ -81,8 +83,24 @@ class AutoScheduleWarning(UserWarning):
     """The automatic scheduler fell back to a simpler schedule (the result is still legal)."""
 
 
+#: isl's schedule per model and budget: a size-specialised variant reuses it (`auto_schedule(sizes=)`).
+_ISL_SCHEDULES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def isl_schedule(model, deps: Dependences, budget: Optional[int] = None) -> isl.Schedule:
-    """isl's schedule for `model` under an operation budget (raises IslBudgetError beyond it)."""
+    """isl's schedule for `model` under an operation budget (raises IslBudgetError beyond it);
+    computed once per model and budget."""
+    try:
+        memo = _ISL_SCHEDULES.setdefault(model, {})
+    except TypeError:  # a model that cannot be weakly referenced: no memo
+        memo = {}
+    key = (budget, islutil.DEFAULT_BUDGET)
+    if key not in memo:
+        memo[key] = _compute_isl_schedule(model, deps, budget)
+    return memo[key]
+
+
+def _compute_isl_schedule(model, deps: Dependences, budget: Optional[int] = None) -> isl.Schedule:
     ctx = isl.DEFAULT_CONTEXT
     domain = model.domain.intersect_params(model.context)
     umap = deps.union_map().intersect_params(model.context)
@@ -119,11 +137,47 @@ def codegen_keeps_restrict() -> bool:
     return PARALLEL_LOOPS_KEEP_RESTRICT
 
 
+@dataclass(frozen=True)
+class AutoRequest:
+    """How an automatic schedule was asked for (its `auto_schedule` arguments), kept on the
+    schedule as option "auto_request" so the C runtime can decide it again for a call's size
+    class (`specialised`).  `history` is the schedule's history when it was made: a schedule
+    transformed afterwards (a longer history) is the user's, and is never re-decided."""
+
+    target: Target
+    tile: bool
+    budget: Optional[int]
+    tile_sizes: Tuple[Tuple[str, int], ...]
+    register_blocking: Optional[bool]
+    pack: bool
+    jam_rows: bool
+    deadline: Optional[float]
+    reassociate: Optional[bool]
+    history: Tuple[str, ...] = ()
+
+    def applies_to(self, schedule: Schedule) -> bool:
+        """Whether `schedule` is still the automatic one this request made."""
+        return tuple(schedule.history) == self.history
+
+
+def specialised(kernel, schedule: Schedule, sizes: Mapping[str, int]) -> Schedule:
+    """The automatic schedule of `kernel` decided again for a call's `sizes` (`auto_size`: no
+    parallel loop whose entries do too little work, no time tiling of a working set that fits in
+    cache); `schedule` itself when it was not made by `auto_schedule` or was transformed since."""
+    request = schedule.option("auto_request")
+    if not isinstance(request, AutoRequest) or not request.applies_to(schedule):
+        return schedule
+    return auto_schedule(kernel, request.target, tile=request.tile, budget=request.budget,
+                         tile_sizes=dict(request.tile_sizes) or None, register_blocking=request.register_blocking,
+                         pack=request.pack, jam_rows=request.jam_rows, deadline=request.deadline,
+                         reassociate=request.reassociate, sizes=sizes)
+
+
 def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True, budget: Optional[int] = None,
                   tile_sizes: Optional[Dict[str, int]] = None,
                   register_blocking: Optional[bool] = None, pack: bool = True,
                   jam_rows: bool = False, deadline: Optional[float] = None,
-                  reassociate: Optional[bool] = None) -> Schedule:
+                  reassociate: Optional[bool] = None, sizes: Optional[Mapping[str, int]] = None) -> Schedule:
     """A legal, optimised schedule for `kernel` on `target` (see the module docstring).
 
     `target`: a `polyc.Target` (default `Target.host()`; the strings "c", "cuda", "cuda-emu" are
@@ -143,15 +197,24 @@ def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True,
     clauses; see `reduction_marks`).  Default: yes for Einstein reductions (`+=!`, `*=!`, `max=!`,
     `min=!` are unordered by definition), no for loop kernels, which keep Python's order unless
     `reassociate=True`.  `False` keeps the written order of every reduction exactly.
+
+    `sizes`: the sizes of the calls the schedule is for (a size class; see `auto_size`): parallel
+    loops only where an entry does enough work, time tiling only past the cache.  Without them
+    the schedule serves every size.  The result carries its `AutoRequest` (option
+    "auto_request"), so a size-specialising runtime can call `specialised` per size class.
     """
     global last_search
     target = Target.resolve(target)
     search = last_search = SearchBudget(_deadline_seconds(deadline))
+    request = AutoRequest(target, tile, budget, tuple(sorted((tile_sizes or {}).items())), register_blocking,
+                          pack, jam_rows, deadline, reassociate)
     try:
         sched = _auto_schedule(kernel, target, tile, budget, tile_sizes, register_blocking, pack, jam_rows,
-                              search, reassociate_default(kernel.model.program, reassociate))
-        return replace(sched, options=tuple((k, v) for k, v in sched.options if k != "target")
-                       + (("target", target),))
+                               search, reassociate_default(kernel.model.program, reassociate),
+                               dict(sizes) if sizes else None)
+        request = replace(request, history=tuple(sched.history))
+        return replace(sched, options=tuple(o for o in sched.options if o[0] not in ("auto_request", "target"))
+                       + (("target", target), ("auto_request", request)))
     finally:
         if search.expired_at is not None:
             log.debug("schedule='auto' for %s: the %.3g s deadline passed during %s; kept the best found so "
@@ -160,14 +223,15 @@ def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True,
 
 
 def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], tile_sizes, register_blocking,
-                   pack: bool, jam_rows: bool, search: SearchBudget, reassociate: str = "none") -> Schedule:
+                   pack: bool, jam_rows: bool, search: SearchBudget, reassociate: str = "none",
+                   sizes: Optional[Dict[str, int]] = None) -> Schedule:
     model = kernel.model
     deps = kernel.dependences() if hasattr(kernel, "dependences") else Dependences(model)
     try:
         tree = tree_from_isl(isl_schedule(model, deps, budget), model)
     except (IslBudgetError, UnsupportedTree, PolycError) as e:
         return fallback_schedule(kernel, deps, f"isl's scheduler gave no usable answer ({e})", pack, search,
-                                 reassociate, target)
+                                 reassociate, target, sizes)
     cpu = target.is_cpu
     if register_blocking is None:
         register_blocking = codegen_keeps_restrict()
@@ -186,13 +250,13 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             continue  # out of time: straight to the simplest variant
         try:
             start = fuse_memory_bound(tree, model, deps) if opts.fuse else tree
-            decided = Decider(model, opts, target, search).decide(start)
+            decided = Decider(model, opts, target, search, sizes).decide(start)
             note = "auto(" + ", ".join(opts.describe()) + ")"
             sched = flatten(model, decided, history=(note,))
             sched = _with_unroll_options(sched)
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
-                sched = add_marks(sched, deps, search, reassociate)
+                sched = add_marks(sched, deps, search, reassociate, sizes)
                 if pack:
                     sched = pack_contractions(sched, deps, search, target)
                 if jam_rows and not search.expired("jamming reduction rows"):
@@ -201,7 +265,7 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
-    return fallback_schedule(kernel, deps, "; ".join(reasons), pack, search, reassociate, target)
+    return fallback_schedule(kernel, deps, "; ".join(reasons), pack, search, reassociate, target, sizes)
 
 
 def reassociate_default(program, reassociate: Optional[bool]) -> str:
@@ -248,7 +312,7 @@ def real_loops(schedule: Schedule):
 
 
 def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None,
-              reassociate: str = "none") -> Schedule:
+              reassociate: str = "none", sizes: Optional[Mapping[str, int]] = None) -> Schedule:
     """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
 
     With a code generator that loses `restrict` inside parallel loops (`codegen_keeps_restrict`
@@ -257,7 +321,9 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
 
     Fully unrolled dimensions (register-blocking lanes) are not loops in the generated code: they
     are never marked and do not count when looking for a statement's innermost loop.  Past the
-    `search` deadline no further loop is tried (the marks proven so far stay)."""
+    `search` deadline no further loop is tried (the marks proven so far stay).  With the call's
+    `sizes`, a loop whose entries do too little work to pay for a fork/join is not made parallel
+    (`auto_size.worth_parallel`)."""
     cols, loops_of = real_loops(schedule)
     keeps_restrict = codegen_keeps_restrict()
     dims = list(schedule.dims)
@@ -279,6 +345,8 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
         if not keeps_restrict and any(_accumulates_inside(model, s, cols, loops_of[s]) for s in users
                                       if loops_of[s][-1] != p):
             continue
+        if not worth_parallel(schedule, users, p, loops_of, sizes):
+            continue
         if _proves(schedule, _touching(deps, cols, p), d.name, "parallel"):
             dims[p] = Dim(d.name, d.marks | {"parallel"}, d.unroll, d.origin)
             for s in users:
@@ -298,7 +366,7 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
             dims[p] = Dim(d.name, dims[p].marks | {"vector"}, d.unroll, d.origin)
     if reassociate != "none":
         from .auto_reduce import reduction_marks
-        dims = reduction_marks(schedule, dims, deps, cols, loops_of, has_parallel, reassociate, search)
+        dims = reduction_marks(schedule, dims, deps, cols, loops_of, has_parallel, reassociate, search, sizes)
     marked = [f"{m}({d.name})" for d in dims for m in sorted(d.marks)]
     # Every mark chosen above is proven once more on the whole kernel, through the one path.
     return with_proven_dims(schedule, dims, ".".join(marked), deps) if marked else schedule
@@ -443,13 +511,13 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
 
 def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True,
                       search: Optional[SearchBudget] = None, reassociate: str = "none",
-                      target: Optional[Target] = None) -> Schedule:
+                      target: Optional[Target] = None, sizes: Optional[Mapping[str, int]] = None) -> Schedule:
     """Source order with proven parallel/vector marks; warns with `reason`."""
     warnings.warn(f"schedule='auto' for {kernel.model.program.name}: using the source order with "
                   f"proven parallel marks instead ({reason})", AutoScheduleWarning, stacklevel=4)
     sched = Schedule.source_order(kernel.model)
     try:
-        sched = add_marks(sched, deps, search, reassociate)
+        sched = add_marks(sched, deps, search, reassociate, sizes)
         return pack_contractions(sched, deps, search, target) if pack else sched
     except (PolycError, isl.Error):
         return sched

@@ -28,6 +28,7 @@ from ..poly.model import PolyModel
 from ..target import Target
 from .auto_cost import (SearchBudget, access_delta, all_unit_or_invariant, direction, footprints, has_reuse,
                         innermost_score, tile_sizes)
+from .auto_size import fits_in_cache
 from .auto_tree import (Band, Leaf, Loop, Nest, Node, Sequence, UnsupportedTree, aff_coefficients,
                         equals_iterator, is_constant)
 from .schedule import Schedule
@@ -69,8 +70,9 @@ class Decider:
     """Turns isl's bands into decided nests (see the module docstring)."""
 
     def __init__(self, model: PolyModel, options: DecideOptions, target: Target,
-                 search: Optional[SearchBudget] = None):
+                 search: Optional[SearchBudget] = None, sizes: Optional[Dict[str, int]] = None):
         self.model = model
+        self.sizes = sizes  # a call's size class (None: decide for every size)
         self.search = search
         self.program = model.program
         self.options = options
@@ -219,8 +221,11 @@ class Decider:
         if band.permutable:
             order = [k for k in range(n) if band.coincident[k]] + [k for k in range(n) if not band.coincident[k]]
 
-        # Tiling pays when some access revisits a slice of two or more dimensions (cost model).
+        # Tiling pays when some access revisits a slice of two or more dimensions (cost model);
+        # time tiling (a skewed band) only when the data does not fit in L2 at the call's sizes.
         tiling = (self.options.tile and band.permutable and n >= 2 and affine)
+        if tiling and skewed and fits_in_cache(self.program, band.statements, self.sizes, self.target.l2):
+            tiling = False
         if tiling:
             tiling = has_reuse(footprints(self.program, band.statements, dirs_for(list(range(n)))), n)
 

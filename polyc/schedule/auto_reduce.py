@@ -20,11 +20,12 @@ default, loop kernels only when the user asks.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional
 
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly.dependences import Dependences
 from .auto_cost import SearchBudget, all_unit_or_invariant, direction
+from .auto_size import worth_parallel
 from .auto_tree import aff_coefficients
 from .legality import check_parallel
 from .rewrite import is_reduction_dependence, reduction_target_problem
@@ -78,9 +79,10 @@ def _proves_reduction(schedule: Schedule, dims: List[Dim], deps: Dependences, p:
 
 def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols, loops_of: Dict[str, List[int]],
                     has_parallel: Dict[str, bool], mode: str,
-                    search: Optional[SearchBudget] = None) -> List[Dim]:
+                    search: Optional[SearchBudget] = None, sizes: Optional[Mapping[str, int]] = None) -> List[Dim]:
     """`dims` with "reduction_vector" on reducing innermost loops and "reduction_parallel" on the
-    outermost loop of reductions that have no parallel loop (see the module docstring)."""
+    outermost loop of reductions that have no parallel loop (see the module docstring); with the
+    call's `sizes`, only where an entry of that loop does enough work (`auto_size`)."""
     model = schedule.model
     program = model.program
     dims = list(dims)
@@ -104,6 +106,8 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
         p = ps[0]
         users = [o for o in loops_of if p in loops_of[o]]
         if users != [s] or dims[p].marks & {"parallel", "reduction_parallel"}:
+            continue
+        if not worth_parallel(schedule, users, p, loops_of, sizes):
             continue
         if search is not None and search.expired("marking parallel reductions"):
             return dims

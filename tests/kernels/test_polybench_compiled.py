@@ -16,13 +16,15 @@ def compiled(lk):
 
 
 def check(lk, preset):
-    inputs = lk.make_inputs(lk.sizes[preset], "f64", np.random.default_rng(0))
+    dtype = lk.dtypes[0]  # PolyBench's own data type: int32 for floyd-warshall, float for deriche
+    inputs = lk.make_inputs(lk.sizes[preset], dtype, np.random.default_rng(0))
     expected = lk.expected(inputs)
     got_inputs = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
     compiled(lk)(**got_inputs)
-    rtol, atol = lk.tol("f64")
+    rtol, atol = lk.tol(dtype)
     if isinstance(expected, dict):
         for name, want in expected.items():
+            assert got_inputs[name].dtype == inputs[name].dtype
             np.testing.assert_allclose(got_inputs[name], want, rtol=rtol, atol=atol, err_msg=f"{lk.name}: {name}")
     else:
         written = [n for n, v in got_inputs.items() if isinstance(v, np.ndarray) and

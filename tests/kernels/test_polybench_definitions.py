@@ -19,6 +19,8 @@ NAMES = sorted("""
 KERNELS = {k.name: k for k in all_kernels("polybench")}
 RTOL, ATOL = 1e-10, 1e-12
 ORACLES = {}
+#: PolyBench/C 4.2's DATA_TYPE where it is not double: the library keeps it.
+NATIVE_TYPES = {"deriche": "f32", "floyd-warshall": "i32", "nussinov": "i32"}
 
 
 def oracle(name):
@@ -332,12 +334,12 @@ def _nussinov(seq, table):
     """Nussinov's recurrence filled by diagonals (span d = j - i), each diagonal vectorised."""
     n = len(seq)
     S = table.copy()
-    pairs = (np.add.outer(seq, seq) == 3).astype(float)
+    pairs = (np.add.outer(seq.astype(int), seq.astype(int)) == 3).astype(int)
     for d in range(1, n):
         i = np.arange(n - d)
         j = i + d
         best = np.maximum.reduce([S[i, j], S[i, j - 1], S[i + 1, j],
-                                  S[i + 1, j - 1] + (pairs[i, j] if d > 1 else 0.0)])
+                                  S[i + 1, j - 1] + (pairs[i, j] if d > 1 else 0)])
         for k in range(1, d):  # split points i < i + k < j
             best = np.maximum(best, S[i, i + k] + S[i + k + 1, j])
         S[i, j] = best
@@ -349,7 +351,7 @@ def test_the_thirty_kernels_and_their_presets():
     assert sorted(KERNELS) == NAMES
     assert sorted(ORACLES) == NAMES
     for k in KERNELS.values():
-        assert k.suite == "polybench" and k.dtypes == ("f64",)
+        assert k.suite == "polybench" and k.dtypes == (NATIVE_TYPES.get(k.name, "f64"),)
         assert tuple(k.sizes) == PRESETS
         volumes = [np.prod(list(k.sizes[p].values())) for p in PRESETS]
         # PolyBench's atax and bicg EXTRALARGE (1800 x 2200) is a hair smaller than LARGE (1900 x 2100)
@@ -359,8 +361,9 @@ def test_the_thirty_kernels_and_their_presets():
 @pytest.mark.parametrize("name", NAMES)
 def test_kernel_as_written_matches_independent_oracle(name):
     lk = KERNELS[name]
-    inputs = lk.make_inputs(lk.sizes["MINI"], "f64", np.random.default_rng(0))
-    again = lk.make_inputs(lk.sizes["MINI"], "f64", np.random.default_rng(1))
+    dtype = lk.dtypes[0]
+    inputs = lk.make_inputs(lk.sizes["MINI"], dtype, np.random.default_rng(0))
+    again = lk.make_inputs(lk.sizes["MINI"], dtype, np.random.default_rng(1))
     for key, value in inputs.items():  # deterministic, independent of the rng
         np.testing.assert_array_equal(value, again[key])
     got = lk.expected(inputs)
@@ -369,9 +372,11 @@ def test_kernel_as_written_matches_independent_oracle(name):
     expected = ORACLES[name](**{k: (v.copy() if isinstance(v, np.ndarray) else v)
                                   for k, v in inputs.items()})
     assert set(got) == set(expected) == set(lk.outputs)
+    rtol, atol = (RTOL, ATOL) if dtype == "f64" else lk.tol(dtype)
     for key, want in expected.items():
         assert np.isfinite(got[key]).all(), (name, key)
-        np.testing.assert_allclose(got[key], want, rtol=RTOL, atol=ATOL, err_msg=f"{name}: {key}")
+        assert got[key].dtype == inputs[key].dtype, (name, key)  # computed in the kernel's own type
+        np.testing.assert_allclose(got[key], want, rtol=rtol, atol=atol, err_msg=f"{name}: {key}")
 
 
 @pytest.mark.parametrize("name,array,kept_diagonal", [
@@ -382,7 +387,7 @@ def test_kernel_as_written_matches_independent_oracle(name):
 ])
 def test_unread_upper_triangles_do_not_matter(name, array, kept_diagonal):
     lk = KERNELS[name]
-    inputs = lk.make_inputs(lk.sizes["MINI"], "f64", None)
+    inputs = lk.make_inputs(lk.sizes["MINI"], None, None)
     clean = inputs[array]
     poisoned = np.tril(clean, kept_diagonal) + np.triu(np.full_like(clean, -123.0), kept_diagonal + 1)
     got = lk.expected(dict(inputs, **{array: poisoned}))
@@ -392,6 +397,34 @@ def test_unread_upper_triangles_do_not_matter(name, array, kept_diagonal):
         np.testing.assert_array_equal(np.triu(got, 1), np.triu(poisoned, 1))
     else:
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name,arrays", [
+    ("floyd-warshall", {"paths": np.int32}),
+    ("nussinov", {"seq": np.uint8, "table": np.int32}),  # PolyBench's char bases and int scores
+    ("deriche", {"imgIn": np.float32, "imgOut": np.float32, "y1": np.float32, "y2": np.float32}),
+    ("gemm", {"A": np.float64, "B": np.float64, "C": np.float64}),
+])
+def test_polybench_data_types_are_kept(name, arrays):
+    lk = KERNELS[name]
+    inputs = lk.make_inputs(lk.sizes["MINI"])
+    assert {k: inputs[k].dtype for k in arrays} == {k: np.dtype(t) for k, t in arrays.items()}
+    for array, dtype in arrays.items():
+        assert lk.kernel.program.tensor(array).dtype.numpy == np.dtype(dtype), (name, array)
+    other = "f64" if lk.dtypes[0] != "f64" else "f32"
+    with pytest.raises(ValueError, match=f"defined in {lk.dtypes[0]} only"):
+        lk.make_inputs(lk.sizes["MINI"], other)
+
+
+@pytest.mark.parametrize("name", ["floyd-warshall", "nussinov"])
+def test_integer_kernels_generate_integer_code(name):
+    """The C that polyc times does PolyBench's integer work: no double arithmetic on the tables."""
+    import polyc as pc
+
+    lk = KERNELS[name]
+    assert lk.tol("i32") == (0.0, 0.0)
+    src = pc.codegen(lk.kernel)
+    assert "int32_t *restrict d_" in src and "double" not in src.split("void polyc_")[-1], src
 
 
 def test_run_as_written_binds_sizes_from_shapes():

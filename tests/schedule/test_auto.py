@@ -89,9 +89,9 @@ def test_polybench_auto_matches_reference(name):
         warnings.simplefilter("error", AutoScheduleWarning)  # no fallback on these
         sched = auto_schedule(lk.kernel)
     _assert_proven(lk.kernel, sched)
-    inputs = lk.make_inputs(lk.sizes["MINI"], "f64")
+    inputs = lk.make_inputs(lk.sizes["MINI"], lk.dtypes[0])  # PolyBench's type: int for nussinov
     got = pc.compile(lk.kernel, schedule="auto")(**_copy(inputs))
-    _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
+    _assert_close(got, lk.expected(inputs), *lk.tol(lk.dtypes[0]))
 
 
 @pytest.mark.slow
@@ -100,9 +100,9 @@ def test_every_polybench_kernel_auto_matches_reference(name):
     lk = PB[name]
     sched = auto_schedule(lk.kernel)
     _assert_proven(lk.kernel, sched)
-    inputs = lk.make_inputs(lk.sizes["SMALL"], "f64")
+    inputs = lk.make_inputs(lk.sizes["SMALL"], lk.dtypes[0])
     got = pc.compile(lk.kernel, sched)(**_copy(inputs))
-    _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
+    _assert_close(got, lk.expected(inputs), *lk.tol(lk.dtypes[0]))
 
 
 def test_memory_bound_siblings_are_fused():

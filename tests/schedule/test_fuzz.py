@@ -83,8 +83,8 @@ def test_fuzz_whole_library():
     lines = []
     for lk in kernels.all_kernels():
         presets = lk.sizes.get("MINI") or lk.sizes.get("small") or next(iter(lk.sizes.values()))
-        inputs = lk.make_inputs(presets, "f64", np.random.default_rng(0))
-        rtol, atol = lk.tol("f64")
+        inputs = lk.make_inputs(presets, lk.dtypes[0], np.random.default_rng(0))
+        rtol, atol = lk.tol(lk.dtypes[0])
         summary = fuzz_schedules(lk.kernel, n=8, seed=1, inputs=inputs, reference=lk.reference,
                                  rtol=rtol, atol=atol, raise_on_mismatch=False)
         lines.append(str(summary))

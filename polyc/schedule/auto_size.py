@@ -1,0 +1,152 @@
+"""What the sizes of a call say about the schedule that pays: the automatic scheduler's size class.
+
+`schedule="auto"` first decides for symbolic sizes (one schedule for every size).  When a call's
+sizes are known (the C runtime specialises a compiled kernel per size class, see
+`polyc.runtime.ckernel`), two decisions that only pay past some size are taken for that class:
+
+- parallel loops: a `#pragma omp parallel for` costs a fork and a join each time it is entered,
+  some microseconds on an idle machine and up to a scheduler time slice on a loaded one (and
+  libgomp's entry costs even with one thread or a false `if()`).  A loop is marked parallel only
+  when one entry of it does at least `PARALLEL_REGION_WORK` operations;
+- time tiling: skewed tiles (stencils, Gauss-Seidel sweeps) exist to keep a working set that does
+  not fit in cache from streaming through memory at every time step; when everything the band
+  touches fits in the L2 cache they only add loop overhead and serialise the waves, so the band
+  runs in the statements' source order.
+
+Estimates are deliberately coarse (bounding boxes of the iteration domains at the given sizes,
+operations counted as expression nodes) and computed by isl; they only choose between proven
+schedules, so an estimate can cost speed but never correctness.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Mapping, Optional
+
+import islpy as isl
+
+#: Operations one entry of a parallel loop must do before a second thread pays for its fork/join
+#: (about 50-100 microseconds of work on one core).
+PARALLEL_REGION_WORK = 1 << 18
+
+
+def fix_sizes(s, sizes: Mapping[str, int]):
+    """`s` (an isl set or map) with every parameter named in `sizes` fixed to its value."""
+    for name, value in sizes.items():
+        pos = s.find_dim_by_name(isl.dim_type.param, name)
+        if pos >= 0:
+            s = s.fix_val(isl.dim_type.param, pos, isl.Val.int_from_si(s.get_ctx(), int(value)))
+    return s
+
+
+def _constant(pa: isl.PwAff) -> Optional[int]:
+    """The value of a piecewise constant (its largest piece); None when it has no piece."""
+    values = []
+    for _, aff in pa.get_pieces():
+        if aff.is_cst():
+            values.append(int(aff.get_constant_val().to_python()))
+    return max(values) if values else None
+
+
+def extents(s: isl.Set) -> List[Optional[int]]:
+    """The bounding-box extent of each set dimension of `s` (parameters fixed); 0 when empty,
+    None where it is unbounded (a parameter the sizes do not fix)."""
+    if s.is_empty():
+        return [0] * s.dim(isl.dim_type.set)
+    out: List[Optional[int]] = []
+    for k in range(s.dim(isl.dim_type.set)):
+        lo, hi = _constant(s.dim_min(k)), _constant(s.dim_max(k))
+        out.append(None if lo is None or hi is None else max(0, hi - lo + 1))
+    return out
+
+
+def statement_ops(statement) -> int:
+    """Operations of one instance of `statement`: its expression's nodes, plus the store."""
+    return 1 + sum(1 for _ in statement.value.walk())
+
+
+def instances(model, statement: str, sizes: Mapping[str, int]) -> Optional[int]:
+    """An upper bound on the instances of `statement` at `sizes` (bounding box of its domain);
+    None when the sizes leave it unbounded."""
+    total = 1
+    for e in extents(fix_sizes(model.domains[statement].intersect_params(model.context), sizes)):
+        if e is None:
+            return None
+        total *= e
+    return total
+
+
+def region_work(schedule, statements: Iterable[str], position: int, loops_of: Mapping[str, List[int]],
+                sizes: Mapping[str, int]) -> float:
+    """Operations of one entry of the loop at schedule `position`, the largest over the separate
+    loops the dimension stands for (statements apart in a scalar dimension before `position` run
+    in loops of their own): the statements' operations at `sizes`, divided by how many times
+    the loops outside `position` enter it (bounding box of the scheduled instances)."""
+    fixed = schedule.fixed_positions
+    groups: Dict[tuple, List[str]] = {}
+    for name in statements:
+        groups.setdefault(tuple(fixed[name][:position]), []).append(name)
+    return max((_group_work(schedule, names, position, loops_of, sizes) for names in groups.values()), default=0.0)
+
+
+def _group_work(schedule, statements: Iterable[str], position: int, loops_of: Mapping[str, List[int]],
+                sizes: Mapping[str, int]) -> float:
+    model = schedule.model
+    work = 0.0
+    for name in statements:
+        count = instances(model, name, sizes)
+        if count is None:
+            return float("inf")  # unknown: as large as without sizes
+        total = count * statement_ops(model.program.statement(name))
+        if not total:
+            continue
+        scheduled = fix_sizes(schedule.statement_map(name).intersect_domain(model.domains[name])
+                              .intersect_params(model.context), sizes).range()
+        box = extents(scheduled)
+        entries = 1
+        for q in loops_of.get(name, []):
+            if q < position:
+                entries *= max(1, box[q] or 1)
+        work += total / entries
+    return work
+
+
+def worth_parallel(schedule, statements: Iterable[str], position: int, loops_of: Mapping[str, List[int]],
+                   sizes: Optional[Mapping[str, int]]) -> bool:
+    """Whether a parallel loop at `position` pays at `sizes` (always, when sizes are unknown)."""
+    if not sizes:
+        return True
+    return region_work(schedule, statements, position, loops_of, sizes) >= PARALLEL_REGION_WORK
+
+
+def working_set_bytes(program, statements: Iterable[str], sizes: Mapping[str, int]) -> int:
+    """Bytes of every tensor the statements read or write, at `sizes` (whole tensors)."""
+    names = set()
+    for name in statements:
+        st = program.statement(name)
+        names.add(st.target.tensor)
+        for acc in st.value.accesses():
+            names.add(acc.tensor)
+    total = 0
+    for t in program.tensors:
+        if t.name not in names or t.dtype is None:
+            continue
+        elems = 1
+        for e in t.shape:
+            elems *= max(0, int(e.evaluate(dict(sizes))))
+        total += elems * (t.dtype.bits // 8)
+    return total
+
+
+def fits_in_cache(program, statements: Iterable[str], sizes: Optional[Mapping[str, int]], cache_bytes: int) -> bool:
+    """Whether everything `statements` touch fits in `cache_bytes` at `sizes` (False when unknown)."""
+    if not sizes:
+        return False
+    try:
+        return working_set_bytes(program, statements, sizes) <= cache_bytes
+    except (KeyError, TypeError, ValueError):
+        return False  # a shape over a name the sizes do not bind: assume it is large
+
+
+def size_key(sizes: Mapping[str, int]) -> Dict[str, int]:
+    """The size class of `sizes` for scheduling: each size by its power of two (bit length), so
+    one schedule serves sizes within a factor of two of each other."""
+    return {k: int(v).bit_length() for k, v in sorted(sizes.items())}
