@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from dataclasses import replace
 from typing import Dict, List, Optional
 
 import islpy as isl
@@ -40,7 +39,7 @@ from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_parallel
-from .schedule import Dim, Schedule
+from .schedule import Dim, LoopKind, Schedule
 
 #: isl operations the scheduler itself may use (the proofs run under the default budget).
 SCHEDULER_BUDGET = 8_000_000
@@ -183,7 +182,6 @@ def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_
             decided = Decider(model, opts, machine(), search).decide(start)
             note = "auto(" + ", ".join(opts.describe()) + ")"
             sched = flatten(model, decided, history=(note,))
-            sched = _with_unroll_options(sched)
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
                 sched = add_marks(sched, deps, search, reassociate)
@@ -191,7 +189,6 @@ def _auto_schedule(kernel, target: str, tile: bool, budget: Optional[int], tile_
                     sched = pack_contractions(sched, deps, search)
                 if jam_rows and not search.expired("jamming reduction rows"):
                     sched = jam_reductions(split_reduction_chains(sched))
-                sched = _with_unroll_options(sched)
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
@@ -206,18 +203,6 @@ def reassociate_default(program, reassociate: Optional[bool]) -> str:
     if not isinstance(reassociate, bool):
         raise PolycError(f"reassociate must be True, False or None, not {reassociate!r}")
     return "all" if reassociate else "none"
-
-
-def _with_unroll_options(sched: Schedule) -> Schedule:
-    """isl AST options unrolling every fully-unrolled dimension (register-blocking lanes)."""
-    lanes = [p for p, d in enumerate(sched.dims) if d.name is not None and d.unroll == -1]
-    if not lanes:
-        return sched
-    n = len(sched.dims)
-    dims = ", ".join(f"d{k}" for k in range(n))
-    text = "; ".join(f"[{dims}] -> unroll[{p}]" for p in lanes)
-    options = tuple((k, v) for k, v in sched.options if k != "ast_options")
-    return replace(sched, options=options + (("ast_options", f"{sched.model.pstr} -> {{ {text} }}"),))
 
 
 # -- marks ---------------------------------------------------------------------------------------
@@ -242,7 +227,7 @@ def schedule_columns(schedule: Schedule):
     """Per statement: each dimension's expression (PwAff), and the positions that are real loops."""
     cols: Dict[str, Dict[int, isl.PwAff]] = {}
     loops_of: Dict[str, List[int]] = {}
-    for name, _ in schedule.maps:
+    for name in schedule.statements:
         pma = isl.PwMultiAff.from_map(schedule.statement_map(name).intersect_domain(schedule.model.domains[name]))
         cols[name] = {p: pma.get_pw_aff(p) for p in range(len(schedule.dims))}
         loops_of[name] = [p for p, d in enumerate(schedule.dims)
@@ -254,7 +239,7 @@ def real_loops(schedule: Schedule):
     """`schedule_columns`, with each statement's loops less the fully unrolled ones (register
     lanes, which are no loops in the generated code)."""
     cols, all_loops = schedule_columns(schedule)
-    return cols, {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
+    return cols, {s: [p for p in ps if not schedule.dims[p].unroll.is_full] for s, ps in all_loops.items()}
 
 
 def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None,
@@ -290,11 +275,11 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
                                       if loops_of[s][-1] != p):
             continue
         if _proves(schedule, _touching(deps, cols, p), d.name, "parallel"):
-            dims[p] = Dim(d.name, d.marks | {"parallel"}, d.unroll, d.origin)
+            dims[p] = d.with_kind(LoopKind.PARALLEL)
             for s in users:
                 has_parallel[s] = True
     for p, d in enumerate(dims):
-        if d.name is None or "parallel" in dims[p].marks or d.unroll:
+        if d.name is None or LoopKind.PARALLEL in dims[p].kinds or not d.unroll.is_none:
             continue
         if search is not None and search.expired("marking vector loops"):
             break
@@ -305,11 +290,11 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
                    for s in users):
             continue
         if _proves(schedule, _touching(deps, cols, p), d.name, "vector"):
-            dims[p] = Dim(d.name, dims[p].marks | {"vector"}, d.unroll, d.origin)
+            dims[p] = dims[p].with_kind(LoopKind.VECTORIZED)
     if reassociate != "none":
         from .auto_reduce import reduction_marks
         dims = reduction_marks(schedule, dims, deps, cols, loops_of, has_parallel, reassociate, search)
-    marked = [f"{m}({d.name})" for d in dims for m in sorted(d.marks)]
+    marked = [f"{m}({d.name})" for d in dims for m in sorted(d.labels()) if m != "unroll"]
     return schedule.with_dims(tuple(dims), ".".join(marked)) if marked else schedule
 
 
@@ -431,8 +416,8 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
                 continue
         except (PolycError, IslBudgetError, isl.Error):
             continue
-        plan = packed.option("packing")[-1]
-        outer_parallel = any("parallel" in d.marks and statement_varies(packed, st.name, k)
+        plan = packed.packing[-1]
+        outer_parallel = any(LoopKind.PARALLEL in d.kinds and statement_varies(packed, st.name, k)
                              for k, d in enumerate(packed.dims) if d.name is not None)
         if machine().cores > 1 and not outer_parallel:
             try:

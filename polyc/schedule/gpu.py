@@ -25,8 +25,8 @@ from ..errors import PolycError
 from ..poly.dependences import Dependences
 from ..poly.islutil import isl_budget
 from .legality import check_parallel
-from .rewrite import fully_unrolled, with_options
-from .schedule import Dim, Schedule
+from .rewrite import fully_unrolled
+from .state import Dim, LoopKind, ScheduleState as Schedule
 
 #: Threads per block for a 1-D mapping, and the (outer, inner) thread tile of a 2-D mapping.
 TILE_1D = 256
@@ -46,8 +46,8 @@ def _map(schedule: Schedule, loops: Sequence[str], mark: str) -> Schedule:
     deps = dependences_of(schedule)
     for loop in loops:
         dim = schedule.dims[schedule.dim_index(loop)]
-        other = {"block", "thread"} - {mark}
-        if dim.marks & other:
+        other = {LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD} - {LoopKind(mark)}
+        if dim.kinds & other:
             raise PolycError(f"loop {loop!r} is already mapped to {'threads' if mark == 'block' else 'blocks'}; "
                              f"a loop maps to blocks or to threads, not both (tile it first)")
         check_parallel(schedule, deps, loop, f"mapping loop {loop!r} to CUDA {mark}s")
@@ -70,7 +70,7 @@ def map_to_threads(schedule: Schedule, *loops: str) -> Schedule:
 
 def is_mapped(schedule: Schedule) -> bool:
     """True when some loop of `schedule` carries a "block" or "thread" mark."""
-    return any(d.marks & {"block", "thread"} for d in schedule.dims)
+    return any(d.kinds & {LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD} for d in schedule.dims)
 
 
 # -- the loop tree ---------------------------------------------------------------------------------
@@ -81,8 +81,8 @@ def _scalar_values(schedule: Schedule) -> Optional[Dict[str, Tuple[Optional[int]
     Returns None when some scalar dimension is not constant for a statement.
     """
     out: Dict[str, Tuple[Optional[int], ...]] = {}
-    for name, text in schedule.maps:
-        rng = isl.Map(text).range()
+    for name, smap in schedule.maps:
+        rng = smap.range()
         vals: List[Optional[int]] = []
         for k, d in enumerate(schedule.dims):
             if d.is_loop:
@@ -172,7 +172,7 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
     values = _scalar_values(schedule)
     if values is None:
         return None
-    maps = {name: isl.Map(text).intersect_domain(schedule.model.domains[name]) for name, text in schedule.maps}
+    maps = {name: smap.intersect_domain(schedule.model.domains[name]) for name, smap in schedule.maps}
     nodes: Dict[Tuple[int, Tuple[int, ...]], LoopNode] = {}
     roots: List[LoopNode] = []
     with isl_budget(f"finding the parallel loops of {schedule.model.program.name}"):
@@ -304,12 +304,12 @@ def _separate(schedule: Schedule, labels: Dict[Tuple[int, Tuple[int, ...]], Tupl
         return schedule, index
     olds = ", ".join(f"t{k}" for k in range(len(schedule.dims)))
     maps = []
-    for name, text in schedule.maps:
+    for name, smap in schedule.maps:
         exprs = [f"t{k}" if lab is None or lab == label(name, k) else "0" for k, lab in columns]
-        m = isl.Map(text)
+        m = smap
         change = isl.Map(f"{{ [{olds}] -> [{', '.join(exprs)}] }}").align_params(m.get_space())
         maps.append((name, str(m.apply_range(change))))
-    return (replace(schedule, maps=tuple(maps), dims=tuple(new_dims), options=with_options(schedule.options, new_dims),
+    return (replace(schedule, maps=tuple(maps), dims=tuple(new_dims),
                     history=schedule.history + ("separate_nests()",)), index)
 
 
@@ -350,11 +350,11 @@ def _tile_band(schedule: Schedule, band: Sequence[int], sizes: Sequence[int]) ->
     olds = ", ".join(f"t{k}" for k in range(n))
     change = isl.Map(f"{{ [{olds}] -> [{', '.join(out_exprs)}] }}")
     maps = []
-    for name, text in schedule.maps:
-        m = isl.Map(text)
+    for name, smap in schedule.maps:
+        m = smap
         maps.append((name, str(m.apply_range(change.align_params(m.get_space())))))
     note = f"gpu_tile({', '.join(f'{dims[b].name}={s}' for b, s in zip(band, sizes))})"
-    out = replace(schedule, maps=tuple(maps), dims=tuple(new_dims), options=with_options(schedule.options, new_dims),
+    out = replace(schedule, maps=tuple(maps), dims=tuple(new_dims),
                   history=schedule.history + (note,))
     return out, outer_names, inner_names
 
@@ -383,11 +383,11 @@ def fuse_rows(schedule: Schedule, deps: Dependences) -> Optional[Schedule]:
     olds = ", ".join(f"t{k}" for k in range(n))
     news = ", ".join(["t1", "t0"] + [f"t{k}" for k in range(2, n)])
     maps = []
-    for name, text in schedule.maps:
-        m = isl.Map(text)
+    for name, smap in schedule.maps:
+        m = smap
         maps.append((name, str(m.apply_range(isl.Map(f"{{ [{olds}] -> [{news}] }}").align_params(m.get_space())))))
     dims = (schedule.dims[1], schedule.dims[0]) + schedule.dims[2:]
-    fused = replace(schedule, maps=tuple(maps), dims=dims, options=with_options(schedule.options, dims),
+    fused = replace(schedule, maps=tuple(maps), dims=dims,
                     history=schedule.history + ("fuse_rows()",))
     with isl_budget(f"checking that fusing the row loops of {program.name} is legal"):
         if violations(fused, deps):

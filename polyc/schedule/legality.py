@@ -27,7 +27,7 @@ import islpy as isl
 from ..errors import IllegalScheduleError
 from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import isl_budget, sample_point_values
-from .schedule import Schedule
+from .state import ScheduleState as Schedule
 
 _VERB = {"flow": ("writes", "reads"), "anti": ("reads", "overwrites"), "output": ("writes", "overwrites")}
 
@@ -140,7 +140,7 @@ class _Canonical:
     be answered."""
 
     def __init__(self, schedule: Schedule):
-        self.texts: Dict[str, str] = dict(schedule.maps)
+        self.texts: Dict[str, str] = schedule.map_texts
         self.keys: Dict[Tuple[str, Tuple[int, ...]], str] = {}
         self.shared: Dict[Tuple[str, str, int], Tuple[int, ...]] = {}
         self.differences: Dict[Tuple[str, str, int], int] = {}
