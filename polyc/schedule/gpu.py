@@ -51,7 +51,7 @@ def _map(schedule: Schedule, loops: Sequence[str], mark: str) -> Schedule:
             raise PolycError(f"loop {loop!r} is already mapped to {'threads' if mark == 'block' else 'blocks'}; "
                              f"a loop maps to blocks or to threads, not both (tile it first)")
         check_parallel(schedule, deps, loop, f"mapping loop {loop!r} to CUDA {mark}s")
-        schedule = schedule.with_mark(loop, mark, f"map_to_{mark}s({loop!r})")
+        schedule = schedule.with_mark(loop, LoopKind(mark), f"map_to_{mark}s({loop!r})")
     return schedule
 
 
@@ -422,12 +422,12 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule
     bands = []
     for (k, role), name in names.items():
         if role == ("block",):
-            sched = sched.with_mark(name, "block", f"map_to_blocks({name!r})")
+            sched = sched.with_mark(name, LoopKind.GPU_BLOCK, f"map_to_blocks({name!r})")
         elif role == ("thread",):
-            sched = sched.with_mark(name, "thread", f"map_to_threads({name!r})")
+            sched = sched.with_mark(name, LoopKind.GPU_THREAD, f"map_to_threads({name!r})")
         elif role == ("reduce",):
-            sched = sched.with_mark(name, "thread", f"map_to_threads({name!r})")
-            sched = sched.with_mark(name, "reduction_parallel", "tree_reduce()")
+            sched = sched.with_mark(name, LoopKind.GPU_THREAD, f"map_to_threads({name!r})")
+            sched = sched.with_mark(name, LoopKind.PARALLEL, "tree_reduce()", reduction=True)
         elif role == ("tile1",):
             bands.append(([name], [TILE_1D]))
         elif role[0] == "tile2" and role[2] == 0:
@@ -436,7 +436,7 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule
     for band, sizes in bands:
         sched, outer, inner = _tile_band(sched, [sched.dim_index(b) for b in band], sizes)
         for o in outer:
-            sched = sched.with_mark(o, "block", f"map_to_blocks({o!r})")
+            sched = sched.with_mark(o, LoopKind.GPU_BLOCK, f"map_to_blocks({o!r})")
         for i in inner:
-            sched = sched.with_mark(i, "thread", f"map_to_threads({i!r})")
+            sched = sched.with_mark(i, LoopKind.GPU_THREAD, f"map_to_threads({i!r})")
     return sched
