@@ -109,10 +109,9 @@ def _replay(start: Schedule, doc: dict) -> Schedule:
         try:
             s = apply_checked(s, name, args, kwargs)
         except ScheduleArgumentError as e:
-            place = f"steps[{k}].{e.argument}" if e.argument in ("args", "kwargs") or e.argument.startswith(("args[", "kwargs.")) \
-                else where
-            if place != where:
-                raise ScheduleFileError(f"bad arguments for {name}: {e}", place) from e
+            # A place in the call (`args[1]`, `kwargs.factor`) from the Param check, else the step.
+            if e.argument.startswith(("args", "kwargs")):
+                raise ScheduleFileError(f"bad arguments for {name}: {e}", f"steps[{k}].{e.argument}") from e
             raise ScheduleFileError(f"replaying step {k + 1} failed: {e}", where) from e
         except IllegalScheduleError as e:
             raise IllegalScheduleError(f"replaying step {k + 1} of the saved schedule failed: {e}",

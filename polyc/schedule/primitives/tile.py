@@ -65,7 +65,8 @@ def strip_mine(s: ScheduleState, sizes: Sequence[Tuple[str, int]], st: Step,
         exprs.append(t[k])
         if k in positions:
             inner_kinds = d.kinds - OUTER_KINDS
-            dims.append(replace(d, name=outer_inner[k][1], kinds=inner_kinds, reduction=d.reduction and bool(inner_kinds)))
+            dims.append(replace(d, name=outer_inner[k][1], kinds=inner_kinds,
+                                reduction=d.reduction and bool(inner_kinds)))
         else:
             dims.append(d)
     return finish(s, st, maps=remap(s, exprs), dims=dims)
