@@ -39,7 +39,7 @@ from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_parallel
-from .schedule import Dim, LoopKind, Schedule
+from .schedule import LoopKind, Schedule
 
 #: isl operations the scheduler itself may use (the proofs run under the default budget).
 SCHEDULER_BUDGET = 8_000_000

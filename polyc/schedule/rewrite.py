@@ -26,7 +26,7 @@ from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import isl_budget
 from ..poly.model import PolyModel
 from .integers import map_coefficients_fit
-from .state import PARALLEL_KINDS, Dim, LoopKind, ScheduleState as Schedule, StatementMaps, _fresh
+from .state import Dim, LoopKind, ScheduleState as Schedule, StatementMaps, _fresh
 
 #: Largest trip count a fully unrolled loop may have.
 MAX_FULL_UNROLL = 1024

@@ -207,3 +207,8 @@ def test_schedule_and_primitives_import_no_cycle():
         todo.extend(graph[m])
     assert start not in seen, sorted(m for m in seen if start in graph[m])
     assert "polyc.schedule.registry" in seen and "polyc.schedule.primitives.tile" in seen
+
+
+def test_the_schedule_fuzzer_draws_registered_primitives():
+    from polyc.testing.fuzz import PRIMITIVES as FUZZED
+    assert set(FUZZED) <= set(PRIMITIVES)

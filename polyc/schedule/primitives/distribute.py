@@ -21,15 +21,11 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-import islpy as isl
-
-from ...errors import IllegalScheduleError, PolycError
-from ...poly.islutil import isl_budget
-from ..integers import schedule_int
+from ...errors import PolycError
 from ..nesting import insert_scalar, scalar_key, scalar_positions, statements_of
 from ..params import Param, Primitive
-from ..rewrite import Step, finish, loop_index, statement_name, statement_varies, time_set, time_vars
-from ..state import Dim, ScheduleState as Schedule
+from ..rewrite import Step, finish, loop_index, statement_name
+from ..state import ScheduleState as Schedule
 from . import obligations
 
 def distribute(s: Schedule, target: Union[str, int], loop: Optional[str] = None) -> Schedule:

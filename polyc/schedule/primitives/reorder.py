@@ -18,8 +18,6 @@ Scalar (ordering) dimensions stay in place; loops keep their names and kinds.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from ...errors import PolycError
 from ..params import Param, Primitive
 from ..rewrite import Step, finish, loop_index, remap, step, time_vars
