@@ -142,12 +142,12 @@ def build_schedule(kernel: Any, spec: Optional[str]) -> Any:
         if not path.is_file():
             raise UsageError(f"no such schedule file: {path}")
         return Schedule.from_json(kernel, path.read_text())
+    from .schedule.registry import ALIASES, PRIMITIVES, apply_checked
     s = kernel.schedule()
     for name, args, kwargs in parse_chain(spec):
-        method = getattr(s, name, None)
-        if name.startswith("_") or not callable(method):
-            raise UsageError(f"{name!r} is not a schedule primitive (see help(polyc.Schedule))")
-        s = method(*args, **kwargs)
+        if name not in PRIMITIVES and name not in ALIASES:
+            raise UsageError(f"{name!r} is not a schedule primitive (they are: {', '.join(PRIMITIVES)})")
+        s = apply_checked(s, name, args, kwargs)
     return s
 
 

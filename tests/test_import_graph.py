@@ -22,18 +22,6 @@ LAYERS: Dict[str, int] = {"leaf": 0, "ir": 1, "frontend": 2, "poly": 3, "schedul
 #: (ir ... runtime) imports them.  The tuner measures through `pc.compile`; `pc.grad` returns Kernels.
 ABOVE = {"viz", "testing", "top", "tune", "grad"}
 
-#: Module-level cycles inside `schedule` that engineer `registry`'s branch removes (the Schedule
-#: methods delegate to the primitive modules, and `to_json`/`from_json` to the replay in
-#: `serialize`, which build Schedules).  REMOVED AT MERGE of that branch: the lead deletes this
-#: allowlist and the test must then pass without it.
-PENDING_REGISTRY_EDGES: Set[Tuple[str, str]] = {
-    ("polyc.schedule.schedule", "polyc.schedule.primitives"),
-    ("polyc.schedule.schedule", "polyc.schedule.nesting"),
-    ("polyc.schedule.schedule", "polyc.schedule.packing"),
-    ("polyc.schedule.schedule", "polyc.schedule.serialize"),
-}
-
-
 #: Not yet resolved: the fuzzer's command line (`kernel_fuzz.main`, campaign triage) calls the
 #: minimiser and the triage, which run cases through `kernel_fuzz.run_case`.  Splitting the
 #: campaign driver out of `kernel_fuzz` removes these; listed so the test guards everything else.
@@ -175,7 +163,7 @@ def package_graph(graph: Dict[str, Set[str]]) -> Dict[str, Set[str]]:
 
 
 def without_pending(graph: Dict[str, Set[str]]) -> Dict[str, Set[str]]:
-    pending = PENDING_REGISTRY_EDGES | UNRESOLVED_TESTING_EDGES
+    pending = UNRESOLVED_TESTING_EDGES
     return {a: {b for b in bs if (a, b) not in pending} for a, bs in graph.items()}
 
 
@@ -226,7 +214,7 @@ def test_modules_are_acyclic():
 def test_the_pending_allowlist_is_still_needed():
     """Each allowlisted edge still exists (an edge already removed must leave the list)."""
     graph = module_graph()
-    listed = PENDING_REGISTRY_EDGES | UNRESOLVED_TESTING_EDGES
+    listed = UNRESOLVED_TESTING_EDGES
     stale = {(a, b) for a, b in listed if b not in graph.get(a, ())}
     assert not stale, f"remove these edges from the PENDING_* allowlists: {sorted(stale)}"
 

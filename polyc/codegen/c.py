@@ -14,7 +14,7 @@ import cgen as c
 
 from ..ir import Access, Program
 from .signature import KernelParam, KernelSignature
-from ..schedule.schedule import Schedule
+from ..schedule.schedule import Dim, LoopKind, Schedule
 from ..target import MVEC_FUNCTIONS
 from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, if_clause, single_call
 from .cexpr import CExprPrinter, expression_helpers
@@ -107,6 +107,7 @@ class _Emitter:
         self.statements = {s.name: s for s in program.statements}
         self.plans = dict(plans or {})
         self.parallel_loops = parallel_loops
+        self.packed_loops = frozenset(nm for plan in self.plans.values() for nm in plan.loops)
         self.helpers: List[str] = []
         self._accs: Dict[str, Accumulator] = {}  # reduction accumulators (by statement) of the loop emitted
         self._atomic_depth = 0                   # reduction-parallel loops (atomic updates) around
@@ -156,33 +157,34 @@ class _Emitter:
             orelse = c.Block(self.node(n.orelse, in_parallel)) if n.orelse is not None else None
             return [c.If(strip_parens(self._c(n.cond)), then, orelse)]
         if isinstance(n, Loop):
-            marks = n.dim.marks if n.dim is not None else frozenset()
-            if packed and "packed" in marks:
+            dim = n.dim if n.dim is not None else Dim("_")
+            is_parallel, is_vector = dim.runs(LoopKind.PARALLEL), dim.runs(LoopKind.VECTORIZED)
+            if packed and dim.name in self.packed_loops:
                 call = self._packed(n, in_parallel)
                 if call is not None:
                     return call
-            reduction_here = "reduction_parallel" in marks and not in_parallel
-            if not self._accs and (reduction_here or "reduction_vector" in marks):
-                opened = self._accumulated(n, marks, in_parallel, reduction_here)
+            reduction_here = is_parallel and dim.reduction and not in_parallel
+            if not self._accs and (reduction_here or (is_vector and dim.reduction)):
+                opened = self._accumulated(n, is_vector, in_parallel, reduction_here)
                 if opened is not None:
                     return opened
             pragmas = []
             # "reduction_parallel" without an accumulator: iterations race only on reduction
             # updates, made atomic below.
-            parallel_here = ("parallel" in marks or reduction_here) and not in_parallel
+            parallel_here = is_parallel and not in_parallel
             # At most one pragma may precede a for (gcc rejects `omp simd` after `omp parallel for`
             # and `GCC unroll` next to any OpenMP loop pragma); SIMD is dropped where updates are
             # atomic (a reduction-parallel region), the unroll hint where OpenMP takes the loop.
-            simd = "vector" in marks and not (self._atomic_depth or reduction_here)
-            if marks & {"vector", "reduction_vector"} and self._accs:
+            simd = is_vector and not dim.reduction and not (self._atomic_depth or reduction_here)
+            if is_vector and self._accs:
                 pragmas.append(c.Pragma("omp simd " + " ".join(a.clauses for a in self._accs.values())))
             elif parallel_here:
                 pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"
                                         + if_clause(n, self.statements, self._c)))
             elif simd:
                 pragmas.append(c.Pragma("omp simd"))
-            elif n.dim is not None and n.dim.unroll:
-                pragmas.append(c.Pragma(f"GCC unroll {n.dim.unroll if n.dim.unroll > 0 else 64}"))
+            elif not dim.unroll.is_none:  # a full unroll isl could not write out: the compiler's turn
+                pragmas.append(c.Pragma(f"GCC unroll {dim.unroll.hint or 64}"))
             self._atomic_depth += reduction_here
             it = self.names.id(n.iterator)
             self._scope.append(it)
@@ -213,7 +215,7 @@ class _Emitter:
         return c.For(f"int64_t {it} = {strip_parens(self._c(n.init))}", strip_parens(self._c(n.cond)),
                      f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
 
-    def _accumulated(self, n: Loop, marks, in_parallel: bool, reduction_here: bool) -> Optional[List]:
+    def _accumulated(self, n: Loop, is_vector: bool, in_parallel: bool, reduction_here: bool) -> Optional[List]:
         """Loop `n` with its reductions' target elements held in scalar accumulators reduced by
         OpenMP (`c_omp.Accumulator`): `omp simd reduction(...)` for a "reduction_vector" loop (its
         body: statements, the reductions among them accumulated, the others as they are),
@@ -255,7 +257,7 @@ class _Emitter:
             if call.statement not in accs and held & ({st.target.tensor} | {a.tensor for a in st.value.accesses()}):
                 return None
         clauses = " ".join(a.clauses for a in accs.values())
-        simd = bool(marks & {"vector", "reduction_vector"})
+        simd = is_vector
         if reduction_here:
             pragma = ("omp parallel for" + (" simd" if simd else "") + f" {clauses} schedule(static)"
                       + if_clause(n, self.statements, self._c))
@@ -341,7 +343,7 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     signature = kernel_signature(program, typing)
     loops = build_loop_ast(schedule, fixed_sizes)
     from ..schedule.packing import packing_plans
-    plans = packing_plans(schedule) if schedule.option("packing") else {}
-    parallel = frozenset(d.name for d in schedule.dims if d.name is not None and "parallel" in d.marks)
+    plans = packing_plans(schedule)
+    parallel = frozenset(d.name for d in schedule.dims if d.is_loop and d.runs(LoopKind.PARALLEL))
     emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes)
     return GeneratedC(emitter.function(loops, signature), signature)

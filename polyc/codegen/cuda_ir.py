@@ -25,7 +25,7 @@ import islpy as isl
 from ..errors import PolycError
 from ..ir import Access, Program
 from ..poly.islutil import isl_budget, isl_name
-from ..schedule.schedule import Schedule
+from ..schedule.schedule import LoopKind, Schedule
 from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, build_loop_ast, lexpr, strip_parens, walk
 
 # -- kernel-side nodes ------------------------------------------------------------------------------
@@ -169,15 +169,16 @@ class GPUProgram:
 
 # -- analysis helpers ---------------------------------------------------------------------------------
 
-def _marks(loop: Loop) -> frozenset:
-    return loop.dim.marks if loop.dim is not None else frozenset()
+def _tree_reduced(loop: Loop) -> bool:
+    """A loop that reassociates a reduction across its parallel iterations (a thread loop: tree)."""
+    return loop.dim is not None and loop.dim.reduction and loop.dim.runs(LoopKind.PARALLEL)
 
 
 def _mapped_kind(loop: Loop) -> Optional[str]:
-    m = _marks(loop)
-    if "block" in m:
+    kinds = loop.dim.kinds if loop.dim is not None else frozenset()
+    if LoopKind.GPU_BLOCK in kinds:
         return "block"
-    if "thread" in m:
+    if LoopKind.GPU_THREAD in kinds:
         return "thread"
     return None
 
@@ -263,7 +264,7 @@ class _KernelBuilder:
                 axis = self.n_block - 1 - len(blocks)
                 self.block_loops.append((n.iterator, axis))
                 return Mapped("block", axis, n, self.uniform(n.body, blocks + (axis,)))
-            if kind == "thread" and "reduction_parallel" in _marks(n):
+            if kind == "thread" and _tree_reduced(n):
                 if self.n_thread == 1 and isinstance(n.body, Call):
                     red = Reduce(n, n.body, f"pc_red{len(self.reductions)}")
                     self.reductions.append(red)
@@ -306,7 +307,7 @@ class _KernelBuilder:
             if kind == "block":
                 raise PolycError(f"loop {n.iterator!r} is mapped to blocks but sits inside a thread-mapped "
                                  f"or serial in-kernel loop; block loops must enclose thread loops")
-            if kind == "thread" and "reduction_parallel" in _marks(n):
+            if kind == "thread" and _tree_reduced(n):
                 return self.threaded(_unmapped(n), blocks, threads)   # inside a thread: serial
             if kind == "thread":
                 axis = self.n_thread - 1 - len(threads)
@@ -325,7 +326,8 @@ class _KernelBuilder:
 
 def _unmapped(loop: Loop) -> Loop:
     """The loop without GPU marks (a reduction that cannot be tree-reduced runs serially)."""
-    dim = replace(loop.dim, marks=loop.dim.marks - {"thread", "block", "reduction_parallel"}) if loop.dim else None
+    kinds = loop.dim.kinds - {LoopKind.GPU_THREAD, LoopKind.GPU_BLOCK, LoopKind.PARALLEL} if loop.dim else frozenset()
+    dim = replace(loop.dim, kinds=kinds, reduction=loop.dim.reduction and bool(kinds)) if loop.dim else None
     return Loop(loop.iterator, loop.init, loop.cond, loop.step, loop.body, dim)
 
 

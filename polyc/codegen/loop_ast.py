@@ -119,6 +119,19 @@ def _convert(node: isl.AstNode, dims_by_name: Dict[str, Dim]) -> Node:
     raise PolycError(f"unsupported isl AST node type {t}")
 
 
+def ast_build_options(schedule: Schedule, atomic: bool = False) -> Optional[isl.UnionMap]:
+    """The isl AST build options for `schedule`, derived from its dims (the one rule every code
+    generator uses): `unroll` for each fully unrolled loop (isl writes out its iterations:
+    `unroll(loop)`, `unroll_and_jam`, register-blocking lanes) and, with `atomic`, `atomic` for
+    every other dimension (one loop per dimension, no splitting: the retry path)."""
+    n = len(schedule.dims)
+    ts = ", ".join(f"t{k}" for k in range(n))
+    parts = [f"[{ts}] -> unroll[{k}]" for k, d in enumerate(schedule.dims) if d.is_loop and d.unroll.is_full]
+    if atomic:
+        parts += [f"[{ts}] -> atomic[{k}]" for k, d in enumerate(schedule.dims) if not (d.is_loop and d.unroll.is_full)]
+    return isl.UnionMap("{ " + "; ".join(parts) + " }") if parts else None
+
+
 def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = None) -> Node:
     """Generate loops for `schedule` with isl and convert them to the loop AST.  `fixed_sizes`
     (size name -> value) specialises the loops to those sizes: isl drops the bounds and guards
@@ -139,9 +152,9 @@ def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = N
         for n in names:
             ids = ids.add(isl.Id(n))
         build = build.set_iterators(ids)
-        options = schedule.option("ast_options")
-        if options:
-            build = build.set_options(isl.UnionMap(options))
+        options = ast_build_options(schedule)
+        if options is not None:
+            build = build.set_options(options)
         root = build.node_from_schedule_map(smap)
     dims_by_name = {n: d for n, d in zip(names, schedule.dims) if d.name is not None}
     loops = _convert(root, dims_by_name)
@@ -152,8 +165,7 @@ def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = N
     # "atomic" (one loop per dimension, no splitting) takes another path through isl; it is kept
     # only if it passes the same check.
     with isl_budget(f"generating loops for {model.program.name} again"):
-        atomic = isl.UnionMap("{ [" + ", ".join(f"c{k}" for k in range(len(schedule.dims))) + "] -> atomic[x] }")
-        root = build.set_options(atomic).node_from_schedule_map(smap)
+        root = build.set_options(ast_build_options(schedule, atomic=True)).node_from_schedule_map(smap)
     retry = _convert(root, dims_by_name)
     if _check_loops(retry, schedule, smap, context) is None:
         return retry

@@ -58,7 +58,7 @@ class CCompiledKernel:
         (the first call of a class decides it)."""
         from ..schedule.auto import AutoRequest, specialised
         from ..schedule.auto_size import size_key
-        request = self.schedule.option("auto_request")
+        request = self.schedule.auto_request
         if not (self.specialise and sizes and isinstance(request, AutoRequest) and request.applies_to(self.schedule)):
             return "", self.schedule
         key = "auto:" + ",".join(f"{k}{b}" for k, b in size_key(sizes).items())

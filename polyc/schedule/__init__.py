@@ -1,2 +1,2 @@
 """Schedules: representation, primitives, legality, automatic scheduling."""
-from .schedule import Dim, Schedule
+from .schedule import Dim, LoopKind, Schedule, Unroll

@@ -44,7 +44,7 @@ from .auto_reduce import direction_of as _direction_of
 from .auto_size import worth_parallel
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
-from .schedule import Dim, Schedule
+from .schedule import LoopKind, Schedule
 
 #: isl operations the scheduler itself may use (the proofs run under the default budget).
 SCHEDULER_BUDGET = 8_000_000
@@ -164,7 +164,7 @@ def specialised(kernel, schedule: Schedule, sizes: Mapping[str, int]) -> Schedul
     """The automatic schedule of `kernel` decided again for a call's `sizes` (`auto_size`: no
     parallel loop whose entries do too little work, no time tiling of a working set that fits in
     cache); `schedule` itself when it was not made by `auto_schedule` or was transformed since."""
-    request = schedule.option("auto_request")
+    request = schedule.auto_request
     if not isinstance(request, AutoRequest) or not request.applies_to(schedule):
         return schedule
     return auto_schedule(kernel, request.target, tile=request.tile, budget=request.budget,
@@ -183,7 +183,7 @@ def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True,
     `target`: a `polyc.Target` (default `Target.host()`; the strings "c", "cuda", "cuda-emu" are
     read as `Target.resolve` does).  Every machine fact (cache sizes, cores, SIMD width) comes
     from it, so the same Target gives the same schedule on any machine; the result records it
-    (`schedule.option("target")`, saved by `to_json`).
+    (`schedule.target`, saved by `to_json`).
     `budget`: isl operations the scheduler may spend (default `SCHEDULER_BUDGET`, never more than
     `POLYC_ISL_BUDGET`); beyond it the result is the source order with proven parallel marks and
     an `AutoScheduleWarning`.  `tile=False` skips tiling; `tile_sizes` overrides the cache model
@@ -213,8 +213,7 @@ def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True,
                                search, reassociate_default(kernel.model.program, reassociate),
                                dict(sizes) if sizes else None)
         request = replace(request, history=tuple(sched.history))
-        return replace(sched, options=tuple(o for o in sched.options if o[0] not in ("auto_request", "target"))
-                       + (("target", target), ("auto_request", request)))
+        return replace(sched, target=target, auto_request=request)
     finally:
         if search.expired_at is not None:
             log.debug("schedule='auto' for %s: the %.3g s deadline passed during %s; kept the best found so "
@@ -253,7 +252,6 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             decided = Decider(model, opts, target, search, sizes).decide(start)
             note = "auto(" + ", ".join(opts.describe()) + ")"
             sched = flatten(model, decided, history=(note,))
-            sched = _with_unroll_options(sched)
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
                 sched = add_marks(sched, deps, search, reassociate, sizes)
@@ -261,7 +259,6 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
                     sched = pack_contractions(sched, deps, search, target)
                 if jam_rows and not search.expired("jamming reduction rows"):
                     sched = jam_reductions(split_reduction_chains(sched))
-                sched = _with_unroll_options(sched)
             return sched
         except (IllegalScheduleError, IslBudgetError, UnsupportedTree, PolycError) as e:
             reasons.append(str(e).splitlines()[0])
@@ -278,25 +275,13 @@ def reassociate_default(program, reassociate: Optional[bool]) -> str:
     return "all" if reassociate else "none"
 
 
-def _with_unroll_options(sched: Schedule) -> Schedule:
-    """isl AST options unrolling every fully-unrolled dimension (register-blocking lanes)."""
-    lanes = [p for p, d in enumerate(sched.dims) if d.name is not None and d.unroll == -1]
-    if not lanes:
-        return sched
-    n = len(sched.dims)
-    dims = ", ".join(f"d{k}" for k in range(n))
-    text = "; ".join(f"[{dims}] -> unroll[{p}]" for p in lanes)
-    options = tuple((k, v) for k, v in sched.options if k != "ast_options")
-    return replace(sched, options=options + (("ast_options", f"{sched.model.pstr} -> {{ {text} }}"),))
-
-
 # -- marks ---------------------------------------------------------------------------------------
 
 def schedule_columns(schedule: Schedule):
     """Per statement: each dimension's expression (PwAff), and the positions that are real loops."""
     cols: Dict[str, Dict[int, isl.PwAff]] = {}
     loops_of: Dict[str, List[int]] = {}
-    for name, _ in schedule.maps:
+    for name in schedule.statements:
         pma = isl.PwMultiAff.from_map(schedule.statement_map(name).intersect_domain(schedule.model.domains[name]))
         cols[name] = {p: pma.get_pw_aff(p) for p in range(len(schedule.dims))}
         loops_of[name] = [p for p, d in enumerate(schedule.dims)
@@ -308,7 +293,7 @@ def real_loops(schedule: Schedule):
     """`schedule_columns`, with each statement's loops less the fully unrolled ones (register
     lanes, which are no loops in the generated code)."""
     cols, all_loops = schedule_columns(schedule)
-    return cols, {s: [p for p in ps if schedule.dims[p].unroll != -1] for s, ps in all_loops.items()}
+    return cols, {s: [p for p in ps if not schedule.dims[p].unroll.is_full] for s, ps in all_loops.items()}
 
 
 def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None,
@@ -348,11 +333,11 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
         if not worth_parallel(schedule, users, p, loops_of, sizes):
             continue
         if _proves(schedule, _touching(deps, cols, p), d.name, "parallel"):
-            dims[p] = Dim(d.name, d.marks | {"parallel"}, d.unroll, d.origin)
+            dims[p] = d.with_kind(LoopKind.PARALLEL)
             for s in users:
                 has_parallel[s] = True
     for p, d in enumerate(dims):
-        if d.name is None or "parallel" in dims[p].marks or d.unroll:
+        if d.name is None or LoopKind.PARALLEL in dims[p].kinds or not d.unroll.is_none:
             continue
         if search is not None and search.expired("marking vector loops"):
             break
@@ -363,11 +348,11 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
                    for s in users):
             continue
         if _proves(schedule, _touching(deps, cols, p), d.name, "vector"):
-            dims[p] = Dim(d.name, dims[p].marks | {"vector"}, d.unroll, d.origin)
+            dims[p] = dims[p].with_kind(LoopKind.VECTORIZED)
     if reassociate != "none":
         from .auto_reduce import reduction_marks
         dims = reduction_marks(schedule, dims, deps, cols, loops_of, has_parallel, reassociate, search, sizes)
-    marked = [f"{m}({d.name})" for d in dims for m in sorted(d.marks)]
+    marked = [f"{m}({d.name})" for d in dims for m in sorted(d.labels()) if m != "unroll"]
     # Every mark chosen above is proven once more on the whole kernel, through the one path.
     return with_proven_dims(schedule, dims, ".".join(marked), deps) if marked else schedule
 
@@ -401,7 +386,8 @@ def _proves(schedule: Schedule, deps, loop: str, mark: str) -> bool:
     """Whether `mark` on `loop` is proven (`legality.check_mark`) against `deps`, a subset of the
     kernel's dependences that holds every one the loop could carry (`_touching`)."""
     try:
-        check_mark(schedule, deps, loop, mark, f"marking loop {loop!r} {mark} automatically")
+        marked = schedule.with_mark(loop, LoopKind(mark), "")
+        check_mark(marked, deps, loop, f"marking loop {loop!r} {mark} automatically")
         return True
     except (IllegalScheduleError, IslBudgetError, PolycError):
         return False
@@ -495,8 +481,8 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
                 continue
         except (PolycError, IslBudgetError, isl.Error):
             continue
-        plan = packed.option("packing")[-1]
-        outer_parallel = any("parallel" in d.marks and statement_varies(packed, st.name, k)
+        plan = packed.packing[-1]
+        outer_parallel = any(LoopKind.PARALLEL in d.kinds and statement_varies(packed, st.name, k)
                              for k, d in enumerate(packed.dims) if d.name is not None)
         if target.cores > 1 and not outer_parallel:
             try:

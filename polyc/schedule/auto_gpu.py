@@ -8,7 +8,7 @@
   `legality.check_parallel` (see `gpu.py`);
 - on a source-order schedule, each contraction that is its own top-level nest
   (`poly.contraction.tiled_contraction`) is planned as a shared-memory, register-tiled kernel: a
-  `GPUContractionPlan` in the schedule's options (key `GPU_CONTRACTIONS`), with the `= const`
+  `GPUContractionPlan` in the schedule (`Schedule.gpu_contractions`), with the `= const`
   statement right before it (what `+=!` produces) fused as its start value.  The CUDA generator
   prints the plan's kernel in place of the loops of that statement (`codegen.cuda_contraction`).
 
@@ -25,8 +25,6 @@ from ..target import Target
 from .gpu import default_gpu_mapping, is_mapped
 from .schedule import Schedule
 
-#: The options key of the tiled contraction plans.
-GPU_CONTRACTIONS = "gpu_contractions"
 
 #: Tile of C per block (BM x BN), K step (BK) and register tile per thread (TM x TN): 256 threads,
 #: each an 8 x 8 tile (measured on H100: 128 registers, two blocks per SM).
@@ -113,7 +111,7 @@ def contraction_plans(schedule: Schedule, target: Optional[Target] = None) -> Tu
         return ()
     program = schedule.model.program
     plans = []
-    maps = dict(schedule.maps)
+    maps = schedule.map_texts
     for st in program.statements:
         c = tiled_contraction(schedule.model, st.name)
         if c is None or not _alone_at_top(schedule, st.name):
@@ -131,8 +129,8 @@ def contraction_plans(schedule: Schedule, target: Optional[Target] = None) -> Tu
 
 def gpu_contraction_plans(schedule: Schedule) -> Dict[str, GPUContractionPlan]:
     """The plans recorded in `schedule` that still hold (their statements' maps are unchanged)."""
-    maps = dict(schedule.maps)
-    return {p.statement: p for p in schedule.option(GPU_CONTRACTIONS, ())
+    maps = schedule.map_texts
+    return {p.statement: p for p in schedule.gpu_contractions
             if all(maps.get(n) == text for n, text in p.maps)}
 
 
@@ -149,8 +147,7 @@ def auto_gpu_schedule(schedule: Schedule, target: Optional[Target] = None) -> Sc
     mapped = default_gpu_mapping(schedule, row_fusion=not plans)
     if not plans:
         return mapped
-    maps = dict(mapped.maps)   # the plans hold for the mapped statements' maps
+    maps = mapped.map_texts   # the plans hold for the mapped statements' maps
     plans = tuple(replace(p, maps=tuple((n, maps[n]) for n, _ in p.maps)) for p in plans)
-    options = tuple((k, v) for k, v in mapped.options if k != GPU_CONTRACTIONS) + ((GPU_CONTRACTIONS, plans),)
     note = f"tiled_contraction({', '.join(p.statement for p in plans)})"
-    return replace(mapped, options=options, history=mapped.history + (note,))
+    return replace(mapped, gpu_contractions=plans, history=mapped.history + (note,))

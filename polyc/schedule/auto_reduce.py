@@ -29,7 +29,7 @@ from .auto_size import worth_parallel
 from .auto_tree import aff_coefficients
 from .legality import check_parallel
 from .rewrite import is_reduction_dependence, reduction_target_problem
-from .schedule import Dim, Schedule
+from .state import Dim, LoopKind, ScheduleState as Schedule
 
 #: Update operators OpenMP can reduce (and the C emitter keeps in an accumulator).
 REASSOCIABLE = ("+", "*", "max", "min")
@@ -87,7 +87,7 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
     program = model.program
     dims = list(dims)
     for p, d in enumerate(dims):
-        if d.name is None or d.marks & {"vector", "parallel"} or d.unroll:
+        if d.name is None or d.kinds & {LoopKind.VECTORIZED, LoopKind.PARALLEL} or not d.unroll.is_none:
             continue
         if search is not None and search.expired("marking reduction loops"):
             return dims
@@ -99,18 +99,18 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
         if not all(all_unit_or_invariant(program, s, direction_of(model, s, cols, loops_of[s], p)) for s in users):
             continue
         if _proves_reduction(schedule, dims, deps, p, "reduction_vector", mode):
-            dims[p] = Dim(d.name, d.marks | {"reduction_vector"}, d.unroll, d.origin)
+            dims[p] = d.with_kind(LoopKind.VECTORIZED, reduction=True)
     for s, ps in loops_of.items():
         if has_parallel.get(s) or not ps or not reassociable(program.statement(s), mode):
             continue
         p = ps[0]
         users = [o for o in loops_of if p in loops_of[o]]
-        if users != [s] or dims[p].marks & {"parallel", "reduction_parallel"}:
+        if users != [s] or LoopKind.PARALLEL in dims[p].kinds:
             continue
         if not worth_parallel(schedule, users, p, loops_of, sizes):
             continue
         if search is not None and search.expired("marking parallel reductions"):
             return dims
         if _proves_reduction(schedule, dims, deps, p, "reduction_parallel", mode):
-            dims[p] = Dim(dims[p].name, dims[p].marks | {"reduction_parallel"}, dims[p].unroll, dims[p].origin)
+            dims[p] = dims[p].with_kind(LoopKind.PARALLEL, reduction=True)
     return dims

@@ -23,7 +23,7 @@ import islpy as isl
 
 from ..poly.model import PolyModel
 from .rewrite import fresh_name
-from .schedule import Dim, Schedule
+from .schedule import Dim, Schedule, Unroll
 
 
 class UnsupportedTree(Exception):
@@ -267,8 +267,7 @@ def _flatten(node: Node) -> _Flat:
     raise TypeError(f"flatten needs Nest/Sequence/Leaf nodes, not {type(node).__name__}")
 
 
-def flatten(model: PolyModel, node: Node, history: Tuple[str, ...] = (),
-            options: Tuple[Tuple[str, object], ...] = ()) -> Schedule:
+def flatten(model: PolyModel, node: Node, history: Tuple[str, ...] = ()) -> Schedule:
     """The `Schedule` for a decided tree."""
     flat = _flatten(node)
     program = model.program
@@ -279,7 +278,7 @@ def flatten(model: PolyModel, node: Node, history: Tuple[str, ...] = (),
         if lp.name is None:
             dims.append(Dim(None))
         else:
-            dims.append(Dim(fresh_name(lp.name, taken), unroll=lp.unroll, origin=lp.origin))
+            dims.append(Dim(fresh_name(lp.name, taken), unroll=Unroll.from_legacy(lp.unroll), origin=lp.origin))
     n = len(dims)
     maps = []
     for st in program.statements:
@@ -290,7 +289,7 @@ def flatten(model: PolyModel, node: Node, history: Tuple[str, ...] = (),
             pieces.append(e)
             texts.append(expr_text(e))
         maps.append((st.name, _map_text(model, st.name, pieces, texts)))
-    return Schedule(model, tuple(maps), tuple(dims), history, options)
+    return Schedule(model, tuple(maps), tuple(dims), history)
 
 
 def _map_text(model: PolyModel, name: str, pieces: List[Expr], texts: List[Optional[str]]) -> str:

@@ -26,8 +26,8 @@ from ..poly.dependences import Dependences
 from ..poly.islutil import fixed_value, isl_budget
 from ..poly.reduction import is_reduction_dependence, is_reduction_update
 from .legality import carried_at, check_parallel, with_proven_mark
-from .rewrite import fully_unrolled, with_options
-from .schedule import Dim, Schedule
+from .rewrite import fully_unrolled
+from .state import Dim, LoopKind, ScheduleState as Schedule
 
 #: Threads per block for a 1-D mapping, and the (outer, inner) thread tile of a 2-D mapping.
 TILE_1D = 256
@@ -47,12 +47,12 @@ def _map(schedule: Schedule, loops: Sequence[str], mark: str) -> Schedule:
     deps = dependences_of(schedule)
     for loop in loops:
         dim = schedule.dims[schedule.dim_index(loop)]
-        other = {"block", "thread"} - {mark}
-        if dim.marks & other:
+        other = {LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD} - {LoopKind(mark)}
+        if dim.kinds & other:
             raise PolycError(f"loop {loop!r} is already mapped to {'threads' if mark == 'block' else 'blocks'}; "
                              f"a loop maps to blocks or to threads, not both (tile it first)")
         check_parallel(schedule, deps, loop, f"mapping loop {loop!r} to CUDA {mark}s")
-        schedule = schedule.with_mark(loop, mark, f"map_to_{mark}s({loop!r})")
+        schedule = schedule.with_mark(loop, LoopKind(mark), f"map_to_{mark}s({loop!r})")
     return schedule
 
 
@@ -71,7 +71,7 @@ def map_to_threads(schedule: Schedule, *loops: str) -> Schedule:
 
 def is_mapped(schedule: Schedule) -> bool:
     """True when some loop of `schedule` carries a "block" or "thread" mark."""
-    return any(d.marks & {"block", "thread"} for d in schedule.dims)
+    return any(d.kinds & {LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD} for d in schedule.dims)
 
 
 # -- the loop tree ---------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
     values = _scalar_values(schedule)
     if values is None:
         return None
-    maps = {name: isl.Map(text).intersect_domain(schedule.model.domains[name]) for name, text in schedule.maps}
+    maps = {name: smap.intersect_domain(schedule.model.domains[name]) for name, smap in schedule.maps}
     nodes: Dict[Tuple[int, Tuple[int, ...]], LoopNode] = {}
     roots: List[LoopNode] = []
     with isl_budget(f"finding the parallel loops of {schedule.model.program.name}"):
@@ -277,12 +277,12 @@ def _separate(schedule: Schedule, labels: Dict[Tuple[int, Tuple[int, ...]], Tupl
         return schedule, index
     olds = ", ".join(f"t{k}" for k in range(len(schedule.dims)))
     maps = []
-    for name, text in schedule.maps:
+    for name, smap in schedule.maps:
         exprs = [f"t{k}" if lab is None or lab == label(name, k) else "0" for k, lab in columns]
-        m = isl.Map(text)
+        m = smap
         change = isl.Map(f"{{ [{olds}] -> [{', '.join(exprs)}] }}").align_params(m.get_space())
         maps.append((name, str(m.apply_range(change))))
-    return (replace(schedule, maps=tuple(maps), dims=tuple(new_dims), options=with_options(schedule.options, new_dims),
+    return (replace(schedule, maps=tuple(maps), dims=tuple(new_dims),
                     history=schedule.history + ("separate_nests()",)), index)
 
 
@@ -323,11 +323,11 @@ def _tile_band(schedule: Schedule, band: Sequence[int], sizes: Sequence[int]) ->
     olds = ", ".join(f"t{k}" for k in range(n))
     change = isl.Map(f"{{ [{olds}] -> [{', '.join(out_exprs)}] }}")
     maps = []
-    for name, text in schedule.maps:
-        m = isl.Map(text)
+    for name, smap in schedule.maps:
+        m = smap
         maps.append((name, str(m.apply_range(change.align_params(m.get_space())))))
     note = f"gpu_tile({', '.join(f'{dims[b].name}={s}' for b, s in zip(band, sizes))})"
-    out = replace(schedule, maps=tuple(maps), dims=tuple(new_dims), options=with_options(schedule.options, new_dims),
+    out = replace(schedule, maps=tuple(maps), dims=tuple(new_dims),
                   history=schedule.history + (note,))
     return out, outer_names, inner_names
 
@@ -356,11 +356,11 @@ def fuse_rows(schedule: Schedule, deps: Dependences) -> Optional[Schedule]:
     olds = ", ".join(f"t{k}" for k in range(n))
     news = ", ".join(["t1", "t0"] + [f"t{k}" for k in range(2, n)])
     maps = []
-    for name, text in schedule.maps:
-        m = isl.Map(text)
+    for name, smap in schedule.maps:
+        m = smap
         maps.append((name, str(m.apply_range(isl.Map(f"{{ [{olds}] -> [{news}] }}").align_params(m.get_space())))))
     dims = (schedule.dims[1], schedule.dims[0]) + schedule.dims[2:]
-    fused = replace(schedule, maps=tuple(maps), dims=dims, options=with_options(schedule.options, dims),
+    fused = replace(schedule, maps=tuple(maps), dims=dims,
                     history=schedule.history + ("fuse_rows()",))
     with isl_budget(f"checking that fusing the row loops of {program.name} is legal"):
         if violations(fused, deps):
@@ -395,13 +395,13 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule
     bands = []
     for (k, role), name in names.items():
         if role == ("block",):
-            sched = with_proven_mark(sched, name, "block", f"map_to_blocks({name!r})", deps)
+            sched = with_proven_mark(sched, name, LoopKind.GPU_BLOCK, f"map_to_blocks({name!r})", deps)
         elif role == ("thread",):
-            sched = with_proven_mark(sched, name, "thread", f"map_to_threads({name!r})", deps)
+            sched = with_proven_mark(sched, name, LoopKind.GPU_THREAD, f"map_to_threads({name!r})", deps)
         elif role == ("reduce",):
-            # the reduction mark first: a thread loop that tree-reduces may carry its reduction
-            sched = with_proven_mark(sched, name, "reduction_parallel", "tree_reduce()", deps)
-            sched = with_proven_mark(sched, name, "thread", f"map_to_threads({name!r})", deps)
+            # one proof of both: a thread loop that tree-reduces may carry its reduction
+            sched = sched.with_mark(name, LoopKind.GPU_THREAD, f"map_to_threads({name!r})")
+            sched = with_proven_mark(sched, name, LoopKind.PARALLEL, "tree_reduce()", deps, reduction=True)
         elif role == ("tile1",):
             bands.append(([name], [TILE_1D]))
         elif role[0] == "tile2" and role[2] == 0:
@@ -410,7 +410,7 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule
     for band, sizes in bands:
         sched, outer, inner = _tile_band(sched, [sched.dim_index(b) for b in band], sizes)
         for o in outer:
-            sched = with_proven_mark(sched, o, "block", f"map_to_blocks({o!r})", deps)
+            sched = with_proven_mark(sched, o, LoopKind.GPU_BLOCK, f"map_to_blocks({o!r})", deps)
         for i in inner:
-            sched = with_proven_mark(sched, i, "thread", f"map_to_threads({i!r})", deps)
+            sched = with_proven_mark(sched, i, LoopKind.GPU_THREAD, f"map_to_threads({i!r})", deps)
     return sched

@@ -28,8 +28,8 @@ from ..errors import IllegalScheduleError
 from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import isl_budget, sample_point_values
 from ..poly.reduction import is_reduction_dependence
-if TYPE_CHECKING:   # Schedule methods ask legality (through the primitives); legality only reads schedules
-    from .schedule import Schedule
+from .state import PARALLEL_KINDS, LoopKind
+from .state import ScheduleState as Schedule
 
 _VERB = {"flow": ("writes", "reads"), "anti": ("reads", "overwrites"), "output": ("writes", "overwrites")}
 
@@ -142,7 +142,7 @@ class _Canonical:
     be answered."""
 
     def __init__(self, schedule: Schedule):
-        self.texts: Dict[str, str] = dict(schedule.maps)
+        self.texts: Dict[str, str] = schedule.map_texts
         self.keys: Dict[Tuple[str, Tuple[int, ...]], str] = {}
         self.shared: Dict[Tuple[str, str, int], Tuple[int, ...]] = {}
         self.differences: Dict[Tuple[str, str, int], int] = {}
@@ -334,49 +334,40 @@ def check_parallel(schedule: Schedule, deps: Dependences, loop: str, what: str,
 
 # -- marks ------------------------------------------------------------------------------------------
 
-#: Marks whose loop runs its iterations at the same time (threads, SIMD lanes, CUDA blocks and
-#: threads): the loop may carry no dependence.
-CONCURRENT_MARKS = ("parallel", "vector", "block", "thread")
-#: Marks of a reassociated reduction: the loop may carry only reduction dependences
-#: (`poly.reduction`); what else such a mark needs (one target element per loop, innermost
-#: position) is the primitive's to check.
-REDUCTION_MARKS = ("reduction_parallel", "reduction_vector")
-#: A concurrent mark that, beside this reduction mark on the same loop, the code generator runs as
-#: one reduction strategy: a CUDA thread loop that tree-reduces (`cuda_ir.Reduce`).
-REDUCING_COMBINATIONS = frozenset({("thread", "reduction_parallel")})
-
-
-def check_mark(schedule: Schedule, deps: Dependences, loop: str, mark: str, what: Optional[str] = None) -> None:
-    """The one proof of a mark: raise IllegalScheduleError when loop `loop` of `schedule` (which
-    holds the mark already) may not carry `mark` (see `CONCURRENT_MARKS`, `REDUCTION_MARKS`); other
-    marks need no proof here.
+def check_mark(schedule: Schedule, deps: Dependences, loop: str, what: Optional[str] = None) -> None:
+    """The one proof of how a loop runs: raise IllegalScheduleError when loop `loop` of `schedule`
+    runs its iterations at the same time (a kind in `PARALLEL_KINDS`: threads, SIMD lanes, CUDA
+    blocks or threads) but carries a dependence; with `Dim.reduction` (a reassociated reduction:
+    vector accumulators, OpenMP reduction clauses, CUDA tree reductions) only reduction
+    dependences (`poly.reduction`) may be carried.  What else a kind needs (one target element per
+    loop, innermost position) is the primitive's to check.
 
     Every mark is proven here, whoever sets it: the primitives (`rewrite.validate`), the CPU
     scheduler (`auto.add_marks`, `auto_reduce`) and the CUDA mapping (`gpu.default_gpu_mapping`)."""
-    what = what or f"marking loop {loop!r} {mark}"
-    marks = schedule.dims[schedule.dim_index(loop)].marks
-    reduces = mark in REDUCTION_MARKS or any((mark, r) in REDUCING_COMBINATIONS for r in marks)
-    if mark in CONCURRENT_MARKS + REDUCTION_MARKS:
-        program = schedule.model.program
-        check_parallel(schedule, deps, loop, what,
-                       ignore=(lambda dep: is_reduction_dependence(program, dep)) if reduces else None)
+    d = schedule.dims[schedule.dim_index(loop)]
+    if not d.kinds & PARALLEL_KINDS:
+        return
+    what = what or f"running loop {loop!r} as {', '.join(d.labels())}"
+    program = schedule.model.program
+    check_parallel(schedule, deps, loop, what,
+                   ignore=(lambda dep: is_reduction_dependence(program, dep)) if d.reduction else None)
 
 
-def with_proven_mark(schedule: Schedule, loop: str, mark: str, note: str,
-                     deps: Optional[Dependences] = None) -> Schedule:
-    """`schedule` with `mark` on loop `loop`, proven by `check_mark` first (with the kernel's
-    dependences unless `deps` is given)."""
-    marked = schedule.with_mark(loop, mark, note)
-    check_mark(marked, schedule.model.dependences if deps is None else deps, loop, mark, note)
+def with_proven_mark(schedule: Schedule, loop: str, kind: LoopKind, note: str,
+                     deps: Optional[Dependences] = None, reduction: bool = False) -> Schedule:
+    """`schedule` with loop `loop` also running as `kind` (reassociating a reduction if `reduction`),
+    proven by `check_mark` first (with the kernel's dependences unless `deps` is given)."""
+    marked = schedule.with_mark(loop, kind, note, reduction=reduction)
+    check_mark(marked, schedule.model.dependences if deps is None else deps, loop, note)
     return marked
 
 
 def with_proven_dims(schedule: Schedule, dims, note: str, deps: Optional[Dependences] = None) -> Schedule:
-    """`schedule` with its dimensions replaced by `dims` (the same dimensions with more marks), every
-    new mark proven by `check_mark`."""
+    """`schedule` with its dimensions replaced by `dims` (the same dimensions with more kinds), every
+    loop whose kinds changed proven by `check_mark`."""
     new = schedule.with_dims(tuple(dims), note)
     deps = schedule.model.dependences if deps is None else deps
     for old, d in zip(schedule.dims, new.dims):
-        for mark in sorted(d.marks - old.marks):
-            check_mark(new, deps, d.name, mark, f"{note}: marking loop {d.name!r} {mark}")
+        if d.kinds != old.kinds or d.reduction != old.reduction:
+            check_mark(new, deps, d.name, f"{note}: marking loop {d.name!r} {', '.join(d.labels())}")
     return new

@@ -14,8 +14,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
-#: Marks in the order they are shown.
-MARK_ORDER = ("parallel", "reduction_parallel", "vector", "unroll", "block", "thread")
+from .state import Unroll
+
+#: Labels in the order they are shown.
+MARK_ORDER = ("parallel", "reduction_parallel", "vector", "reduction_vector", "unroll", "block", "thread", "packed")
 
 
 @dataclass
@@ -29,7 +31,7 @@ class OutlineNode:
     kind: str                     # "loop" | "statement" | "sequence"
     name: str = ""
     marks: Tuple[str, ...] = ()
-    unroll: int = 0
+    unroll: Unroll = field(default_factory=Unroll.none)
     exprs: Dict[str, str] = field(default_factory=dict)
     children: List["OutlineNode"] = field(default_factory=list)
     text: str = ""                # statement text for leaves
@@ -87,12 +89,13 @@ def schedule_outline(schedule) -> OutlineNode:
     """
     program = schedule.model.program
     items: List[Tuple[str, int, int, List[Tuple[Optional[int], str]]]] = []
-    for name, _ in schedule.maps:
+    for name in schedule.statements:
         ps = statement_pieces(schedule, name)
         for k, dims_of_piece in enumerate(ps):
             items.append((name, k, len(ps), dims_of_piece))
     order = {id(it): n for n, it in enumerate(items)}
     dims = schedule.dims
+    packed = schedule.packed_loops()
 
     def leaf(it) -> OutlineNode:
         name, k, n, _ = it
@@ -119,13 +122,13 @@ def schedule_outline(schedule) -> OutlineNode:
         out: List[OutlineNode] = []
         for key, members in groups:
             if key[0] == "loop":
-                marks = tuple(m for m in MARK_ORDER if m in dim.marks) + \
-                    tuple(sorted(m for m in dim.marks if m not in MARK_ORDER))
+                labels = set(dim.labels()) | ({"packed"} if dim.name in packed else set())
+                marks = tuple(m for m in MARK_ORDER if m in labels)
                 exprs: Dict[str, str] = {}
                 for it in members:
                     exprs.setdefault(it[0], it[3][level][1])
                 node = OutlineNode("loop", name=dim.name or f"c{level}", marks=marks,
-                                   unroll=getattr(dim, "unroll", 0), exprs=exprs)
+                                   unroll=dim.unroll, exprs=exprs)
                 node.children = build(members, level + 1)
                 out.append(node)
             else:
@@ -135,10 +138,10 @@ def schedule_outline(schedule) -> OutlineNode:
     return OutlineNode("sequence", children=build(items, 0))
 
 
-def mark_label(mark: str, unroll: int = 0) -> str:
-    """How a mark reads in the outline (`unroll 4`, `unroll (full)`, `vector`...)."""
+def mark_label(mark: str, unroll: Unroll = Unroll.none()) -> str:
+    """How a label reads in the outline (`unroll 4`, `unroll (full)`, `vector`...)."""
     if mark == "unroll":
-        return "unroll (full)" if unroll == -1 else (f"unroll {unroll}" if unroll > 1 else "unroll")
+        return unroll.label() or "unroll"
     return mark.replace("_", " ")
 
 

@@ -54,7 +54,7 @@ from ..poly.contraction import Contraction, contraction_form  # noqa: F401  (re-
 from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
 from .integers import optional_positive_int
 from .rewrite import dependences_of, finish, fresh_name, kernel_names, statement_name, step, time_vars
-from .schedule import Dim, Schedule
+from .state import Dim, ScheduleState as Schedule
 
 #: Micro-kernel shape and blocking defaults (measured on AVX-512 and AVX2 machines: an 8-row by
 #: two-vector register tile keeps 16 accumulators plus 2 operands in registers).
@@ -77,7 +77,7 @@ class BatchLoopsInside(PolycError):
 
 @dataclass(frozen=True)
 class PackPlan:
-    """What the C generator needs to emit a packed contraction (recorded in the schedule options)."""
+    """What the C generator needs to emit a packed contraction (recorded in `Schedule.packing`)."""
 
     contraction: Contraction
     bounds: Tuple[Tuple[str, Affine, Affine], ...]   # (iterator, lowest, highest) for m, n, k
@@ -88,7 +88,7 @@ class PackPlan:
     mc: int
     nc: int
     map_text: str          # the statement's schedule right after packing (later changes disable it)
-    loops: Tuple[str, ...]  # the packed loops, outermost first (all marked "packed")
+    loops: Tuple[str, ...]  # the packed loops, outermost first
     m_block_loop: str      # the loop over m blocks (parallel when marked so)
     mask: Optional[str] = None  # isl set of (sizes, batch, m, n) in the domain, when not the whole box
     vector_bytes: int = 16      # the SIMD width the register tile is built for (the target's)
@@ -347,25 +347,25 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
         prefix = s.statement_map(name).project_out(isl.dim_type.out, q, n_old - q)
         tail = ", ".join([str(after)] + packed + ["0"] * (n_old - q - 1 - len(packed)))
         own = isl.Map(f"{s.model.pstr} -> {{ {isl_name(name)}[{its}] -> [{tail}] }}")
-        maps = tuple((sname, str(prefix.flat_range_product(own).coalesce()) if sname == name else text)
-                     for sname, text in s.maps)
-        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], names,
+        maps = tuple((sname, prefix.flat_range_product(own).coalesce() if sname == name else m)
+                     for sname, m in s.maps)
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, str(dict(maps)[name]), names,
                         names[loop_names.index(m_block)], mask, vbytes)
         try:
-            out = finish(Schedule(s.model, maps, s.dims, s.history, s.options, s.steps), st_call, dims=s.dims)
+            out = finish(replace(s, maps=maps), st_call, dims=s.dims)
             return _with_plan(s, out, plan)
         except IllegalScheduleError:
             pass  # not there: in new dimensions at the statement's own place
     t = time_vars(n_old)
     dims = list(s.dims[:p]) + [Dim(None)] + [
-        Dim(nm, frozenset({"packed"}), 0, origin) for nm, origin in zip(loop_names, origins)] + list(s.dims[p:])
+        Dim(nm, origin=origin) for nm, origin in zip(loop_names, origins)] + list(s.dims[p:])
     first_error = None
     for mine, others in ((1, 0), (0, 1)):
         # Every other statement keeps its dimensions around the new ones (zeros for them).
         exprs = t[:p] + [str(others)] + ["0"] * len(packed) + t[p:]
         around = isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(exprs)}] }}")
         maps = []
-        for sname, _ in s.maps:
+        for sname in s.statements:
             old = s.statement_map(sname)
             if sname == name:
                 prefix = old.project_out(isl.dim_type.out, p, n_old - p)
@@ -374,10 +374,10 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
                 new = prefix.flat_range_product(own)
             else:
                 new = old.apply_range(around)
-            maps.append((sname, str(new.coalesce())))
-        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, dict(maps)[name], tuple(loop_names), m_block, mask,
-                        vbytes)
-        candidate = Schedule(s.model, tuple(maps), tuple(dims), s.history, s.options, s.steps)
+            maps.append((sname, new.coalesce()))
+        plan = PackPlan(c, bounds, nonempty, mr, nv, kc, mc, nc, str(dict(maps)[name]), tuple(loop_names), m_block,
+                        mask, vbytes)
+        candidate = replace(s, maps=tuple(maps), dims=tuple(dims))
         try:
             out = finish(candidate, st_call, dims=dims)
         except IllegalScheduleError as e:
@@ -415,19 +415,20 @@ def _with_plan(before: Schedule, after: Schedule, plan: PackPlan) -> Schedule:
     loops), so their packed code is the same; their `map_text` follows (without that, packing a
     second contraction silently unpacked the first: `packing_plans` compares the map)."""
     valid = packing_plans(before)
-    new_maps = dict(after.maps)
+    new_maps = after.map_texts
     kept = tuple(replace(pl, map_text=new_maps[pl.statement]) if valid.get(pl.statement) is pl else pl
-                 for pl in after.option("packing", ()) if pl.statement != plan.statement)
-    options = tuple((k, v) for k, v in after.options if k != "packing") + (("packing", kept + (plan,)),)
-    return Schedule(after.model, after.maps, after.dims, after.history, options, after.steps)
+                 for pl in after.packing if pl.statement != plan.statement)
+    return replace(after, packing=kept + (plan,))
 
 
 def packing_plans(s: Schedule) -> Dict[str, PackPlan]:
     """The packed contractions of `s` that are still valid (the statement's map is unchanged)."""
     out = {}
-    texts = dict(s.maps)
+    if not s.packing:
+        return out
+    texts = s.map_texts
     names = set(s.loop_names)
-    for plan in s.option("packing", ()):
+    for plan in s.packing:
         text = texts.get(plan.statement)
         if text is None or not all(nm in names for nm in plan.loops):
             continue

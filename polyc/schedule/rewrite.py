@@ -15,8 +15,9 @@ Dependences are computed once per `PolyModel` and cached (weakly, so models can 
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, replace
-from typing import List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import islpy as isl
 
@@ -26,13 +27,11 @@ from ..poly.islutil import fixed_value, isl_budget  # noqa: F401  (fixed_value r
 from ..poly.model import PolyModel
 from ..poly.reduction import is_reduction_dependence as reduction_rule
 from .integers import map_coefficients_fit
-from .schedule import Dim, Schedule, _fresh
+from .state import Dim, LoopKind, ScheduleState as Schedule, StatementMaps, _fresh
 
 #: Largest trip count a fully unrolled loop may have.
 MAX_FULL_UNROLL = 1024
 
-#: Marks that promise "no dependence carried by this loop".
-PARALLEL_MARKS = ("parallel", "vector", "block", "thread")
 
 def dependences_of(model: PolyModel) -> Dependences:
     """The exact dependences of `model` (computed once, cached on the model)."""
@@ -73,7 +72,7 @@ def loop_index(s: Schedule, loop: str) -> int:
 
 def statement_name(s: Schedule, statement: Union[str, int]) -> str:
     """A statement given by name ("S0") or position (0) as its name."""
-    names = [name for name, _ in s.maps]
+    names = list(s.statements)
     if isinstance(statement, bool) or not isinstance(statement, (str, int)):
         raise PolycError(f"statements are named by name or position, not {statement!r}")
     if isinstance(statement, int):
@@ -161,25 +160,24 @@ def time_map(s: Schedule, exprs: Sequence[str], n_in: Optional[int] = None, cond
 
 
 def remap(s: Schedule, exprs: Optional[Sequence[str]] = None,
-          per_statement: Optional[Mapping[str, Sequence[str]]] = None) -> Tuple[Tuple[str, str], ...]:
+          per_statement: Optional[Mapping[str, Sequence[str]]] = None) -> StatementMaps:
     """New statement maps: each map composed with `per_statement[name]` if given, else `exprs`."""
     out = []
     shared = time_map(s, exprs) if exprs is not None else None
-    for name, text in s.maps:
+    for name, m in s.maps:
         own = (per_statement or {}).get(name)
         t = time_map(s, own) if own is not None else shared
-        m = isl.Map(text)
         if t is not None:
             m = m.apply_range(t).coalesce()
-        out.append((name, str(m)))
+        out.append((name, m))
     return tuple(out)
 
 
 def time_set(s: Schedule) -> isl.Set:
     """Every time point some statement instance runs at (one set in the shared time space)."""
     out = None
-    for name, text in s.maps:
-        r = isl.Map(text).intersect_domain(s.model.domains[name]).range()
+    for name, m in s.maps:
+        r = m.intersect_domain(s.model.domains[name]).range()
         out = r if out is None else out.union(r)
     return out
 
@@ -188,28 +186,11 @@ def identity_exprs(n: int) -> List[str]:
     return time_vars(n)
 
 
-# -- options and re-proving ---------------------------------------------------------------------
+# -- re-proving ------------------------------------------------------------------------------------
 
 def fully_unrolled(d: Dim) -> bool:
-    """Whether isl writes out every iteration of loop `d` (set by `unroll(loop)` without factor)."""
-    return d.is_loop and d.unroll == -1 and "unroll" in d.marks
-
-
-def ast_options(dims: Sequence[Dim]) -> Optional[str]:
-    """isl AST build options for the dims: full unrolling (`unroll[k]`) of the loops `unroll()` marked
-    (mark "unroll" and unroll == -1; a bare unroll == -1 set elsewhere stays a compiler hint)."""
-    ts = ", ".join(time_vars(len(dims)))
-    parts = [f"[{ts}] -> unroll[{k}]" for k, d in enumerate(dims) if fully_unrolled(d)]
-    return "{ " + "; ".join(parts) + " }" if parts else None
-
-
-Options = Tuple[Tuple[str, object], ...]
-
-
-def with_options(options: Options, dims: Sequence[Dim]) -> Options:
-    kept = tuple((k, v) for k, v in options if k != "ast_options")
-    ast = ast_options(dims)
-    return kept + ((("ast_options", ast),) if ast else ())
+    """Whether isl writes out every iteration of loop `d` (`unroll(loop)`, register-blocking lanes)."""
+    return d.is_loop and d.unroll.is_full
 
 
 def is_reduction_dependence(model: PolyModel, dep: Dependence) -> bool:
@@ -230,7 +211,7 @@ def reduction_target_problem(s: Schedule, k: int, reducing=None) -> Optional[str
     if reducing is None:
         reducing = {d.source for d, _ in carried_at(s, dependences_of(model), k)
                     if is_reduction_dependence(model, d)}
-    for name, _ in s.maps:
+    for name in s.statements:
         if name not in reducing or not statement_varies(s, name, k):
             continue
         st = model.program.statement(name)
@@ -249,26 +230,77 @@ def _innermost_problem(s: Schedule, k: int) -> Optional[str]:
     Fully unrolled dimensions inside it (register-blocking lanes) are not loops in the code."""
     # A floor-division quotient's loop takes one value per outer instance: no loop in the code.
     quotients = {q for st in s.model.program.statements for q in st.divisions}
-    for name, _ in s.maps:
+    for name in s.statements:
         for p in pieces(s, name):
             if fixed_value(p, k) is not None:
                 continue
             for j in range(k + 1, len(s.dims)):
-                if s.dims[j].is_loop and s.dims[j].unroll != -1 and s.dims[j].name not in quotients \
+                if s.dims[j].is_loop and not s.dims[j].unroll.is_full and s.dims[j].name not in quotients \
                         and fixed_value(p, j) is None:
                     return (f"loop {s.dims[k].name!r} is not innermost: statement {name} still iterates "
                             f"loop {s.dims[j].name!r} inside it")
     return None
 
 
+def _loop_nest_members(s: Schedule, k: int) -> Set[str]:
+    """The statements in the generated loops of dimension `k`: those iterating it, and those at the
+    same constants on every scalar dimension outside it (statements separated by a scalar
+    dimension outside `k` run in other loops).  A peeled statement (no constant) counts as in."""
+    fixed = s.fixed_positions
+    scalars = [j for j in range(k) if not s.dims[j].is_loop]
+    varying = [name for name in s.statements if fixed[name][k] is None]
+
+    def together(a: str, b: str) -> bool:
+        return all(fixed[a][j] is None or fixed[b][j] is None or fixed[a][j] == fixed[b][j] for j in scalars)
+
+    return {name for name in s.statements if any(together(name, v) for v in varying)}
+
+
 def trip_count_bound(s: Schedule, k: int) -> Optional[int]:
     """The largest number of iterations loop dimension `k` makes for fixed outer dimensions, when
-    that is a constant for all sizes; None when it grows with the sizes."""
+    that is a constant for all sizes; None when it grows with the sizes.  Only dimensions 0..k
+    matter, so the time points are projected onto them first (a packed or register-blocked
+    schedule has dozens of dimensions inside)."""
+    nest = _loop_nest_members(s, k)
+    if not nest:
+        return 0
+    texts = s.map_texts
+    key = (k, tuple(texts[name] for name in s.statements if name in nest))
+    memo = _trip_memo(s.model)
+    if key not in memo:
+        memo[key] = _trip_count_bound(s, k, nest)
+    return memo[key]
+
+
+#: Trip-count bounds per model (by id, checked by weak reference), keyed by the dimension and the
+#: map texts of the statements in its loops: a primitive that leaves those maps alone (a mark, a
+#: pack elsewhere) asks again about the same loops.
+_TRIP_MEMOS: Dict[int, Tuple[weakref.ref, Dict[tuple, Optional[int]]]] = {}
+
+
+def _trip_memo(model: PolyModel) -> Dict[tuple, Optional[int]]:
+    entry = _TRIP_MEMOS.get(id(model))
+    if entry is None or entry[0]() is not model:
+        for stale in [i for i, (ref, _) in _TRIP_MEMOS.items() if ref() is None]:
+            del _TRIP_MEMOS[stale]
+        entry = _TRIP_MEMOS[id(model)] = (weakref.ref(model), {})
+    if len(entry[1]) > 4096:
+        entry[1].clear()
+    return entry[1]
+
+
+def _trip_count_bound(s: Schedule, k: int, nest: Set[str]) -> Optional[int]:
     n = len(s.dims)
-    t, u = time_vars(n), [f"u{j}" for j in range(n)]
+    m = k + 1
+    t, u = time_vars(m), [f"u{j}" for j in range(m)]
     cond = " and ".join([f"{t[j]} = {u[j]}" for j in range(k)] + ["true"])
     with isl_budget(f"bounding the trip count of loop {s.dims[k].name!r}"):
-        times = time_set(s)
+        times = None
+        for name, smap in s.maps:
+            if name not in nest:
+                continue
+            r = smap.intersect_domain(s.model.domains[name]).range().project_out(isl.dim_type.set, m, n - m)
+            times = r if times is None else times.union(r)
         pairs = isl.Map(f"{s.model.pstr} -> {{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}")
         pairs = pairs.intersect_domain(times).intersect_range(times).intersect_params(s.model.context)
         if pairs.is_empty():
@@ -281,51 +313,50 @@ def trip_count_bound(s: Schedule, k: int) -> Optional[int]:
     return int(v.to_python()) + 1
 
 
-def validate(s: Schedule, what: str, marking: Optional[str] = None) -> None:
+def validate(s: Schedule, what: str, marking: Optional[str] = None, maps_changed: bool = True) -> None:
     """Re-prove `s`: dependences kept, marked loops still free of carried dependences.
 
-    `marking` names the loop the primitive itself just marked (its errors need no extra note).
+    `marking` names the loop the primitive itself just marked (its errors need no extra note);
+    `maps_changed=False` (only kinds changed) skips re-bounding fully unrolled loops.
     """
-    from .legality import CONCURRENT_MARKS, REDUCTION_MARKS, check_legal, check_mark
+    from .legality import check_legal, check_mark
     deps = dependences_of(s.model)
     check_legal(s, deps, what)
     for k, d in enumerate(s.dims):
-        if fully_unrolled(d) and marking != d.name:
+        if fully_unrolled(d) and marking != d.name and maps_changed:
             bound = trip_count_bound(s, k)
             if bound is None or bound > MAX_FULL_UNROLL:
                 count = "grow with the sizes" if bound is None else f"reach {bound}"
                 raise PolycError(f"{what} is refused: loop {d.name!r} is to be unrolled fully, but its trip "
                                  f"count would then {count}")
+    from ..errors import IllegalScheduleError
     for d in s.dims:
-        if not d.is_loop:
+        if not d.is_loop or not d.kinds:
             continue
-        for mark in sorted(d.marks & set(CONCURRENT_MARKS + REDUCTION_MARKS)):   # the one proof of marks
-            note = "" if d.name == marking else f" (with loop {d.name!r} marked {mark})"
-            check_mark(s, deps, d.name, mark, what + note)
-        if "reduction_vector" in d.marks:
+        note = "" if d.name == marking else f" (with loop {d.name!r} marked {', '.join(d.labels())})"
+        check_mark(s, deps, d.name, what + note)   # the one proof of marks
+        if d.reduction and LoopKind.VECTORIZED in d.kinds:
             problem = reduction_target_problem(s, s.dim_index(d.name))
             if problem:
-                from ..errors import IllegalScheduleError
                 raise IllegalScheduleError(f"{what} is refused: {problem}; a reassociated reduction keeps "
                                            f"one element in a vector accumulator for the whole loop")
-        if d.marks & {"vector", "reduction_vector"}:
+        if LoopKind.VECTORIZED in d.kinds:
             problem = _innermost_problem(s, s.dim_index(d.name))
             if problem:
-                from ..errors import IllegalScheduleError
                 raise IllegalScheduleError(f"{what} is refused: {problem}; only the innermost loop "
                                            f"can run as SIMD lanes")
 
 
-def finish(old: Schedule, st: Step, *, maps: Optional[Tuple[Tuple[str, str], ...]] = None,
+def finish(old: Schedule, st: Step, *, maps: Optional[StatementMaps] = None,
            dims: Optional[Sequence[Dim]] = None, check: bool = True,
-           marking: Optional[str] = None) -> Schedule:
-    """The new Schedule after primitive `st`: recorded in the history, options rebuilt, re-proved."""
+           marking: Optional[str] = None):
+    """The new Schedule after primitive `st`: recorded in the history and steps, re-proved.  The
+    result has the class of `old` (the user-facing `Schedule` stays one)."""
     new_dims = tuple(dims) if dims is not None else old.dims
     new = replace(old, maps=maps if maps is not None else old.maps, dims=new_dims,
-                  history=old.history + (st.call_text(),), steps=old.steps + (st,),
-                  options=with_options(old.options, new_dims))
+                  history=old.history + (st.call_text(),), steps=old.steps + (st,))
     if maps is not None:
-        for name, m in new._parsed_maps.items():
+        for name, m in new.maps:
             if not map_coefficients_fit(m):
                 raise ScheduleArgumentError(
                     f"{st.call_text()} would give statement {name} schedule coefficients beyond +-2**32 "
@@ -333,5 +364,13 @@ def finish(old: Schedule, st: Step, *, maps: Optional[Tuple[Tuple[str, str], ...
                     f"64-bit integers", st.call_text())
     if check:
         with isl_budget(f"checking {st.call_text()}"):
-            validate(new, st.call_text(), marking)
+            validate(new, st.call_text(), marking, maps_changed=maps is not None or marking is None)
     return new
+
+
+def mark_loop(s: Schedule, loop: str, st: Step, dim: Dim):
+    """`s` with loop `loop`'s dimension replaced by `dim` (a new kind or unrolling), re-proved."""
+    k = loop_index(s, loop)
+    dims = list(s.dims)
+    dims[k] = dim
+    return finish(s, st, dims=dims, marking=loop)

@@ -32,7 +32,7 @@ from ..errors import PolycError, ScheduleFileError
 from ..poly.islutil import isl_budget, isl_name
 from ..poly.model import PolyModel
 from .integers import MAX_SCHEDULE_INT, MAX_UNROLL_FACTOR, map_coefficients_fit
-from .schedule import MARKS, Dim
+from .state import LABELS as MARKS, Dim, Unroll
 
 #: Limits that keep a hostile file from costing unbounded time or memory.
 MAX_FILE_CHARS = 4_000_000
@@ -168,7 +168,12 @@ def check_dims(model: PolyModel, doc: Dict[str, Any]) -> Tuple[Dim, ...]:
         if origin is not None:
             iterators = {i for st in model.program.statements for i in st.iterators}
             check_identifier(origin, f"{where}.origin", "the origin", existing=sorted(iterators))
-        dims.append(Dim(name, frozenset(marks), unroll, origin))
+        dim = Dim(name, unroll=Unroll.from_legacy(unroll) if name is not None else Unroll.none(), origin=origin)
+        for mark in marks:
+            dim = dim.with_label(mark)
+        if "unroll" in marks and dim.unroll.is_none:
+            raise fail(f"{where}.unroll", "a loop labelled 'unroll' needs an unroll value (-1 full, or a factor)")
+        dims.append(dim)
     loops = doc.get("loops")
     if loops is not None and loops != [d.name for d in dims if d.name is not None]:
         raise fail("loops", f"{_show(loops)} does not list the named dims "
@@ -273,7 +278,7 @@ def _check_scalar_dims(m: isl.Map, dims: Sequence[Dim], where: str) -> None:
                               f"a loop; name it in 'dims' or make it constant")
 
 
-def prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> Tuple[Tuple[str, str], ...]:
+def prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> Tuple[Tuple[str, isl.Map], ...]:
     """The statement maps of `texts`, each proven (with isl, for all sizes) to run every instance of
     its statement exactly once, at a time no other instance uses.  ScheduleFileError otherwise
     (also when the proof exceeds polyc's isl operation budget: a file must not cost a hang)."""
@@ -285,7 +290,7 @@ def prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> 
         raise fail("maps", f"the maps could not be proven correct: {e}") from e
 
 
-def _prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> Tuple[Tuple[str, str], ...]:
+def _prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) -> Tuple[Tuple[str, isl.Map], ...]:
     parsed = {}
     for st in model.program.statements:
         where = f"maps.{st.name}"
@@ -316,7 +321,7 @@ def _prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) ->
             union = piece if union is None else union.union(piece)
         if union is not None and not union.is_injective():
             raise fail("maps", "two statements run at the same schedule time, so their order is undefined")
-    return tuple((st.name, str(parsed[st.name])) for st in model.program.statements)
+    return tuple((st.name, parsed[st.name]) for st in model.program.statements)
 
 
 # -- steps of a replayable schedule --------------------------------------------------------------

@@ -19,19 +19,19 @@ from typing import Any, Union
 
 import islpy as isl
 
-from ..errors import IllegalScheduleError, PolycError, ScheduleFileError
+from ..errors import IllegalScheduleError, PolycError, ScheduleArgumentError, ScheduleFileError
 from ..poly.islutil import isl_budget
 from ..poly.model import PolyModel
 from . import schedule_file
-from .schedule import Dim, Schedule
+from .outline import chain_text, tree_text
+from .registry import ALIASES, PRIMITIVES, apply_checked
+from .state import Dim, ScheduleState as Schedule
 
 FORMAT = "polyc-schedule"
 VERSION = 1
 
-#: Primitives a stored schedule may call (exactly the Schedule methods of that name).
-REPLAYABLE = ("tile", "split", "interchange", "reorder", "skew", "reverse", "shift", "fuse",
-              "distribute", "peel", "unroll", "unroll_and_jam", "parallel", "parallel_reduction",
-              "vectorize", "map_to_blocks", "map_to_threads", "pack")
+#: Primitives a stored schedule may call: the registry's (and their aliases).
+REPLAYABLE = tuple(PRIMITIVES) + tuple(ALIASES)
 
 
 def replayable(s: Schedule) -> bool:
@@ -39,8 +39,10 @@ def replayable(s: Schedule) -> bool:
     return len(s.steps) == len(s.history)
 
 
-def _dim_dict(d: Dim) -> dict:
-    return {"name": d.name, "marks": sorted(d.marks), "unroll": d.unroll, "origin": d.origin}
+def _dim_dict(d: Dim, packed: frozenset) -> dict:
+    """A dimension in the saved form (the labels and unroll integer every version reads)."""
+    labels = sorted(d.labels() + (("packed",) if d.name in packed else ()))
+    return {"name": d.name, "marks": labels, "unroll": d.unroll.legacy(), "origin": d.origin}
 
 
 def to_json(s: Schedule, indent: int = 2) -> str:
@@ -54,31 +56,31 @@ def to_json(s: Schedule, indent: int = 2) -> str:
         "format": FORMAT,
         "version": VERSION,
         "kernel": s.model.program.name,
-        "statements": [name for name, _ in s.maps],
+        "statements": list(s.statements),
         "replayable": replayable(s),
         "steps": [st.to_dict() for st in s.steps] if replayable(s) else [],  # type: ignore[attr-defined]
         "history": list(s.history),
         "loops": list(s.loop_names),
-        "dims": [_dim_dict(d) for d in s.dims],
-        "maps": {name: text for name, text in s.maps},
+        "dims": [_dim_dict(d, s.packed_loops()) for d in s.dims],
+        "maps": dict(s.map_texts),
     }
-    target = s.option("target")
+    target = s.target
     if target is not None:   # the machine an automatic schedule was chosen for (`polyc.Target`)
         doc["target"] = target.to_dict()
     return json.dumps(doc, indent=indent)
 
 
-def _restore_raw(model: PolyModel, doc: dict) -> Schedule:
+def _restore_raw(start: Schedule, doc: dict) -> Schedule:
     """A schedule from stored maps and dims (no primitive history to replay), trusted only after
     `schedule_file` has checked every name and proven every map (each instance runs exactly once,
     for all sizes) and `validate` has re-proved dependence order and loop marks."""
-    from .rewrite import validate, with_options
+    from .rewrite import validate
+    model = start.model
     names = [st.name for st in model.program.statements]
     dims = schedule_file.check_dims(model, doc)
     history = schedule_file.check_history(doc) or ("restored",)
     maps = schedule_file.prove_maps(model, dims, schedule_file.map_texts(doc, names, required=True))
-    s = Schedule(model, maps, dims, history=history)
-    s = replace(s, options=with_options((), dims))
+    s = replace(start, maps=maps, dims=dims, history=history, steps=(), packing=())
     try:
         validate(s, "the saved schedule")
     except IllegalScheduleError:
@@ -88,7 +90,8 @@ def _restore_raw(model: PolyModel, doc: dict) -> Schedule:
     return s
 
 
-def _model_of(kernel_or_model: Any) -> PolyModel:
+def model_of(kernel_or_model: Any) -> PolyModel:
+    """The PolyModel of a kernel (or the model itself); PolycError for anything else."""
     model = getattr(kernel_or_model, "model", kernel_or_model)
     if not isinstance(model, PolyModel):
         raise PolycError(f"from_json needs the kernel (or its model), not {type(kernel_or_model).__name__}")
@@ -100,13 +103,19 @@ _MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, Overf
               isl.Error)
 
 
-def _replay(model: PolyModel, doc: dict) -> Schedule:
-    """The source-order schedule with the file's primitive calls applied, each re-proved."""
-    s = Schedule.source_order(model)
-    for k, (name, args, kwargs) in enumerate(schedule_file.check_steps(model, doc, REPLAYABLE)):
+def _replay(start: Schedule, doc: dict) -> Schedule:
+    """The source-order schedule `start` with the file's primitive calls applied, each validated
+    against the primitive's parameters (`params.check_arguments`) and re-proved."""
+    s = start
+    for k, (name, args, kwargs) in enumerate(schedule_file.check_steps(start.model, doc, REPLAYABLE)):
         where = f"steps[{k}] ({name})"
         try:
-            s = getattr(s, name)(*args, **kwargs)
+            s = apply_checked(s, name, args, kwargs)
+        except ScheduleArgumentError as e:
+            # A place in the call (`args[1]`, `kwargs.factor`) from the Param check, else the step.
+            if e.argument.startswith(("args", "kwargs")):
+                raise ScheduleFileError(f"bad arguments for {name}: {e}", f"steps[{k}].{e.argument}") from e
+            raise ScheduleFileError(f"replaying step {k + 1} failed: {e}", where) from e
         except IllegalScheduleError as e:
             raise IllegalScheduleError(f"replaying step {k + 1} of the saved schedule failed: {e}",
                                        dependence=e.dependence) from e
@@ -114,7 +123,7 @@ def _replay(model: PolyModel, doc: dict) -> Schedule:
             raise ScheduleFileError(f"replaying step {k + 1} failed: {e}", where) from e
         except _MALFORMED as e:
             raise ScheduleFileError(f"bad arguments for {name}: {type(e).__name__}: {e}", where) from e
-    names = [n for n, _ in s.maps]
+    names = list(s.statements)
     for name, text in schedule_file.map_texts(doc, names, required=False).items():
         stored = schedule_file.parse_map(text, f"maps.{name}")
         try:
@@ -124,20 +133,21 @@ def _replay(model: PolyModel, doc: dict) -> Schedule:
             same = False
         if not same:
             raise ScheduleFileError(f"replaying the saved schedule gives statement {name} a different schedule "
-                                    f"than was saved ({dict(s.maps)[name]} instead of {text}); the kernel or "
+                                    f"than was saved ({s.map_texts[name]} instead of {text}); the kernel or "
                                     f"the file changed", f"maps.{name}")
     return s
 
 
-def from_json(kernel_or_model: Any, text: Union[str, bytes]) -> Schedule:
-    """The schedule saved by `to_json`, for this kernel.
+def from_json(start: Schedule, text: Union[str, bytes]) -> Schedule:
+    """The schedule saved by `to_json`, for the kernel whose source-order schedule is `start`
+    (the result has the class of `start`).
 
     The file is untrusted: a replayable one has its primitive calls replayed (each re-proved legal)
     and must reproduce its stored maps; a raw one (maps and dims only) has every name checked and
     every map proven to run each statement instance exactly once for all sizes, then its
     dependence order and loop marks re-proved (see `schedule_file`).  A malformed or tampered
     file raises `ScheduleFileError` naming the place; an illegal one `IllegalScheduleError`."""
-    model = _model_of(kernel_or_model)
+    model = start.model
     doc = schedule_file.parse_document(text)
     if doc.get("format") != FORMAT:
         raise ScheduleFileError("not a saved polyc schedule (no 'format': 'polyc-schedule')", "format")
@@ -152,10 +162,8 @@ def from_json(kernel_or_model: Any, text: Union[str, bytes]) -> Schedule:
                                 f"({model.program.name!r}) has {names}", "statements")
     target = _target_of(doc)
     replayable_flag = schedule_file.expect(doc.get("replayable", True), (bool,), "replayable", "'replayable'")
-    s = _restore_raw(model, doc) if not replayable_flag else _replay(model, doc)
-    if target is not None:
-        s = replace(s, options=s.options + (("target", target),))
-    return s
+    s = _restore_raw(start, doc) if not replayable_flag else _replay(start, doc)
+    return replace(s, target=target) if target is not None else s
 
 
 def _target_of(doc: dict) -> Any:
@@ -172,5 +180,4 @@ def _target_of(doc: dict) -> Any:
 
 def to_text(s: Schedule) -> str:
     """The primitive chain as Python source, then the loop outline."""
-    from .outline import chain_text, tree_text
     return chain_text(s) + "\n\n" + tree_text(s)

@@ -109,18 +109,17 @@ def tolerances_for(got: np.ndarray, want: np.ndarray, rtol: Optional[float] = No
     return (default_rtol if rtol is None else rtol, default_atol if atol is None else atol)
 
 
-#: Marks of a schedule that reassociate reductions (see `Schedule.vectorize`/`parallel`(reduction=True)).
-REASSOCIATING_MARKS = frozenset({"reduction_vector", "reduction_parallel"})
 
 
 def reassociates(schedule: Any, target: Any = "c") -> bool:
     """Whether running `schedule` on `target` ("c", "cuda", "cuda-emu" or a `pc.Target`) may
-    reassociate a reduction: a loop marked with a reduction strategy, or a GPU target (whose tree
-    reductions combine partial sums)."""
+    reassociate a reduction: a loop marked with a reduction strategy (`Dim.reduction`, see
+    `Schedule.vectorize`/`parallel`(reduction=True)), or a GPU target (whose tree reductions
+    combine partial sums)."""
     if getattr(target, "kind", target) != "c":
         return True
     dims = getattr(schedule, "dims", ())
-    return any(d.marks & REASSOCIATING_MARKS for d in dims)
+    return any(d.reduction for d in dims)
 
 
 def reduction_length(kernel, tensor: str, sizes: Optional[Mapping[str, int]]) -> int:

@@ -37,7 +37,7 @@ def _tile_loops(schedule) -> Dict[str, int]:
     """Tile sizes of an automatic schedule by loop name (read back from its maps)."""
     import re
     sizes: Dict[str, int] = {}
-    for _, text in schedule.maps:
+    for text in schedule.map_texts.values():
         body = text.split("->")[-1]
         for expr in re.findall(r"floor\(\((\w+)\)/(\d+)\)", body):
             sizes.setdefault(expr[0], int(expr[1]))
@@ -64,7 +64,7 @@ def candidates(kernel, scales=(0.5, 2.0)) -> List[Tuple[str, Any]]:
     out.append(("source order", kernel.schedule()))
     seen, unique = set(), []
     for label, s in out:
-        key = (s.maps, tuple((d.name, d.marks, d.unroll) for d in s.dims), s.options)
+        key = (tuple(s.map_texts.items()), s.dims, tuple((p.statement, p.mr, p.nv, p.kc, p.mc, p.nc) for p in s.packing))
         if key not in seen:
             seen.add(key)
             unique.append((label, s))

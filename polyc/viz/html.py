@@ -221,11 +221,11 @@ def schedule_html(schedule) -> str:
     except Exception as e:
         body = _error(e)
     steps = ".".join(schedule.history) if schedule.history else "source order"
-    options = getattr(schedule, "options", ())
-    if options:
-        body += f'<div style="{_MUTED}">options: ' + ", ".join(
-            _code(f"{k}={v}") for k, v in options) + "</div>"
-    maps = "".join(f'<div>{_code(text)}</div>' for _, text in schedule.maps)
+    packing = getattr(schedule, "packing", ())
+    if packing:
+        body += f'<div style="{_MUTED}">packed: ' + ", ".join(
+            _code(f"{p.statement} (mr={p.mr}, nv={p.nv}, kc={p.kc}, mc={p.mc}, nc={p.nc})") for p in packing) + "</div>"
+    maps = "".join(f'<div>{_code(text)}</div>' for text in schedule.map_texts.values())
     body += _details("schedule maps (isl)", maps)
     title = (f'schedule of {_code(schedule.model.program.name)} '
              f'<span style="font-weight:normal;{_MUTED}">{esc(steps)}</span>')

@@ -90,6 +90,9 @@ def test_errors_are_messages_with_exit_status_not_tracebacks(files, capsys):
     assert status == 2 and "must be literals" in err
     status, _, err = run(capsys, "outline", f"{files}/kernels.py::matmul", "-s", "__init__()")
     assert status == 2 and "not a schedule primitive" in err
+    # Only the registry's primitives: an unproven mark (a data race on k) is no primitive.
+    status, _, err = run(capsys, "codegen", f"{files}/kernels.py::matmul", "-s", "with_mark('k', 'parallel', 'x')")
+    assert status == 2 and "not a schedule primitive" in err
     status, _, err = run(capsys, "deps", files / "missing.py")
     assert status == 2 and "no such kernel file" in err
     (files / "raises.py").write_text("import polyc as pc\n\nimport not_a_module_anywhere\n")

@@ -99,7 +99,7 @@ def test_wide_bands_schedule_in_bounded_work(loops):
     _assert_proven(k, sched)
     assert "auto(" in sched.history[0]              # isl's answer was used, no fallback
     assert _marked(sched, "parallel")
-    assert [p.statement for p in sched.option("packing", ())] == ["S1"] and list(packing_plans(sched)) == ["S1"]
+    assert [p.statement for p in sched.packing] == ["S1"] and list(packing_plans(sched)) == ["S1"]
 
 
 def test_a_band_whose_tiles_never_fit_takes_the_smallest_tiles_at_once():
@@ -129,7 +129,7 @@ def test_gated_dilated_convolution_packs_every_contraction_in_bounded_work():
     assert seconds < GENEROUS_SECONDS
     _assert_proven(k, sched)
     contractions = ["S1", "S3", "S6", "S9", "S11", "S14"]
-    assert sorted(p.statement for p in sched.option("packing", ())) == sorted(contractions)
+    assert sorted(p.statement for p in sched.packing) == sorted(contractions)
     assert sorted(packing_plans(sched)) == sorted(contractions)  # all still valid for the code generator
     assert _marked(sched, "vector")
 

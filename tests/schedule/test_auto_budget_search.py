@@ -198,7 +198,7 @@ def _insert_scalar_dims(s: Schedule, position: int, count: int) -> Schedule:
         maps.append((name, str(m)))
     from polyc.schedule.schedule import Dim
     dims = s.dims[:position] + tuple(Dim(None) for _ in range(count)) + s.dims[position:]
-    return Schedule(s.model, tuple(maps), dims, s.history, s.options, s.steps)
+    return Schedule(s.model, tuple(maps), dims, s.history, s.packing, s.steps)
 
 
 def test_inserted_scalar_dimensions_ask_no_new_questions():

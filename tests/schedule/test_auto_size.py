@@ -107,7 +107,7 @@ def test_region_work_and_working_set_are_computed_at_the_sizes():
     work = region_work(s, ["S0"], outer, loops, dict(N=100, M=50))
     assert work == pytest.approx(100 * 50 * 4, rel=0.5)  # instances x (load, add, constant, store)
     assert work < PARALLEL_REGION_WORK <= region_work(s, ["S0"], outer, loops, dict(N=1000, M=500))
-    assert sched.option("auto_request") is not None
+    assert sched.auto_request is not None
 
 
 def test_size_classes_are_powers_of_two():
@@ -117,7 +117,7 @@ def test_size_classes_are_powers_of_two():
 def test_a_transformed_automatic_schedule_is_never_redecided():
     lk = _pb("jacobi-2d")
     sched = auto_schedule(lk.kernel)
-    request = sched.option("auto_request")
+    request = sched.auto_request
     assert isinstance(request, AutoRequest) and request.applies_to(sched)
     changed = sched.with_dims(sched.dims, "a note the user added")
     assert not request.applies_to(changed)

@@ -9,6 +9,7 @@ import polyc as pc
 from polyc.errors import IllegalScheduleError
 from polyc.schedule import auto, gpu
 from polyc.schedule.legality import check_mark, with_proven_dims, with_proven_mark
+from polyc.schedule.state import LoopKind
 
 
 def matmul():
@@ -34,11 +35,13 @@ def test_reduction_marks_allow_only_reduction_dependences():
 
 
 def test_a_cuda_tree_reduction_is_a_thread_loop_that_may_carry_its_reduction():
-    s = matmul().schedule()
-    s = with_proven_mark(s, "k", "reduction_parallel", "tree_reduce()")
-    check_mark(s, s.model.dependences, "k", "thread")
-    with pytest.raises(IllegalScheduleError):     # a vector loop has no such strategy
-        check_mark(s, s.model.dependences, "k", "vector")
+    source = matmul().schedule()
+    s = with_proven_mark(source, "k", LoopKind.PARALLEL, "tree_reduce()", reduction=True)
+    check_mark(s.with_mark("k", LoopKind.GPU_THREAD, "map_to_threads('k')"), s.model.dependences, "k")
+    with pytest.raises(IllegalScheduleError):     # without the reduction strategy k carries S1 -> S1
+        check_mark(source.with_mark("k", LoopKind.GPU_THREAD, "map_to_threads('k')"), s.model.dependences, "k")
+    with pytest.raises(IllegalScheduleError):
+        with_proven_mark(source, "k", LoopKind.VECTORIZED, "vector('k')")
 
 
 def test_the_cuda_mapping_cannot_mark_a_loop_its_analysis_wrongly_calls_parallel(monkeypatch):
@@ -66,6 +69,6 @@ def test_with_proven_dims_proves_only_new_marks():
     s = matmul().schedule()
     j = s.dim_index("j")
     dims = list(s.dims)
-    dims[j] = dims[j].__class__(dims[j].name, dims[j].marks | {"vector"}, dims[j].unroll, dims[j].origin)
+    dims[j] = dims[j].with_kind(LoopKind.VECTORIZED)
     out = with_proven_dims(s, dims, "vector(j)")
     assert "vector" in out.dims[j].marks

@@ -30,7 +30,7 @@ def test_json_round_trip_same_process():
     assert [st["primitive"] for st in doc["steps"]] == ["tile", "parallel", "split", "unroll", "interchange"]
     assert doc["steps"][0]["kwargs"] == {"i": 4, "j": 8}
     back = Schedule.from_json(matmul, s.to_json())
-    assert back.maps == s.maps and back.dims == s.dims and back.options == s.options
+    assert back.maps == s.maps and back.dims == s.dims and back.packing == s.packing
     assert back.history == s.history
     assert Schedule.from_json(matmul.model, s.to_json()).maps == s.maps
 

@@ -36,7 +36,7 @@ def scale():
 def tiled(kernel, size: int):
     """`kernel`'s single 2-D statement tiled by size x size: [i_o, j_o, i, j]."""
     s = kernel.schedule()
-    (name, text), = s.maps
+    (name, text), = s.map_texts.items()
     params = text.split("->")[0].strip()
     its = kernel.program.statement(name).iterators
     a, b = its
@@ -50,7 +50,7 @@ def tiled(kernel, size: int):
 def skewed_wave():
     """`wave` skewed into wavefronts: [w = i + j, i]."""
     s = wave.schedule()
-    (name, text), = s.maps
+    (name, text), = s.map_texts.items()
     params = text.split("->")[0].strip()
     maps = ((name, f"{params} -> {{ {name}[i, j] -> [0, i + j, 0, i, 0] }}"),)
     dims = (Dim(None), Dim("w"), Dim(None), Dim("i", origin="i"), Dim(None))

@@ -112,7 +112,7 @@ def test_schedule_view_shows_marks():
     assert ">vector<" in html
     assert "parallel(&#x27;i&#x27;).vectorize(&#x27;j&#x27;)" in html   # the steps, escaped
     assert outline_text(marked).splitlines()[0] == "for i [parallel]"
-    unrolled = s.with_mark("k", "unroll", "unroll('k', 4)", unroll=4)
+    unrolled = s.unroll("k", 4)
     assert "unroll 4" in schedule_html(unrolled)
     gpu = s.with_mark("i", "block", "map_to_blocks('i')").with_mark("j", "thread", "map_to_threads('j')")
     html = schedule_html(gpu)
