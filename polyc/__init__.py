@@ -12,6 +12,7 @@ from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudge
 from .errors import ExpressionTooDeepError, LiteralRangeError
 from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
+from . import tune  # noqa: E402  (a callable module: pc.tune(kernel, sizes, ...); see polyc.tune)
 
 # The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
 # subpackage binds it on this module, so it is loaded above and then the public function is bound
@@ -25,5 +26,5 @@ __all__ = [
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
-    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError",
+    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "tune",
 ]

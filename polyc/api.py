@@ -128,7 +128,10 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: s
                 return k.schedule()
             from .schedule.auto import auto_schedule
             return auto_schedule(k, target=target, reassociate=reassociate)
-        raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto' or None")
+        if schedule == "tuned":
+            from .tune.tuner import tuned_schedule
+            return tuned_schedule(k, target)
+        raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto', 'tuned' or None")
     if not isinstance(schedule, Schedule):
         raise PolycError(f"schedule must be a Schedule, 'auto' or None, not {type(schedule).__name__}")
     if schedule.model is not k.model:

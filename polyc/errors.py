@@ -148,3 +148,19 @@ class NameClashError(PolycError, ValueError):
 class LoopGenerationError(PolycError):
     """isl generated loops that would not run every statement instance exactly once (a defect of
     isl's code generation, caught by polyc's check of the generated loops); nothing is compiled."""
+
+
+class TuneError(PolycError):
+    """Autotuning could not run as asked (bad arguments, no candidate could be measured)."""
+
+
+class TuneRecordError(TuneError):
+    """A tuning record (database row or imported JSON line) is malformed or tampered with; says where."""
+
+    def __init__(self, message: str, where: str = ""):
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class TuningWarning(PolycWarning):
+    """`schedule="tuned"` found no usable tuning record and used `"auto"` instead."""
