@@ -123,7 +123,7 @@ class WorkerState:
         before each call, untimed)."""
         fn = self.compiled[key]
         total, calls = 0.0, 0
-        while total < min_s and calls < 100:
+        while calls == 0 or (total < min_s and calls < 100):
             args = self._fresh()
             t = time.perf_counter()
             fn(**args)

@@ -180,6 +180,16 @@ class Space:
         return [Gene(f"pack.{statement}.{p.name}", (DEFAULT,) + domains[p.name])
                 for p in params if p.kind == "optional_int" and p.name in domains]
 
+    def seed_schedule(self, seed: "Candidate") -> Any:
+        """The schedule of a seed with its knobs (no steps), memoised: the automatic scheduler is
+        the costly part of realising a genome, and children share their parents' seeds."""
+        cache = self.__dict__.setdefault("_seeds", {})
+        if seed not in cache:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cache[seed] = build(self.kernel, seed, self.target)
+        return cache[seed]
+
     def default(self) -> Dict[str, Any]:
         """The genome of `schedule="auto"` (every gene at the seed's own choice)."""
         return {g.name: g.values[0] for g in self.genes}

@@ -54,9 +54,7 @@ def realize_genome(space: Any, genome: Mapping[str, Any]) -> Tuple[Candidate, An
         if packs:
             knobs["pack"] = False
     cand = Candidate(seed, tuple(sorted(knobs.items())))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        s = build(space.kernel, cand, space.target)
+    s = space.seed_schedule(cand)
     steps: List[Tuple[str, tuple, tuple]] = []
 
     def attempt(name: str, args: tuple, kwargs: Mapping[str, Any] = ()) -> bool:
