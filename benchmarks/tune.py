@@ -56,7 +56,7 @@ def setup_tuned(bench: str, preset: str = "") -> Dict[str, Any]:
     lk, sizes, dtype = _library(bench, preset)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sched = tuned_schedule(lk.kernel, sizes=sizes, dtype=dtype)
+        sched = tuned_schedule(lk.kernel, sizes=sizes, dtype=dtype) or "auto"
         f = pc.compile(lk.kernel, sched)
     return _runner(lk, f, sizes, dtype)
 

@@ -121,6 +121,12 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: s
     if schedule is None or schedule == "source":
         return k.schedule()
     if isinstance(schedule, str):
+        if schedule == "tuned":
+            from .tune.tuner import tuned_schedule
+            tuned = tuned_schedule(k, target)   # None: no record (warned); "auto" instead
+            if tuned is not None:
+                return tuned
+            schedule = "auto"
         if schedule == "auto":
             if target in ("cuda", "cuda-emu"):
                 # The CUDA generator maps an unmapped schedule automatically (blocks/threads,
@@ -128,9 +134,6 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: s
                 return k.schedule()
             from .schedule.auto import auto_schedule
             return auto_schedule(k, target=target, reassociate=reassociate)
-        if schedule == "tuned":
-            from .tune.tuner import tuned_schedule
-            return tuned_schedule(k, target)
         raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto', 'tuned' or None")
     if not isinstance(schedule, Schedule):
         raise PolycError(f"schedule must be a Schedule, 'auto' or None, not {type(schedule).__name__}")

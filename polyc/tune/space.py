@@ -14,6 +14,7 @@ the machine offer:
   Target), `kc`/`mc`/`nc` blocks sized to L1/L2/L3;
 - `unroll` / `unroll_and_jam` factors ("positive_int") for the innermost loop and the one around
   it; `parallel` granularity: which loop level carries the threads (Target cores);
+- `order`: loop orders of the source nest ("loops", the `reorder` primitive);
 - `seed`: "auto" or "source".
 
 Steps that a primitive refuses while realising a genome are dropped and counted (`refused`); a
@@ -21,6 +22,7 @@ seed that cannot be built makes the whole candidate refused.  Nothing refused is
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import warnings
@@ -135,6 +137,7 @@ class Space:
         self.elem = elem_bytes
         self.lanes = max(1, target.vector_bytes // elem_bytes)
         self.refused = 0
+        self.orders: Tuple[Tuple[str, ...], ...] = ()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.auto = auto_schedule_view(kernel, target)
@@ -157,6 +160,12 @@ class Space:
         if "pack" in prims:
             for st in contraction_statements(self.kernel):
                 genes.extend(self._pack_genes(st, prims["pack"].params))
+        if "reorder" in prims and any(p.kind == "loops" for p in prims["reorder"].params):
+            # Loop orders of the source nest (its innermost three loops; the seed's order first).
+            inner = self.kernel.schedule().loop_names[-3:]
+            self.orders = tuple(itertools.permutations(inner))[1:]
+            if self.orders:
+                genes.append(Gene("order", (DEFAULT,) + tuple(range(1, len(self.orders) + 1))))
         if "unroll" in prims:
             genes.append(Gene("unroll", (DEFAULT, 2, 4, 8)))
         if "unroll_and_jam" in prims:

@@ -75,6 +75,8 @@ def realize_genome(space: Any, genome: Mapping[str, Any]) -> Tuple[Candidate, An
             plan = s.option("packing")[-1]
             attempt("parallel", (plan.m_block_loop,))
     if seed == "source" and not contractions:
+        if genome.get("order") not in (DEFAULT, 0) and int(genome["order"]) <= len(space.orders):
+            attempt("reorder", tuple(space.orders[int(genome["order"]) - 1]))
         loops = _loops(s)
         level = genome.get("parallel_level") or 0
         if loops and space.target.cores > 1:

@@ -210,7 +210,8 @@ def _warm_start(records: Records, key: RecordKey, limit: int = 2000) -> Tuple[Li
 def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Optional[Mapping[str, int]] = None,
                    dtype: Optional[str] = None) -> Any:
     """The best recorded schedule of `kernel` on `target` (for `sizes`/`dtype` when given, else of
-    any size class), re-proved; `schedule="auto"` with a TuningWarning when there is none."""
+    any size class), re-proved; None, with a TuningWarning, when there is none (the caller then
+    uses `schedule="auto"`)."""
     tv = target_view(target)
     records = Records(db)
     if sizes is not None:
@@ -219,9 +220,8 @@ def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Opt
         row = records.best(kernel=kernel_hash(kernel), target=tv.fingerprint())
     if row is None:
         warnings.warn(f"schedule='tuned': no tuning record of {kernel.name} on this target in {records.path}; "
-                      f"using schedule='auto' (run pc.tune first)", TuningWarning, stacklevel=4)
-        from ..schedule.auto import auto_schedule
-        return auto_schedule(kernel, tv.kind)
+                      f"using schedule='auto' (run pc.tune first)", TuningWarning, stacklevel=5)
+        return None
     return schedule_of_record(kernel, row, tv)
 
 
