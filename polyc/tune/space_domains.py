@@ -86,6 +86,9 @@ def realize_genome(space: Any, genome: Mapping[str, Any]) -> Tuple[Candidate, An
         loops = _loops(s)
         if loops and "parallel" not in loops[-1].marks:
             attempt("vectorize", (loops[-1].name,))
+    if s.option("packing"):
+        # A packed contraction unrolls its own register tile; the loops left are initialisations.
+        return Candidate(seed, cand.knobs, tuple(steps)), s
     loops = [d for d in _loops(s) if not ({"vector", "packed", "parallel"} & d.marks) and not d.unroll]
     if genome.get("unroll_and_jam") is not DEFAULT and len(loops) >= 2:
         attempt("unroll_and_jam", (loops[-2].name, int(genome["unroll_and_jam"])))

@@ -86,7 +86,7 @@ def _sizes_and_dtype(kernel: Any, given: Mapping[str, Any], dtype: Optional[str]
 def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dtype: Optional[str] = None,
          target: Any = None, seconds: float = 60.0, seed: int = 0, executor: Optional[str] = None,
          db: Any = None, trials: Optional[int] = None, threads: Optional[int] = None, workers: int = 1,
-         rounds: int = 5, min_sample_s: float = 0.05, batch: int = 4, progress: bool = True,
+         rounds: int = 3, min_sample_s: float = 0.05, batch: int = 4, progress: bool = True,
          ray_nodes: Optional[int] = None, resume: bool = True) -> TuneResult:
     """Search schedules of `kernel` at the sizes of `inputs_or_sizes` (arrays, or `{"I": 1024, ...}`)
     for `seconds` (or `trials` measurements), measuring on `executor` (None: a local worker process;
@@ -135,7 +135,7 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
         state = run_search(space, lambda b: measure_on(channels, baseline, b, rounds, min_sample_s), feature_of,
                            seconds=seconds, seed=seed, trials=trials, batch=batch, state=state, warm=warm,
                            on_trial=on_trial)
-        _verify_finalists(state, channels, baseline, max(rounds, 7), min_sample_s, records, key, kernel.name)
+        _verify_finalists(state, channels, baseline, max(rounds + 2, 5), min_sample_s, records, key, kernel.name)
     finally:
         for ch in channels:
             ch.close()

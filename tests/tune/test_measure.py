@@ -14,8 +14,10 @@ SIZES = {"I": 64, "J": 48, "K": 40}
 
 def _setup(n=3):
     space = Space(MM, target_view(), 8)
-    genomes = [space.default(), space.source(), dict(space.source(), unroll=4), dict(space.source(), unroll=2)]
+    genomes = [space.default(), space.source(), dict(space.source(), **{"pack.S1.mr": 4}),
+               dict(space.source(), **{"pack.S1.nv": 1})]
     cands = [space.realize(g)[0] for g in genomes[:n + 1]]
+    assert len({c.key() for c in cands}) == len(cands)
     task = M.Task(M.kernel_blob(MM), tuple(SIZES.items()), "f64", tuple(M.check_sizes(SIZES).items()), 1)
     return [(c.key(), c.to_dict()) for c in cands], task
 

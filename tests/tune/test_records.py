@@ -79,3 +79,19 @@ def test_a_tampered_schedule_is_a_typed_error_at_use(db):
         c.execute("UPDATE records SET schedule = ? WHERE id = ?", (json.dumps(saved), best["id"]))
     with pytest.raises(pc.PolycError):
         pc.compile(MM, schedule="tuned")
+
+
+def test_the_model_is_warm_started_from_other_kernels_and_sizes_on_this_target(db):
+    from polyc.tune.measure import Measurement
+    from polyc.tune.records import RecordKey
+    from polyc.tune.space import Candidate
+    from polyc.tune.tuner import _warm_start
+    records = Records(db)
+    mine = RecordKey("k1", "I=64", "f32", "host")
+    for n, key in enumerate([mine, RecordKey("k1", "I=1024", "f32", "host"), RecordKey("k2", "I=64", "f32", "host"),
+                             RecordKey("k3", "I=64", "f32", "other-machine")]):
+        records.add(key, "k", Candidate("source", steps=(("unroll", ("i", 2 + n), ()),)), "",
+                    Measurement("x", True, 1.0, 0.5 + n, 0.1), [float(n), 1.0], {})
+    X, y = _warm_start(records, mine)
+    assert X == [[1.0, 1.0], [2.0, 1.0]]          # other sizes and kernels, this target only, not this key
+    assert np.allclose(np.exp(y), [1.5, 2.5])
