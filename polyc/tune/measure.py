@@ -14,11 +14,14 @@ candidate it was working on is reported failed and the others are prepared again
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import pickle
+import select
 import signal
 import statistics
+import struct
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -133,8 +136,31 @@ class WorkerState:
 
 
 # -- a local worker process -------------------------------------------------------------------
+# A plain subprocess (`python -m polyc.tune.worker`), not multiprocessing: a spawned
+# multiprocessing child re-imports the caller's main module, so a script calling `pc.tune` at top
+# level (without `if __name__ == "__main__":`) would fail.  Messages are length-prefixed pickles
+# between this process and its own child.
 
-def _local_worker_main(conn: Any, task: Task, cores: Optional[Tuple[int, ...]]) -> None:
+def send_message(stream: Any, obj: Any) -> None:
+    data = pickle.dumps(obj)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def read_message(stream: Any) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (n,) = struct.unpack("<Q", head)
+    data = stream.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)
+
+
+def serve(inp: Any, out: Any) -> None:
+    """The worker's loop: a (task, cores) message, then requests answered until EOF or None."""
+    task, cores = read_message(inp)
     if cores:
         try:
             os.sched_setaffinity(0, cores)
@@ -142,18 +168,18 @@ def _local_worker_main(conn: Any, task: Task, cores: Optional[Tuple[int, ...]]) 
             pass
     try:
         state = WorkerState(task)
-        conn.send({"ok": True})
+        send_message(out, {"ok": True})
     except Exception as e:  # noqa: BLE001
-        conn.send({"ok": False, "error": f"{type(e).__name__}: {e}"})
+        send_message(out, {"ok": False, "error": f"{type(e).__name__}: {e}"})
         return
     while True:
         try:
-            request = conn.recv()
+            request = read_message(inp)
         except EOFError:
             return
         if request is None:
             return
-        conn.send(state.handle(request))
+        send_message(out, state.handle(request))
 
 
 def thread_env(threads: int) -> Dict[str, str]:
@@ -161,31 +187,22 @@ def thread_env(threads: int) -> Dict[str, str]:
 
 
 class LocalChannel:
-    """One spawned worker process on this machine (optionally pinned to `cores`)."""
+    """One worker process on this machine (optionally pinned to `cores`)."""
 
     start_timeout = 120.0
 
     def __init__(self, task: Task, cores: Optional[Tuple[int, ...]] = None):
         self.task, self.cores = task, cores
         self.proc: Any = None
-        self.conn: Any = None
         self.start()
 
     def start(self) -> None:
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        saved = {k: os.environ.get(k) for k in thread_env(1)}
-        os.environ.update(thread_env(self.task.threads))  # a spawned child copies the environment
-        try:
-            self.proc = ctx.Process(target=_local_worker_main, args=(child, self.task, self.cores), daemon=True)
-            self.proc.start()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        child.close()
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ, **thread_env(self.task.threads))
+        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        self.proc = subprocess.Popen([sys.executable, "-m", "polyc.tune.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        send_message(self.proc.stdin, (self.task, self.cores))
         reply = self._receive(self.start_timeout)
         if not reply.get("ok"):
             from ..errors import TuneError
@@ -193,32 +210,35 @@ class LocalChannel:
             raise TuneError(f"a tuning worker could not load the kernel: {reply.get('error')}")
 
     def _receive(self, timeout: float) -> Dict[str, Any]:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise WorkerLost(f"no answer within {timeout:.0f} s")
         try:
-            if self.conn.poll(timeout):
-                return self.conn.recv()
-        except (EOFError, OSError) as e:
-            raise WorkerLost(f"the worker process died (exit code {self.proc.exitcode})") from e
-        raise WorkerLost(f"no answer within {timeout:.0f} s")
+            return read_message(self.proc.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError) as e:
+            raise WorkerLost(f"the worker process died (exit code {self.proc.poll()})") from e
 
     def call(self, request: Tuple[Any, ...], timeout: float) -> Dict[str, Any]:
         try:
-            self.conn.send(request)
+            send_message(self.proc.stdin, request)
         except (BrokenPipeError, OSError) as e:
             raise WorkerLost("the worker process is gone") from e
         try:
             return self._receive(timeout)
         except WorkerLost:
-            self.proc.join(0.5)
-            code = self.proc.exitcode
+            try:
+                code = self.proc.wait(0.5)
+            except subprocess.TimeoutExpired:
+                code = None
             self.kill()
             if code is not None and code < 0:
                 raise WorkerLost(f"the worker crashed (signal {-code})") from None
             raise
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.is_alive():
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
-            self.proc.join(5)
+            self.proc.wait(5)
 
     def restart(self) -> None:
         self.kill()
@@ -226,12 +246,17 @@ class LocalChannel:
 
     def close(self) -> None:
         try:
-            if self.proc is not None and self.proc.is_alive():
-                self.conn.send(None)
-                self.proc.join(2)
-        except (BrokenPipeError, OSError):
+            if self.proc is not None and self.proc.poll() is None:
+                send_message(self.proc.stdin, None)
+                self.proc.wait(2)
+        except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
             pass
         self.kill()
+        for stream in (self.proc.stdin, self.proc.stdout) if self.proc is not None else ():
+            try:
+                stream.close()
+            except OSError:
+                pass
 
 
 # -- one interleaved batch ----------------------------------------------------------------------
