@@ -18,7 +18,7 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import numpy as np
 

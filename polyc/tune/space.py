@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import PolycError, TuneRecordError
+from ..errors import TuneRecordError
 from .registry_view import TargetView, apply_step, auto_schedule_view, primitives
 
 Step = Tuple[str, Tuple[Any, ...], Tuple[Tuple[str, Any], ...]]

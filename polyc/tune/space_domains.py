@@ -5,14 +5,13 @@ the automatic scheduler tiled, the contraction statements `pack` accepts, the in
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Mapping, Tuple
 
 import islpy as isl
 
 from ..errors import IslBudgetError, PolycError
 from .registry_view import apply_step
-from .space import DEFAULT, Candidate, build
+from .space import DEFAULT, Candidate
 
 _REFUSALS = (PolycError, IslBudgetError, isl.Error)
 

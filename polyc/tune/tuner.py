@@ -89,7 +89,7 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
          rounds: int = 3, min_sample_s: float = 0.05, batch: int = 4, progress: bool = True,
          ray_nodes: Optional[int] = None, resume: bool = True) -> TuneResult:
     """Search schedules of `kernel` at the sizes of `inputs_or_sizes` (arrays, or `{"I": 1024, ...}`)
-    for `seconds` (or `trials` measurements), measuring on `executor` (None: a local worker process;
+    for `seconds` of search (or `trials` measurements; the finalists' re-measurement comes on top), measuring on `executor` (None: a local worker process;
     "ray": Ray nodes), recording everything in the tuning database `db` (see `records`).
     Returns the best schedule found; `schedule="tuned"` uses it later."""
     from ..api import Kernel
@@ -119,10 +119,8 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
     from .executors import make_channels, measure_on
     from .progress import Progress
     bar = Progress(kernel.name, trials, seconds, enabled=progress)
-    pending: Dict[str, Tuple[Candidate, Any]] = {}
 
     def feature_of(cand: Candidate, sched: Any) -> List[float]:
-        pending[cand.key()] = (cand, sched)
         return features(kernel, sched, cand.seed, sizes, elem, tv)
 
     def on_trial(t: Trial) -> None:
