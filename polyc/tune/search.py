@@ -56,17 +56,24 @@ FeatureFn = Callable[[Candidate, Any], List[float]]
 def run_search(space: Space, measure: MeasureFn, feature_of: FeatureFn, *, seconds: float, seed: int = 0,
                trials: Optional[int] = None, batch: int = 4, state: Optional[SearchState] = None,
                warm: Tuple[Sequence[Sequence[float]], Sequence[float]] = ((), ()),
-               on_trial: Optional[Callable[[Trial], None]] = None) -> SearchState:
-    """Search until `seconds` have passed or `trials` candidates were measured in this run."""
+               on_trial: Optional[Callable[[Trial], None]] = None,
+               reserve: Callable[[SearchState], float] = lambda state: 0.0) -> SearchState:
+    """Search until `seconds` have passed or `trials` candidates were measured in this run.
+
+    A batch is only started when the last batch's duration plus `reserve(state)` (time kept for
+    what follows the search: re-measuring the finalists) still fits the budget."""
     rng = np.random.default_rng(seed)
     state = state or SearchState()
     model = CostModel(seed)
     start = time.monotonic()
     measured_now = 0
     generation = 0
+    last_batch = 0.0
     while True:
         elapsed = time.monotonic() - start
         if elapsed >= seconds or (trials is not None and measured_now >= trials):
+            break
+        if generation and trials is None and elapsed + last_batch + reserve(state) > seconds:
             break
         if generation == 0:
             genomes = [space.default(), space.source()] + [space.random(rng) for _ in range(batch * 2)]
@@ -80,7 +87,9 @@ def run_search(space: Space, measure: MeasureFn, feature_of: FeatureFn, *, secon
             continue
         if trials is not None:
             proposals = proposals[:max(1, trials - measured_now)]
+        began = time.monotonic()
         results = measure([(c.key(), c.to_dict()) for c, _, _ in proposals])
+        last_batch = time.monotonic() - began
         by_key = {m.key: m for m in results}
         now = time.monotonic() - start
         for cand, genome, sched in proposals:

@@ -132,7 +132,7 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
     try:
         state = run_search(space, lambda b: measure_on(channels, baseline, b, rounds, min_sample_s), feature_of,
                            seconds=seconds, seed=seed, trials=trials, batch=batch, state=state, warm=warm,
-                           on_trial=on_trial)
+                           on_trial=on_trial, reserve=lambda st: _verification_seconds(st, baseline[0], rounds))
         _verify_finalists(state, channels, baseline, max(rounds + 2, 5), min_sample_s, records, key, kernel.name)
     finally:
         for ch in channels:
@@ -150,6 +150,14 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
     return TuneResult(schedule, best.candidate, best.measurement.seconds, best.measurement.ratio,
                       best.measurement.spread, auto.measurement.seconds if auto else float("nan"), state.curve,
                       trials_list, state.refused, sum(not t.measurement.ok for t in trials_list), key)
+
+
+def _verification_seconds(state: SearchState, auto_key: str, rounds: int, top: int = 3) -> float:
+    """About how long `_verify_finalists` takes: (top + auto) x rounds calls of about auto's time,
+    plus preparing each (compile and check)."""
+    auto = state.trials.get(auto_key)
+    per_call = auto.measurement.seconds if auto is not None and auto.measurement.ok else 0.0
+    return (top + 1) * (max(rounds + 2, 5) * max(per_call, 0.05) + 1.0)
 
 
 def _verify_finalists(state: SearchState, channels: Any, baseline: Tuple[str, Dict[str, Any]], rounds: int,

@@ -70,3 +70,19 @@ def test_cost_model_learns_a_ranking():
     p = m.predict([[1.0, 0.0], [18.0, 0.0]])
     assert p[0] < p[1]
     assert list(CostModel(seed=0).fit(X, y).predict(X)) == list(m.predict(X))   # deterministic
+
+
+def test_a_batch_is_not_started_when_it_would_overrun_the_budget():
+    import time
+    space = Space(MM, target_view(), 4)
+    measure, feats = _fake(space)
+
+    def slow(batch):
+        time.sleep(0.4)
+        return measure(batch)
+
+    t = time.monotonic()
+    state = run_search(space, slow, feats, seconds=1.0, seed=0, batch=2, reserve=lambda st: 0.3)
+    took = time.monotonic() - t
+    assert state.trials                          # the first batch always runs
+    assert took < 1.0 + 0.4                      # no batch began that could not end in time
