@@ -81,8 +81,7 @@ def test_a_batch_is_not_started_when_it_would_overrun_the_budget():
         time.sleep(0.4)
         return measure(batch)
 
-    t = time.monotonic()
     state = run_search(space, slow, feats, seconds=1.0, seed=0, batch=2, reserve=lambda st: 0.3)
-    took = time.monotonic() - t
-    assert state.trials                          # the first batch always runs
-    assert took < 1.0 + 0.4                      # no batch began that could not end in time
+    # The first batch (the seeds and one random genome) always runs; after it, 0.4 s + 0.4 s for
+    # another batch + 0.3 s reserved exceed the second left: no second batch.
+    assert len(state.trials) == 3
