@@ -15,6 +15,7 @@ from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
 from . import viz as _viz  # noqa: F401  (registers the Jupyter views the values' _repr_html_ look up)
 from .target import Target
+from . import tune  # noqa: E402  (a callable module: pc.tune(kernel, sizes, ...); see polyc.tune)
 
 # The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
 # subpackage binds it on this module, so it is loaded above and then the public function is bound
@@ -28,5 +29,5 @@ __all__ = [
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
-    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "grad", "GradError",
+    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "grad", "GradError", "tune",
 ]

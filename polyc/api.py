@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .errors import PolycError
 from .ir import DType, Program, TensorType
@@ -60,7 +60,7 @@ class Kernel:
         kernels run a direct numpy interpretation of their statements.  Returns what a call of the
         compiled kernel returns.
         """
-        from .testing.interpreter import interpret
+        from .runtime.interpreter import interpret
         return interpret(self, kwargs)
 
     def __call__(self, **kwargs: Any) -> Any:
@@ -117,6 +117,12 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
     return Kernel(program)
 
 
+#: Named schedules that packages above the API provide: name -> resolver(kernel, target) giving a
+#: Schedule, or None to fall back to "auto".  `polyc.tune` registers "tuned" (the best tuning
+#: record), so the API needs no import of the tuner, which itself compiles through the API.
+NAMED_SCHEDULES: Dict[str, Callable[[Kernel, Target], Optional[Schedule]]] = {}
+
+
 def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: Target,
                       reassociate: Optional[bool] = None) -> Schedule:
     if target.is_gpu:
@@ -129,10 +135,15 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: T
     if schedule is None or schedule == "source":
         return k.schedule()
     if isinstance(schedule, str):
+        if schedule in NAMED_SCHEDULES:
+            named = NAMED_SCHEDULES[schedule](k, target)   # None: nothing recorded (warned); "auto" instead
+            if named is not None:
+                return named
+            schedule = "auto"
         if schedule == "auto":
             from .schedule.auto import auto_schedule
             return auto_schedule(k, target, reassociate=reassociate)
-        raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto' or None")
+        raise PolycError(f"unknown schedule {schedule!r}; pass a Schedule, 'auto', 'tuned' or None")
     if not isinstance(schedule, Schedule):
         raise PolycError(f"schedule must be a Schedule, 'auto' or None, not {type(schedule).__name__}")
     if schedule.model is not k.model:

@@ -163,3 +163,19 @@ class GradError(PolycError):
     """A kernel `pc.grad` cannot differentiate: a non-invertible or non-affine read, a value the
     gradient needs that the kernel overwrites, a non-differentiable operation.  The message names
     the statement, the array and the source line, and says what would make it differentiable."""
+
+
+class TuneError(PolycError):
+    """Autotuning could not run as asked (bad arguments, no candidate could be measured)."""
+
+
+class TuneRecordError(TuneError):
+    """A tuning record (database row or imported JSON line) is malformed or tampered with; says where."""
+
+    def __init__(self, message: str, where: str = ""):
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class TuningWarning(PolycWarning):
+    """`schedule="tuned"` found no usable tuning record and used `"auto"` instead."""

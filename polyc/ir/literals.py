@@ -1,7 +1,7 @@
 """Whether a literal fits the type it takes, and the typed error when it does not.
 
 One rule for both oracles: the C/CUDA printer (`polyc.codegen.cexpr`) and the numpy interpreter
-(`polyc.testing.interpreter`) refuse the same literals with the same `LiteralRangeError`, naming the
+(`polyc.runtime.interpreter`) refuse the same literals with the same `LiteralRangeError`, naming the
 literal and its position.  An integer literal must lie in its integer type's range, or in the
 finite range of its float type (a float literal such as `1e400` is already inf in Python).
 """

@@ -8,7 +8,7 @@
 - `check_grad` compares a `pc.grad` kernel against central finite differences in random directions.
 """
 from .gradcheck import check_grad  # noqa: F401
-from .interpreter import interpret
+from ..runtime.interpreter import interpret
 
 try:  # written alongside the schedule primitives
     from .check import check_kernel, random_inputs  # noqa: F401

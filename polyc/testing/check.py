@@ -206,13 +206,13 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
     kernel's expected-output function); `compiled` reuses an already compiled kernel; `flags`
     replaces the C compiler's optimisation flags.  `target`: "c", "cuda", "cuda-emu" or a `pc.Target`.
     """
-    import polyc
+    from ..api import compile as compile_kernel
     d = _dtype(dtype)
     args = dict(inputs) if inputs is not None else random_inputs(kernel, sizes, d, seed)
     if compiled is not None:
         fn = compiled
     else:
-        fn = polyc.compile(kernel, schedule, target=target, **({"flags": flags} if flags is not None else {}))
+        fn = compile_kernel(kernel, schedule, target=target, **({"flags": flags} if flags is not None else {}))
     mine, theirs = _copy(args), _copy(args)
     got = _written(kernel, fn(**mine), mine)
     want = _written(kernel, (reference or kernel.reference)(**theirs), theirs)

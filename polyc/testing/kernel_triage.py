@@ -40,7 +40,7 @@ class _TruncatingDivision(ast.NodeTransformer):
 def truncating_reference(source: str, name: str) -> Callable[[Any], Callable[..., Any]]:
     """An oracle factory for `run_case`: the loop kernel's Python with C's `%` and `//`."""
     import polyc as pc
-    from .interpreter import interpret
+    from ..runtime.interpreter import interpret
     tree = ast.fix_missing_locations(_TruncatingDivision().visit(ast.parse(source)))
     namespace = {"pc": pc, "np": np, "math": __import__("math")}
     exec(compile(tree, f"<truncating {name}>", "exec"), namespace)

@@ -1,97 +1,53 @@
-"""Measured tuning: try a few variants of the automatic schedule on real inputs, keep the fastest.
+"""Search-based autotuning (`pc.tune`): measured search over a space generated from the primitive
+registry and the Target, guided by a learned cost model, with records that persist.
 
-`schedule="auto"` decides statically (sizes are symbolic, compile time stays small).  When the
-sizes of a call are known, `tune(kernel, **inputs)` measures what the static model had to guess:
-tile sizes (the model's choice scaled down and up), register blocking on and off, no tiling, and
-the source order.  Every candidate comes from `auto_schedule`, so each is proven legal; the
-result is the winning `Schedule` plus the time of every candidate.
+    result = pc.tune(mm, {"I": 1024, "J": 1024, "K": 1024}, dtype="f32", seconds=60)
+    result.schedule                                # the best proven-legal Schedule found
+    result.curve, result.table()                   # best time vs seconds; every trial vs auto
+    f = pc.compile(mm, schedule="tuned")           # the best record, re-proved (else "auto" + TuningWarning)
 
-    best = pc.tune.tune(mm, A=a, B=b)
-    f = pc.compile(mm, best.schedule)
+Modules: `space` (genes and candidates), `search` (evolution + cost model), `model` (features and
+gradient-boosted trees), `measure` (worker processes, interleaved timing), `executors` (local or
+Ray), `records` (SQLite, JSON lines), `registry_view` (the one adapter onto the registry and the
+Target).  `pc.tune` is this module, callable; `polyc.tune.tune` is the same function.  The first
+tuner — `tune(kernel, A=a, B=b)` with keyword arrays, timing a few auto variants in this process —
+still answers that call form (see `legacy`).
 """
 from __future__ import annotations
 
-import time
-import warnings
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+import sys
+import types
+from typing import Any, Mapping, Optional
 
-import numpy as np
+from .legacy import LegacyTuneResult, candidates, tune_variants
+from .records import Records, RecordKey
+from .tuner import TuneResult, describe, tuned_schedule
+from ..api import NAMED_SCHEDULES
 
-__all__ = ["TuneResult", "tune", "candidates"]
+NAMED_SCHEDULES["tuned"] = tuned_schedule   # pc.compile(k, schedule="tuned")
 
-
-@dataclass
-class TuneResult:
-    schedule: Any
-    label: str
-    seconds: float
-    trials: List[Tuple[str, float]] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        rows = "\n".join(f"  {t * 1e3:10.3f} ms  {label}" for label, t in sorted(self.trials, key=lambda x: x[1]))
-        return f"<TuneResult best={self.label!r} ({self.seconds * 1e3:.3f} ms)\n{rows}>"
+__all__ = ["tune", "TuneResult", "Records", "RecordKey", "tuned_schedule", "describe", "candidates",
+           "LegacyTuneResult", "tune_variants"]
 
 
-def _tile_loops(schedule) -> Dict[str, int]:
-    """Tile sizes of an automatic schedule by loop name (read back from its maps)."""
-    import re
-    sizes: Dict[str, int] = {}
-    for text in schedule.map_texts.values():
-        body = text.split("->")[-1]
-        for expr in re.findall(r"floor\(\((\w+)\)/(\d+)\)", body):
-            sizes.setdefault(expr[0], int(expr[1]))
-    return sizes
+def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, /, *args: Any, repeat: Optional[int] = None,
+         options: Any = None, **kwargs: Any) -> Any:
+    """`tune(kernel, inputs or sizes, *, target=, seconds=60, seed=0, executor=None, db=None, ...)`:
+    see `polyc.tune.tuner.tune`.  Called with keyword arrays only (`tune(k, A=a, repeat=1)`), it is
+    the first tuner (`legacy.tune_variants`)."""
+    from . import tuner
+    import numpy as np
+    if inputs_or_sizes is None and (repeat is not None or options is not None
+                                    or any(isinstance(v, np.ndarray) for v in kwargs.values())):
+        return tune_variants(kernel, repeat=3 if repeat is None else repeat, options=options, **kwargs)
+    return tuner.tune(kernel, inputs_or_sizes, *args, **kwargs)
 
 
-def candidates(kernel, scales=(0.5, 2.0)) -> List[Tuple[str, Any]]:
-    """(label, schedule) pairs: the auto schedule and its variants (see the module docstring)."""
-    from ..schedule.auto import auto_schedule
-    out: List[Tuple[str, Any]] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        base = auto_schedule(kernel)
-        out.append(("auto", base))
-        sizes = _tile_loops(base)
-        for scale in scales:
-            if sizes:
-                scaled = {k: max(4, int(v * scale)) for k, v in sizes.items()}
-                out.append((f"auto tiles x{scale:g}", auto_schedule(kernel, tile_sizes=scaled)))
-        for rb in (True, False):
-            out.append((f"auto register blocking {'on' if rb else 'off'}",
-                        auto_schedule(kernel, register_blocking=rb)))
-        out.append(("auto untiled", auto_schedule(kernel, tile=False)))
-    out.append(("source order", kernel.schedule()))
-    seen, unique = set(), []
-    for label, s in out:
-        key = (tuple(s.map_texts.items()), s.dims, tuple((p.statement, p.mr, p.nv, p.kc, p.mc, p.nc) for p in s.packing))
-        if key not in seen:
-            seen.add(key)
-            unique.append((label, s))
-    return unique
+class _CallableModule(types.ModuleType):
+    """`pc.tune(...)` calls `tune`; `pc.tune.Records` etc. stay module attributes."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return tune(*args, **kwargs)
 
 
-def _measure(f, inputs: Dict[str, Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
-        t = time.perf_counter()
-        f(**args)
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def tune(kernel, repeat: int = 3, options: Optional[List[Tuple[str, Any]]] = None, **inputs: Any) -> TuneResult:
-    """Compile and time every candidate on `inputs` (copied per call); return the fastest."""
-    from ..api import compile as compile_kernel
-    trials: List[Tuple[str, float]] = []
-    best: Optional[Tuple[str, Any, float]] = None
-    for label, sched in (options or candidates(kernel)):
-        f = compile_kernel(kernel, sched)
-        f(**{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})  # warm-up
-        t = _measure(f, inputs, repeat)
-        trials.append((label, t))
-        if best is None or t < best[2]:
-            best = (label, sched, t)
-    assert best is not None
-    return TuneResult(best[1], best[0], best[2], trials)
+sys.modules[__name__].__class__ = _CallableModule

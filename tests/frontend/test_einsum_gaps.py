@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import polyc as pc
-from polyc.testing.interpreter import interpret
+from polyc.runtime.interpreter import interpret
 
 from .loops_helpers import check_loops
 from .tc_helpers import check_all

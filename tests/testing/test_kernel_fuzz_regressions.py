@@ -18,7 +18,7 @@ from polyc.testing.kernel_gen_common import load_function
 def test_integer_max_reduction_reference_uses_the_type_extremes():
     """Found by the fuzzer (crash in the reference): the identity of an integer `max=!`/`min=!`
     is -inf/+inf, which the interpreter converted to an integer (OverflowError) while the C uses
-    INT32_MIN/INT32_MAX.  Fixed in `polyc/testing/interpreter.py`."""
+    INT32_MIN/INT32_MAX.  Fixed in `polyc/runtime/interpreter.py`."""
     k = pc.kernel("B[i] max=! A[i, j]\nC[i] min=! A[i, j]", name="int_max_min", A=pc.i32["N", "M"])
     a = np.array([[-7, -3, -9], [4, 2, 8]], dtype=np.int32)
     want = {"B": np.array([-3, 8], dtype=np.int32), "C": np.array([-9, 2], dtype=np.int32)}
@@ -231,7 +231,7 @@ def test_float_accumulated_into_integer_intermediate(target):
     `T[i] += A[i]` adds f64 values; the reference converted A before adding (T + (int64)A = -3 for
     T=-3, A=0.5).  The rule (README "Types") is numpy's `np.add(T, A, out=T, casting="unsafe")` and
     C's compound assignment: add in the promoted type, then convert: (int64)(-3 + 0.5) = -2.
-    Fixed in `polyc/testing/interpreter.py`."""
+    Fixed in `polyc/runtime/interpreter.py`."""
     k = pc.kernel("T[i] = B[i]\nT[i] += A[i]\nC[i] = T[i]", name="mixed_accumulate",
                   A=pc.f64["M"], B=pc.i64["M"])
     a = np.array([0.5, 1.5, -0.5, 0.9])

@@ -1,0 +1,59 @@
+"""The tuner's one window onto the primitive registry and the Target.
+
+The tuner never names a Schedule method or reads the machine directly: it asks this module which
+primitives exist, what kinds their parameters have, how to apply one, and what the target
+machine looks like: the primitive registry (`polyc.schedule.registry`) and the `polyc.Target`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Tuple
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class ParamView:
+    """A primitive parameter: `kind` is one of the registry's kinds ("loop", "loop_sizes", ...)."""
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+
+
+@dataclass(frozen=True)
+class PrimitiveView:
+    name: str
+    params: Tuple[ParamView, ...]
+    apply: Callable[..., Any]
+
+
+def primitives() -> Mapping[str, PrimitiveView]:
+    """Every primitive the tuner may use, by name (`polyc.schedule.registry`)."""
+    from ..schedule.registry import PRIMITIVES
+    from ..schedule.params import REQUIRED as REGISTRY_REQUIRED
+    return {n: PrimitiveView(n, tuple(ParamView(q.name, q.kind, REQUIRED if q.default is REGISTRY_REQUIRED
+                                                else q.default) for q in p.params), p.apply)
+            for n, p in PRIMITIVES.items()}
+
+
+def apply_step(schedule: Any, name: str, args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """`schedule` with primitive `name` applied (proven legal by the primitive, or it raises)."""
+    prims = primitives()
+    if name not in prims:
+        from ..errors import TuneRecordError
+        raise TuneRecordError(f"unknown primitive {name!r}", "steps")
+    return prims[name].apply(schedule, *args, **dict(kwargs))
+
+
+def target_view(target: Any = None) -> Any:
+    """The `polyc.Target` meant by `target` (a Target, a kind string, a description; None: the host)."""
+    from ..target import Target
+    return Target.resolve("c" if target is None else target)
+
+
+def auto_schedule_view(kernel: Any, target: Any, **knobs: Any) -> Any:
+    """`schedule="auto"` for `target` with `knobs`, without the wall-clock deadline (so one genome
+    always gives the same schedule)."""
+    from ..schedule.auto import auto_schedule
+    return auto_schedule(kernel, target_view(target), deadline=0, **knobs)

@@ -1,0 +1,260 @@
+"""`pc.tune`: search, measure, record; and `schedule="tuned"`, which reads the records back."""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..errors import IllegalScheduleError, PolycError, TuneError, TuneRecordError, TuningWarning
+from .measure import Measurement, Task, check_sizes, kernel_blob
+from .model import features
+from .records import RecordKey, Records, kernel_hash, size_class
+from .registry_view import target_view
+from .search import SearchState, Trial, run_search
+from .space import Candidate, Space, build
+
+
+@dataclass
+class TuneResult:
+    """The outcome of a tuning run: the best schedule, the search curve and a table of trials."""
+
+    schedule: Any
+    candidate: Candidate
+    seconds: float                       # median time per call of the best schedule
+    ratio: float                         # its time / auto's, median over interleaved rounds
+    spread: float                        # half the inter-quartile range of that ratio
+    auto_seconds: float
+    curve: List[Tuple[float, float, float]] = field(default_factory=list)  # (s, best time, best ratio)
+    trials: List[Trial] = field(default_factory=list)
+    refused: int = 0
+    failed: int = 0
+    key: Optional[RecordKey] = None
+
+    @property
+    def speedup(self) -> float:
+        """auto time / tuned time."""
+        return 1.0 / self.ratio if self.ratio > 0 else float("nan")
+
+    def table(self) -> List[Dict[str, Any]]:
+        """One row per measured candidate, best first: recipe, time, ratio to auto, spread."""
+        rows = [dict(candidate=describe(t.candidate), seconds=t.measurement.seconds, ratio=t.measurement.ratio,
+                     spread=t.measurement.spread, ok=t.measurement.ok, error=t.measurement.error)
+                for t in self.trials]
+        return sorted(rows, key=lambda r: (not r["ok"], r["ratio"]))
+
+    def __repr__(self) -> str:
+        return (f"<TuneResult {describe(self.candidate)}: {self.seconds * 1e3:.3f} ms, {self.speedup:.2f}x auto "
+                f"(±{self.spread:.2f}); {len(self.trials)} measured, {self.refused} refused, {self.failed} failed>")
+
+
+def describe(c: Candidate) -> str:
+    """A short human-readable recipe: `auto(tile_sizes=...).pack('S1', mr=8).parallel('i_block')`."""
+    knobs = ", ".join(f"{k}={dict(v) if k == 'tile_sizes' else v}" for k, v in c.knobs)
+    steps = "".join(f".{n}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kw])})"
+                    for n, args, kw in c.steps)
+    return f"{c.seed}({knobs}){steps}"
+
+
+def _sizes_and_dtype(kernel: Any, given: Mapping[str, Any], dtype: Optional[str]) -> Tuple[Dict[str, int], str]:
+    """Sizes by name and the element dtype ("f32"/"f64") from arrays and ints, or from sizes."""
+    sizes: Dict[str, int] = {}
+    found = None
+    for name, v in given.items():
+        if isinstance(v, np.ndarray):
+            if found is None and v.dtype.kind == "f":
+                found = "f32" if v.dtype == np.float32 else "f64"
+            t = next((t for t in kernel.program.tensors if t.name == name), None)
+            if t is None:
+                raise TuneError(f"{kernel.name} has no tensor {name!r}")
+            for e, n in zip(t.shape or (), v.shape):
+                if len(e.variables) == 1 and str(e) == next(iter(e.variables)):
+                    sizes[str(e)] = int(n)
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            sizes[name] = int(v)
+        else:
+            raise TuneError(f"tune: {name}={v!r} is neither an array nor an integer size")
+    dt = dtype or found or "f32"
+    if dt not in ("f32", "f64"):
+        raise TuneError(f"tune: dtype must be 'f32' or 'f64', not {dt!r}")
+    return sizes, dt
+
+
+def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dtype: Optional[str] = None,
+         target: Any = None, seconds: float = 60.0, seed: int = 0, executor: Optional[str] = None,
+         db: Any = None, trials: Optional[int] = None, threads: Optional[int] = None, workers: int = 1,
+         rounds: int = 3, min_sample_s: float = 0.05, batch: int = 4, progress: bool = True,
+         ray_nodes: Optional[int] = None, resume: bool = True) -> TuneResult:
+    """Search schedules of `kernel` at the sizes of `inputs_or_sizes` (arrays, or `{"I": 1024, ...}`)
+    for `seconds` of search (or `trials` measurements; the finalists' re-measurement comes on top), measuring on `executor` (None: a local worker process;
+    "ray": Ray nodes), recording everything in the tuning database `db` (see `records`).
+    Returns the best schedule found; `schedule="tuned"` uses it later."""
+    from ..api import Kernel
+    if not isinstance(kernel, Kernel):
+        raise TuneError(f"tune takes a kernel made by pc.kernel, not {type(kernel).__name__}")
+    if not inputs_or_sizes:
+        raise TuneError("tune needs the inputs of a call or the sizes to tune for, e.g. {'I': 1024, ...}")
+    if not (isinstance(seconds, (int, float)) and seconds > 0):
+        raise TuneError(f"seconds must be a positive number, not {seconds!r}")
+    sizes, dt = _sizes_and_dtype(kernel, inputs_or_sizes, dtype)
+    tv = target_view(target)
+    if tv.kind != "c":
+        raise TuneError(f"tuning for target {tv.kind!r} is not supported yet; tune for 'c'")
+    elem = 4 if dt == "f32" else 8
+    key = RecordKey(kernel_hash(kernel), size_class(sizes), dt, tv.fingerprint())
+    records = Records(db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        space = Space(kernel, tv, elem)
+    state = _resumed(records, key, space) if resume else SearchState()
+    warm = _warm_start(records, key)
+    threads = threads or tv.cores
+    task = Task(kernel_blob(kernel), tuple(sorted(sizes.items())), dt, tuple(sorted(check_sizes(sizes).items())),
+                threads, tv)   # workers build every candidate for this Target, wherever they run
+    auto_cand, _ = space.realize(space.default())
+    baseline = (auto_cand.key(), auto_cand.to_dict())
+    from .executors import make_channels, measure_on
+    from .progress import Progress
+    bar = Progress(kernel.name, trials, seconds, enabled=progress)
+
+    def feature_of(cand: Candidate, sched: Any) -> List[float]:
+        return features(kernel, sched, cand.seed, sizes, elem, tv)
+
+    def on_trial(t: Trial) -> None:
+        records.add(key, kernel.name, t.candidate, t.schedule_json, t.measurement, t.features,
+                    state.genomes.get(t.candidate.key(), {}))
+        bar.update(t, state.best())
+
+    channels = make_channels(executor, task, workers, ray_nodes)
+    try:
+        state = run_search(space, lambda b: measure_on(channels, baseline, b, rounds, min_sample_s), feature_of,
+                           seconds=seconds, seed=seed, trials=trials, batch=batch, state=state, warm=warm,
+                           on_trial=on_trial, reserve=lambda st: _verification_seconds(st, baseline[0], rounds))
+        _verify_finalists(state, channels, baseline, max(rounds + 2, 5), min_sample_s, records, key, kernel.name)
+    finally:
+        for ch in channels:
+            ch.close()
+        bar.close()
+    best = state.best()
+    if best is None:
+        errors = "; ".join(sorted({t.measurement.error for t in state.trials.values()}))[:500]
+        raise TuneError(f"no candidate of {kernel.name} could be measured ({errors})")
+    auto = state.trials.get(auto_cand.key())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schedule = build(kernel, best.candidate, tv)
+    trials_list = list(state.trials.values())
+    return TuneResult(schedule, best.candidate, best.measurement.seconds, best.measurement.ratio,
+                      best.measurement.spread, auto.measurement.seconds if auto else float("nan"), state.curve,
+                      trials_list, state.refused, sum(not t.measurement.ok for t in trials_list), key)
+
+
+def _verification_seconds(state: SearchState, auto_key: str, rounds: int, top: int = 3) -> float:
+    """About how long `_verify_finalists` takes: (top + auto) x rounds calls of about auto's time,
+    plus preparing each (compile and check)."""
+    auto = state.trials.get(auto_key)
+    per_call = auto.measurement.seconds if auto is not None and auto.measurement.ok else 0.0
+    return (top + 1) * (max(rounds + 2, 5) * max(per_call, 0.05) + 1.0)
+
+
+def _verify_finalists(state: SearchState, channels: Any, baseline: Tuple[str, Dict[str, Any]], rounds: int,
+                      min_s: float, records: Records, key: RecordKey, name: str, top: int = 3) -> None:
+    """Measure the best few again, interleaved with auto over more rounds, and keep those figures:
+    on a noisy machine a lucky round must not crown a candidate (auto itself stays a contender)."""
+    from .executors import measure_on
+    ranked = sorted((t for t in state.trials.values() if t.measurement.ok and t.candidate.key() != baseline[0]),
+                    key=lambda t: t.measurement.ratio)[:top]
+    if not ranked:
+        return
+    again = {m.key: m for m in measure_on(channels[:1], baseline, [(t.candidate.key(), t.candidate.to_dict())
+                                                                    for t in ranked], rounds, min_s)}
+    for t in ranked + [state.trials.get(baseline[0])]:
+        if t is None or t.candidate.key() not in again:
+            continue
+        m = again[t.candidate.key()]
+        state.verified.add(t.candidate.key())
+        state.trials[t.candidate.key()] = Trial(t.candidate, m, t.features, t.schedule_json, t.elapsed, t.resumed)
+        records.add(key, name, t.candidate, t.schedule_json, m, t.features, state.genomes.get(t.candidate.key(), {}))
+
+
+def _resumed(records: Records, key: RecordKey, space: Space) -> SearchState:
+    """The search state of earlier runs for `key`: their trials are not measured again."""
+    state = SearchState()
+    for row in records.rows(key):
+        try:
+            cand = Candidate.from_dict(json.loads(row["candidate"]))
+            genome = json.loads(row["genome"])
+        except (ValueError, PolycError):
+            continue
+        m = Measurement(cand.key(), bool(row["ok"]), row["seconds"] or math.inf, row["ratio"] or math.inf,
+                        row["spread"] if row["spread"] is not None else math.inf, (), row["error"])
+        state.trials[cand.key()] = Trial(cand, m, tuple(json.loads(row["features"])), row["schedule"], 0.0, True)
+        if isinstance(genome, dict) and set(genome) == {g.name for g in space.genes}:
+            state.genomes[cand.key()] = genome
+    return state
+
+
+def _warm_start(records: Records, key: RecordKey, limit: int = 2000) -> Tuple[List[List[float]], List[float]]:
+    """Features and log ratios of earlier measurements on this Target of other kernels and sizes."""
+    X, y = [], []
+    for row in records.rows(target=key.target)[-limit:]:
+        if (row["kernel_hash"], row["size_class"], row["dtypes"]) == (key.kernel_hash, key.size_class, key.dtypes):
+            continue
+        if row["ok"] and row["ratio"]:
+            feats = json.loads(row["features"])
+            if isinstance(feats, list) and len(feats) == len(X[0] if X else feats):
+                X.append([float(v) for v in feats])
+                y.append(math.log(row["ratio"]))
+    return X, y
+
+
+# -- schedule="tuned" ----------------------------------------------------------------------------
+
+def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Optional[Mapping[str, int]] = None,
+                   dtype: Optional[str] = None) -> Any:
+    """The best recorded schedule of `kernel` on `target` (for `sizes`/`dtype` when given, else of
+    any size class), re-proved; None, with a TuningWarning, when there is none (the caller then
+    uses `schedule="auto"`)."""
+    tv = target_view(target)
+    records = Records(db)
+    if sizes is not None:
+        row = records.best(RecordKey(kernel_hash(kernel), size_class(sizes), dtype or "f32", tv.fingerprint()))
+    else:
+        row = records.best(kernel=kernel_hash(kernel), target=tv.fingerprint())
+    if row is None:
+        warnings.warn(f"schedule='tuned': no tuning record of {kernel.name} on this target in {records.path}; "
+                      f"using schedule='auto' (run pc.tune first)", TuningWarning, stacklevel=5)
+        return None
+    return schedule_of_record(kernel, row, tv)
+
+
+def schedule_of_record(kernel: Any, row: Mapping[str, Any], tv: Any) -> Any:
+    """Rebuild a record's schedule: its recipe replayed (every step re-proved) and compared with
+    the saved schedule, or the saved schedule itself through `Schedule.from_json` when it is a
+    replayable one.  A record that does not reproduce is a TuneRecordError."""
+    from ..schedule.schedule import Schedule
+    where = f"tuning record of {kernel.name} (id {row.get('id')})"
+    try:
+        cand = Candidate.from_dict(json.loads(row["candidate"]), where)
+        saved = json.loads(row["schedule"])
+    except ValueError as e:
+        raise TuneRecordError(f"not JSON ({e})", where) from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if isinstance(saved, dict) and saved.get("replayable") is True:
+                schedule = Schedule.from_json(kernel, row["schedule"])
+                rebuilt = build(kernel, cand, tv)
+            else:
+                schedule = rebuilt = build(kernel, cand, tv)
+    except IllegalScheduleError:
+        raise
+    except PolycError as e:
+        raise TuneRecordError(f"does not rebuild: {e}", where) from e
+    stored = saved.get("maps") if isinstance(saved, dict) else None
+    if not isinstance(stored, dict) or stored != rebuilt.map_texts or schedule.map_texts != rebuilt.map_texts:
+        raise TuneRecordError("its recipe and its saved schedule disagree (the record or the kernel changed)", where)
+    return schedule
