@@ -503,11 +503,17 @@ def _cache_sizes() -> Tuple[int, int, int]:
     return clamp[0], clamp[1], clamp[2]
 
 
-def _cores() -> int:
+def host_cpus() -> Tuple[int, ...]:
+    """The ids of the CPUs this process may run on (empty where the OS does not say): for pinning
+    worker processes (the tuner's measurements), not for decisions, which read `Target.cores`."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return tuple(sorted(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+        return ()
+
+
+def _cores() -> int:
+    cores = len(host_cpus()) or os.cpu_count() or 1
     return min(max(cores, 1), _LIMITS["cores"][1])
 
 

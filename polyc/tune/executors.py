@@ -96,11 +96,8 @@ def make_channels(executor: Optional[str], task: Task, workers: int = 1, ray_nod
     """Channels for `executor`: None/"local" (`workers` local processes, cores split between them)
     or "ray" (one actor per Ray node)."""
     if executor in (None, "local", "process"):
-        import os
-        try:
-            cores = sorted(os.sched_getaffinity(0))
-        except AttributeError:
-            cores = []
+        from ..target import host_cpus
+        cores = list(host_cpus())
         per = max(1, len(cores) // workers) if cores else 0
         return [LocalChannel(task, tuple(cores[k * per:(k + 1) * per]) if per and workers > 1 else None)
                 for k in range(workers)]
