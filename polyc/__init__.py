@@ -12,6 +12,7 @@ from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudge
 from .errors import ExpressionTooDeepError, LiteralRangeError
 from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
+from .program.program import program
 
 # The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
 # subpackage binds it on this module, so it is loaded above and then the public function is bound
@@ -21,7 +22,7 @@ codegen = codegen  # noqa: PLW0127
 __version__ = "0.1.0"
 
 __all__ = [
-    "kernel", "compile", "codegen", "Kernel", "Schedule",
+    "kernel", "compile", "program", "codegen", "Kernel", "Schedule",
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",

@@ -63,6 +63,9 @@ class Kernel:
         return interpret(self, kwargs)
 
     def __call__(self, **kwargs: Any) -> Any:
+        if any(getattr(v, "__polyc_traced__", False) for v in kwargs.values()):  # inside a @pc.program
+            from .program.trace import trace_call
+            return trace_call(self, kwargs)
         with self._lock:
             if self._default is None:
                 self._default = compile(self)
