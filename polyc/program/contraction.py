@@ -25,6 +25,7 @@ def _slice_in_iteration(model: PolyModel, schedule: Schedule, tensor: str, dim: 
     """isl proof that every access of `tensor` at index `x` along `dim` runs in iteration `x` of
     schedule dimension `level`."""
     found = False
+    prefixes = None   # the schedule coordinates outside the loop: one loop instance for every access
     for info in model.accesses:
         if info.access.tensor != tensor:
             continue
@@ -39,11 +40,20 @@ def _slice_in_iteration(model: PolyModel, schedule: Schedule, tensor: str, dim: 
         same = isl.Map(f"{model.pstr} -> {{ {isl_name(tensor)}[{a}] -> [{t}] : a{dim} = t{level} }}")
         if not pairs.is_subset(same):
             return False
+        outside = pairs.range().project_out(isl.dim_type.set, level, n_out - level)
+        prefixes = outside if prefixes is None else prefixes.union(outside)
+    if prefixes is not None and prefixes.coalesce().params().is_empty():
+        return False
+    if prefixes is not None:  # every access runs inside the same instance of the loop
+        point = prefixes.coalesce()
+        if not (point.lexmin().is_equal(point.lexmax()) and point.lexmin().is_equal(point)):
+            return False
     return found
 
 
 def _flow_within_iteration(model: PolyModel, schedule: Schedule, tensor: str, level: int) -> bool:
-    """No value-based flow dependence on `tensor` crosses iterations of schedule dimension `level`."""
+    """Every value-based flow dependence on `tensor` stays inside one iteration of one instance of
+    the loop at schedule dimension `level` (equal coordinates up to and including it)."""
     for dep in model.dependences.of_kind("flow"):
         if dep.array != tensor:
             continue
@@ -53,7 +63,8 @@ def _flow_within_iteration(model: PolyModel, schedule: Schedule, tensor: str, le
         n = times.dim(isl.dim_type.in_)
         t = ", ".join(f"t{k}" for k in range(n))
         u = ", ".join(f"u{k}" for k in range(n))
-        equal = isl.Map(f"{model.pstr} -> {{ [{t}] -> [{u}] : t{level} = u{level} }}")
+        same = " and ".join(f"t{k} = u{k}" for k in range(level + 1))
+        equal = isl.Map(f"{model.pstr} -> {{ [{t}] -> [{u}] : {same} }}")
         if not times.is_subset(equal):
             return False
     return True

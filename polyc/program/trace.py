@@ -232,7 +232,11 @@ def trace_call(kernel: Any, kwargs: Mapping[str, Any]) -> Any:
 def trace(function: Callable) -> Tuple[Tracer, Dict[str, TensorHandle], Any]:
     """Run `function` once on handles for its annotated parameters; returns the tracer, the input
     handles and what the function returned (a handle, a tuple or a dict of handles)."""
-    sig = inspect.signature(function)
+    try:  # `from __future__ import annotations` leaves them as text
+        sig = inspect.signature(function, eval_str=True)
+    except Exception as e:
+        raise ProgramError(f"the annotations of program {getattr(function, '__name__', function)} cannot be "
+                           f"evaluated: {e}") from e
     tracer = Tracer(function)
     inputs: Dict[str, TensorHandle] = {}
     for p in sig.parameters.values():
