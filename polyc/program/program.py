@@ -30,6 +30,7 @@ from ..ir import dtype_of_numpy
 from .combine import combined_program, node_internal_tensors
 from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
+from .layout import relayout_transposed_operands
 from .simplify import remove_dead, share_common
 from .trace import Node, ProgramError, returned_handles, trace
 from .vendor import VENDOR_FLOPS, Gemm, recognise_gemm
@@ -64,7 +65,8 @@ class OperatorProgram:
     """A traced program of kernel calls (see the module docstring)."""
 
     def __init__(self, function: Callable, *, target: str = "c", vendor: Union[str, bool] = "auto",
-                 fuse: bool = True, contract: Optional[bool] = None, schedule: Optional[str] = "auto"):
+                 fuse: bool = True, contract: Optional[bool] = None, schedule: Optional[str] = "auto",
+                 relayout: bool = True):
         if target not in TARGETS:
             raise PolycError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
         if vendor not in ("auto", True, False):
@@ -80,7 +82,6 @@ class OperatorProgram:
         self.schedule = schedule
         tracer, inputs, result = trace(function)
         self.inputs = tuple(inputs)
-        self.handles = dict(tracer.handles)
         self.sizes = tuple(tracer.sizes)
         outs = returned_handles(result, function)
         for name, h in outs:
@@ -89,11 +90,16 @@ class OperatorProgram:
         self._returns_single = isinstance(result, type(outs[0][1])) and len(outs) == 1
         self._returns_dict = isinstance(result, dict)
         self.trace_nodes: Tuple[Node, ...] = tuple(tracer.nodes)
-        nodes, alias, notes = share_common(tracer.nodes, [h.name for _, h in outs])
-        self.outputs: Tuple[Tuple[str, str], ...] = tuple((n, alias.get(h.name, h.name)) for n, h in outs)
+        nodes, layout_alias, layout_notes = (relayout_transposed_operands(list(tracer.nodes), tracer) if relayout
+                                             else (list(tracer.nodes), {}, []))
+        self.handles = dict(tracer.handles)
+        nodes, alias, notes = share_common(nodes, [layout_alias.get(h.name, h.name) for _, h in outs])
+        self.outputs: Tuple[Tuple[str, str], ...] = tuple(
+            (n, alias.get(layout_alias.get(h.name, h.name), layout_alias.get(h.name, h.name))) for n, h in outs)
         nodes, dead = remove_dead(nodes, [p for _, p in self.outputs])
         self.nodes: Tuple[Node, ...] = tuple(nodes)
-        self.notes: Tuple[str, ...] = tuple(notes + dead)
+        self.notes: Tuple[str, ...] = tuple(layout_notes + notes + dead)
+        self._gemms = {n.index: recognise_gemm(n) for n in self.nodes}
         self._plans: Dict[tuple, Plan] = {}
         self._compiled: Dict[str, Any] = {}
         self._kernel: Optional[Kernel] = None
@@ -176,7 +182,7 @@ class OperatorProgram:
         return max((a.dtype.itemsize for a in env.values()), default=8)
 
     def _plan(self, sizes: Mapping[str, int], itemsize: int) -> Plan:
-        gemms = {n.index: recognise_gemm(n) for n in self.nodes}
+        gemms = self._gemms
         vendored = []
         decisions: List[str] = []
         for n in self.nodes:

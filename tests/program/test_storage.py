@@ -41,7 +41,7 @@ def test_planner_reuses_dead_buffers():
 
 
 def test_vendor_matcher():
-    @pc.program(vendor=True)
+    @pc.program(vendor=True, relayout=False)
     def prog(a: pc.f32["M", "K"], b: pc.f32["N", "K"], c: pc.f32["N"]):
         return bias_add.kernel(X=matmul_nt.kernel(A=a, B=b), b=c)
     gemm = recognise_gemm(prog.nodes[0])

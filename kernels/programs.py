@@ -1,5 +1,6 @@
-"""Programs shared by the tests of `polyc.program` (attention head, MLP block, layernorm + residual +
-GELU, conv + batch norm + ReLU) and their random inputs."""
+"""Example operator programs (`@pc.program`) built from the library kernels: an attention head, an MLP
+block, layernorm + residual + GELU, conv + batch norm + ReLU; used by the tests, the benchmark and
+the notebook.  Builders, so nothing is traced at import; `inputs` makes random float32 arrays."""
 from __future__ import annotations
 
 import numpy as np
