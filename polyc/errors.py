@@ -148,3 +148,17 @@ class NameClashError(PolycError, ValueError):
 class LoopGenerationError(PolycError):
     """isl generated loops that would not run every statement instance exactly once (a defect of
     isl's code generation, caught by polyc's check of the generated loops); nothing is compiled."""
+
+
+class ProgramError(PolycError):
+    """A `@pc.program` that cannot be traced (a shape mismatch between operators, a tensor used
+    before it is produced, a call of something that is not a polyc kernel); `.location` is the
+    line of the program function where it happened."""
+
+    def __init__(self, message: str, location: Optional[SourceLocation] = None):
+        self.location = location
+        self.reason = message
+        text = f"{location}: {message}" if location is not None else message
+        if location is not None and location.text:
+            text += f"\n    {location.text.strip()}"
+        super().__init__(text)

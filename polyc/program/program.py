@@ -32,7 +32,7 @@ from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
 from .layout import relayout_transposed_operands
 from .simplify import remove_dead, share_common
-from .trace import Node, ProgramError, returned_handles, trace
+from .trace import Node, ProgramError, TensorHandle, returned_handles, trace
 from .vendor import VENDOR_FLOPS, Gemm, recognise_gemm
 
 
@@ -87,7 +87,7 @@ class OperatorProgram:
         for name, h in outs:
             if h.producer is None:
                 raise ProgramError(f"program {self.name} returns its input {h.name} unchanged as {name}")
-        self._returns_single = isinstance(result, type(outs[0][1])) and len(outs) == 1
+        self._returns_single = isinstance(result, TensorHandle)
         self._returns_dict = isinstance(result, dict)
         self.trace_nodes: Tuple[Node, ...] = tuple(tracer.nodes)
         nodes, layout_alias, layout_notes = (relayout_transposed_operands(list(tracer.nodes), tracer) if relayout

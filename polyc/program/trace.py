@@ -14,24 +14,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ..errors import PolycError, SourceLocation
+from ..errors import PolycError, ProgramError, SourceLocation
 from ..ir import Affine, DType, TensorType, promote
 
 _STATE = threading.local()
-
-
-class ProgramError(PolycError):
-    """A `@pc.program` that cannot be traced (a shape mismatch between operators, a tensor used
-    before it is produced, a call of something that is not a polyc kernel); `.location` is the
-    line of the program function where it happened."""
-
-    def __init__(self, message: str, location: Optional[SourceLocation] = None):
-        self.location = location
-        self.reason = message
-        text = f"{location}: {message}" if location is not None else message
-        if location is not None and location.text:
-            text += f"\n    {location.text.strip()}"
-        super().__init__(text)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import polyc as pc
 from kernels.linalg import matmul, transpose
 from kernels.nn import softmax
 from kernels.program_ops import add, gelu, scale
-from polyc.program.trace import ProgramError
+from polyc.errors import ProgramError
 
 
 def _line_of(fn, text):
@@ -120,3 +120,15 @@ def test_html_shows_groups_and_memory():
     prog(**inputs(prog, dict(S=8, D=2)))
     page = prog._repr_html_()
     assert "<svg" in page and "attention_head_g0" in page and "planned peak" in page and "loop outline" in page
+
+
+def test_call_arguments_are_checked():
+    @pc.program
+    def prog(a: pc.f32["M", "N"]):
+        return gelu.kernel(X=a)
+    with pytest.raises(pc.ArgumentError, match="missing array argument a"):
+        prog()
+    with pytest.raises(pc.ArgumentError, match="dtype float64"):
+        prog(a=np.zeros((2, 3)))
+    with pytest.raises(pc.ArgumentError, match="no parameter b"):
+        prog(a=np.zeros((2, 3), np.float32), b=1)
