@@ -20,7 +20,7 @@ matmul_nt = LibraryKernel(
     kernel=pc.kernel("C[i, j] +=! A[i, k] * B[j, k]", name="matmul_nt"),
     make_inputs=input_maker({"A": lambda s: (s["I"], s["K"]), "B": lambda s: (s["J"], s["K"])}, lo=0.0, hi=1.0),
     reference=lambda A, B: A @ B.T,
-    sizes={"small": dict(I=9, J=11, K=5), "typical": dict(I=1024, J=1024, K=64), "bench": dict(I=1024, J=1024, K=64)},
+    sizes={"small": dict(I=9, J=11, K=5), "primes": dict(I=7, J=13, K=3), "typical": dict(I=1024, J=1024, K=64), "bench": dict(I=1024, J=1024, K=64)},
 )
 
 scale = LibraryKernel(
@@ -28,7 +28,7 @@ scale = LibraryKernel(
     kernel=pc.kernel("Y[i, j] = X[i, j] * alpha", name="scale"),
     make_inputs=input_maker({"X": lambda s: (s["I"], s["J"])}, scalars={"alpha": 0.125}),
     reference=lambda X, alpha: (X * X.dtype.type(alpha)).astype(X.dtype),
-    sizes={"small": dict(I=9, J=11), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
+    sizes={"small": dict(I=9, J=11), "primes": dict(I=7, J=13), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
 )
 
 bias_add = LibraryKernel(
@@ -36,7 +36,7 @@ bias_add = LibraryKernel(
     kernel=pc.kernel("Y[i, j] = X[i, j] + b[j]", name="bias_add"),
     make_inputs=input_maker({"X": lambda s: (s["I"], s["J"]), "b": lambda s: (s["J"],)}),
     reference=lambda X, b: X + b,
-    sizes={"small": dict(I=9, J=11), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
+    sizes={"small": dict(I=9, J=11), "primes": dict(I=7, J=13), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
 )
 
 
@@ -51,7 +51,7 @@ gelu = LibraryKernel(
                      name="gelu"),
     make_inputs=input_maker({"X": lambda s: (s["I"], s["J"])}, lo=-3.0, hi=3.0),
     reference=_gelu,
-    sizes={"small": dict(I=9, J=11), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
+    sizes={"small": dict(I=9, J=11), "primes": dict(I=7, J=13), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
 )
 
 add = LibraryKernel(
@@ -59,7 +59,7 @@ add = LibraryKernel(
     kernel=pc.kernel("Y[i, j] = A[i, j] + B[i, j]", name="add"),
     make_inputs=input_maker({"A": lambda s: (s["I"], s["J"]), "B": lambda s: (s["I"], s["J"])}),
     reference=lambda A, B: A + B,
-    sizes={"small": dict(I=9, J=11), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
+    sizes={"small": dict(I=9, J=11), "primes": dict(I=7, J=13), "typical": dict(I=1024, J=1024), "bench": dict(I=4096, J=4096)},
 )
 
 
@@ -78,7 +78,7 @@ batchnorm = LibraryKernel(
                        "gamma": lambda s: (s["C"],), "beta": lambda s: (s["C"],)})(s, dtype, rng),
         "var": input_maker({"var": lambda s: (s["C"],)}, lo=0.5, hi=2.0)(s, dtype, rng)["var"], "eps": 1e-5},
     reference=_batchnorm,
-    sizes={"small": dict(N=2, C=3, H=5, W=4), "typical": dict(N=8, C=32, H=32, W=32),
+    sizes={"small": dict(N=2, C=3, H=5, W=4), "primes": dict(N=1, C=5, H=7, W=3), "typical": dict(N=8, C=32, H=32, W=32),
            "bench": dict(N=32, C=64, H=56, W=56)},
 )
 
@@ -87,7 +87,7 @@ relu4d = LibraryKernel(
     kernel=pc.kernel("Y[n, c, h, w] = max(X[n, c, h, w], 0.0)", name="relu4d"),
     make_inputs=input_maker({"X": lambda s: (s["N"], s["C"], s["H"], s["W"])}),
     reference=lambda X: np.maximum(X, 0).astype(X.dtype),
-    sizes={"small": dict(N=2, C=3, H=5, W=4), "typical": dict(N=8, C=32, H=32, W=32),
+    sizes={"small": dict(N=2, C=3, H=5, W=4), "primes": dict(N=1, C=5, H=7, W=3), "typical": dict(N=8, C=32, H=32, W=32),
            "bench": dict(N=32, C=64, H=56, W=56)},
 )
 
