@@ -22,9 +22,9 @@ import islpy as isl
 
 from ..api import Kernel
 from ..errors import IllegalScheduleError, PolycError
-from ..ir import Program, Statement
+from ..ir import Statement
 from ..schedule.schedule import Schedule
-from .combine import combined_program, node_internal_tensors
+from .combine import combined_program
 from .contraction import contract, contractible_dim
 from .trace import Node, TensorHandle
 

@@ -87,7 +87,8 @@ def plan_buffers(steps: Sequence[Step], sizes: Mapping[str, int], outputs: Seque
             else:
                 s = len(slots)
                 slots.append(sizes[t])
-            free.remove(s) if s in free else None
+            if s in free:
+                free.remove(s)
             slot_of[t] = s
         for t in set(st.produces + st.reads):
             if t in slot_of and last[t] == k:

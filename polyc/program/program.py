@@ -26,7 +26,6 @@ import numpy as np
 from ..api import Kernel, TARGETS
 from ..errors import ArgumentError, PolycError
 from ..frontend.reference import bind_sizes
-from ..ir import dtype_of_numpy
 from .combine import combined_program, node_internal_tensors
 from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
