@@ -16,6 +16,7 @@ from .schedule import Schedule
 from . import viz as _viz  # noqa: F401  (registers the Jupyter views the values' _repr_html_ look up)
 from .target import Target
 from . import tune  # noqa: E402  (a callable module: pc.tune(kernel, sizes, ...); see polyc.tune)
+from .program.program import program
 
 # The subpackage `polyc.codegen` and the function `pc.codegen` share a name.  Loading the
 # subpackage binds it on this module, so it is loaded above and then the public function is bound
@@ -25,7 +26,7 @@ codegen = codegen  # noqa: PLW0127
 __version__ = "0.1.0"
 
 __all__ = [
-    "kernel", "compile", "codegen", "Kernel", "Schedule", "Target", "TargetError",
+    "kernel", "compile", "program", "codegen", "Kernel", "Schedule", "Target", "TargetError",
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",

@@ -64,6 +64,9 @@ class Kernel:
         return interpret(self, kwargs)
 
     def __call__(self, **kwargs: Any) -> Any:
+        traced = next((v for v in kwargs.values() if getattr(v, "__polyc_traced__", False)), None)
+        if traced is not None:   # inside a @pc.program: the traced tensor records the operator
+            return traced.record_call(self, kwargs)
         with self._lock:
             if self._default is None:
                 self._default = compile(self)

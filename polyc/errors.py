@@ -179,3 +179,17 @@ class TuneRecordError(TuneError):
 
 class TuningWarning(PolycWarning):
     """`schedule="tuned"` found no usable tuning record and used `"auto"` instead."""
+
+
+class ProgramError(PolycError):
+    """A `@pc.program` that cannot be traced (a shape mismatch between operators, a tensor used
+    before it is produced, a call of something that is not a polyc kernel); `.location` is the
+    line of the program function where it happened."""
+
+    def __init__(self, message: str, location: Optional[SourceLocation] = None):
+        self.location = location
+        self.reason = message
+        text = f"{location}: {message}" if location is not None else message
+        if location is not None and location.text:
+            text += f"\n    {location.text.strip()}"
+        super().__init__(text)

@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent / "polyc"
 #: Package layers, lowest first: a package may import only packages of a lower or equal layer.
 #: `target`, `compile_flags`, `display` and `errors` are leaves every layer may use.
 LAYERS: Dict[str, int] = {"leaf": 0, "ir": 1, "frontend": 2, "poly": 3, "schedule": 4, "codegen": 5,
-                          "runtime": 6, "top": 7, "tune": 8, "grad": 8, "viz": 9, "testing": 9, "cli": 10}
+                          "runtime": 6, "top": 7, "tune": 8, "grad": 8, "program": 8, "viz": 9, "testing": 9, "cli": 10}
 #: Users of the public API: they may import it (`polyc`, `polyc.api`); nothing of the pipeline
-#: (ir ... runtime) imports them.  The tuner measures through `pc.compile`; `pc.grad` returns Kernels.
-ABOVE = {"viz", "testing", "top", "tune", "grad", "cli"}
+#: (ir ... runtime) imports them.  The tuner measures through `pc.compile`; `pc.grad` and programs build Kernels.
+ABOVE = {"viz", "testing", "top", "tune", "grad", "program", "cli"}
 
 #: Not yet resolved: the fuzzer's command line (`kernel_fuzz.main`, campaign triage) calls the
 #: minimiser and the triage, which run cases through `kernel_fuzz.run_case`.  Splitting the

@@ -1,0 +1,335 @@
+"""`@pc.program`: a Python function over kernels, traced once and run as fused, memory-planned groups.
+
+```python
+@pc.program
+def mlp(x: pc.f32["B", "D"], w1: pc.f32["D", "H"], b1: pc.f32["H"], w2: pc.f32["H", "D"]):
+    h = matmul(A=x, B=w1)
+    return matmul(A=gelu(X=bias_add(X=h, b=b1)), B=w2)
+
+y = mlp(x=x, w1=w1, b1=b1, w2=w2)        # compiled on first use for these sizes
+mlp.reference(x=x, w1=w1, b1=b1, w2=w2)  # the composition of the operators' references
+mlp.kernel                               # every statement of every operator, one Kernel
+mlp.plan(**arrays)                       # groups, vendor calls, memory plan
+```
+
+The plan depends on the sizes only through the vendor decision (a matrix product of at least
+`vendor.VENDOR_FLOPS` runs as BLAS on the C target), so it is made per call shape and cached.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..api import Kernel, TARGETS
+from ..errors import ArgumentError, PolycError
+from ..frontend.reference import bind_sizes
+from .combine import combined_program, node_internal_tensors
+from .fusion import Group, build_group, group_nodes
+from .memory import MemoryPlan, Step, plan_buffers
+from .layout import relayout_transposed_operands
+from .simplify import remove_dead, share_common
+from .trace import Node, ProgramError, TensorHandle, returned_handles, trace
+from .vendor import VENDOR_FLOPS, Gemm, recognise_gemm
+
+
+@dataclass(frozen=True)
+class VendorCall:
+    """A node bound to a vendor library call instead of generated code."""
+
+    node: Node
+    gemm: Gemm
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+Unit = Union[Group, VendorCall]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one call shape runs: units in order, the memory plan, and why."""
+
+    units: Tuple[Unit, ...]
+    memory: MemoryPlan
+    decisions: Tuple[str, ...]
+    sizes: Mapping[str, int]
+
+
+class OperatorProgram:
+    """A traced program of kernel calls (see the module docstring)."""
+
+    def __init__(self, function: Callable, *, target: str = "c", vendor: Union[str, bool] = "auto",
+                 fuse: bool = True, contract: Optional[bool] = None, schedule: Optional[str] = "auto",
+                 relayout: bool = True):
+        if target not in TARGETS:
+            raise PolycError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+        if vendor not in ("auto", True, False):
+            raise PolycError("vendor must be 'auto', True or False")
+        self.function = function
+        self.name = function.__name__
+        self.target = target
+        self.vendor = vendor
+        self.fuse = fuse
+        # A contracted buffer is shared by the iterations of the fused loop, so that loop runs
+        # serially; on a GPU that loop is the grid: keep full storage there unless asked.
+        self.contract = (target == "c") if contract is None else contract
+        self.schedule = schedule
+        tracer, inputs, result = trace(function)
+        self.inputs = tuple(inputs)
+        self.sizes = tuple(tracer.sizes)
+        outs = returned_handles(result, function)
+        for name, h in outs:
+            if h.producer is None:
+                raise ProgramError(f"program {self.name} returns its input {h.name} unchanged as {name}")
+        self._returns_single = isinstance(result, TensorHandle)
+        self._returns_dict = isinstance(result, dict)
+        self.trace_nodes: Tuple[Node, ...] = tuple(tracer.nodes)
+        nodes, layout_alias, layout_notes = (relayout_transposed_operands(list(tracer.nodes), tracer) if relayout
+                                             else (list(tracer.nodes), {}, []))
+        self.handles = dict(tracer.handles)
+        nodes, alias, notes = share_common(nodes, [layout_alias.get(h.name, h.name) for _, h in outs])
+        self.outputs: Tuple[Tuple[str, str], ...] = tuple(
+            (n, alias.get(layout_alias.get(h.name, h.name), layout_alias.get(h.name, h.name))) for n, h in outs)
+        nodes, dead = remove_dead(nodes, [p for _, p in self.outputs])
+        self.nodes: Tuple[Node, ...] = tuple(nodes)
+        self.notes: Tuple[str, ...] = tuple(layout_notes + notes + dead)
+        self._gemms = {n.index: recognise_gemm(n) for n in self.nodes}
+        self._plans: Dict[tuple, Plan] = {}
+        self._compiled: Dict[str, Any] = {}
+        self._kernel: Optional[Kernel] = None
+        self._lock = threading.RLock()
+        self._last: Optional[Plan] = None
+
+    # -- the whole program as one kernel ---------------------------------------------------------
+    @property
+    def kernel(self) -> Kernel:
+        """Every statement of every operator in call order, as one polyc Kernel (intermediates are
+        temps, results are outputs): the combined polyhedral program."""
+        with self._lock:
+            if self._kernel is None:
+                outs = {p for _, p in self.outputs}
+                roles = {p: ("input" if p in self.inputs else "output" if p in outs else "temp")
+                         for n in self.nodes for _, p in n.bindings}
+                self._kernel = Kernel(combined_program(self.name, self.nodes, self.handles, roles, self.sizes))
+            return self._kernel
+
+    # -- reference ---------------------------------------------------------------------------------
+    def reference(self, **arrays: Any) -> Any:
+        """The composition of the operators' references, in call order, on numpy arrays."""
+        env = self._check_inputs(arrays)
+        for node in self.nodes:
+            roles = {t.name: t.role for t in node.kernel.program.tensors}
+            kwargs = {k: env[p] for k, p in node.bindings if roles[k] == "input"}
+            kwargs.update(dict(node.scalars))
+            result = node.kernel.reference(**kwargs)
+            outs = [(k, p) for k, p in node.bindings if roles[k] == "output"]
+            if len(outs) == 1:
+                env[outs[0][1]] = result
+            else:
+                for k, p in outs:
+                    env[p] = result[k]
+        return self._result(env)
+
+    def _result(self, env: Mapping[str, np.ndarray]) -> Any:
+        if self._returns_dict:
+            return {n: env[p] for n, p in self.outputs}
+        if len(self.outputs) == 1 and self._returns_single:
+            return env[self.outputs[0][1]]
+        return tuple(env[p] for _, p in self.outputs)
+
+    def _check_inputs(self, arrays: Mapping[str, Any]) -> Dict[str, Any]:
+        unknown = sorted(set(arrays) - set(self.inputs))
+        if unknown:
+            raise ArgumentError(f"program {self.name} has no parameter {', '.join(unknown)}")
+        env: Dict[str, Any] = {}
+        for name in self.inputs:
+            if name not in arrays:
+                raise ArgumentError(f"missing array argument {name} of program {self.name}")
+            a = arrays[name]
+            if not isinstance(a, np.ndarray):
+                raise ArgumentError(f"argument {name} must be a numpy array, got {type(a).__name__}")
+            want = self.handles[name].dtype
+            if want is not None and a.dtype != want.numpy:
+                raise ArgumentError(f"array {name} has dtype {a.dtype}, program {self.name} declares {want.name}")
+            env[name] = a
+        return env
+
+    # -- planning ----------------------------------------------------------------------------------
+    def _size_values(self, env: Mapping[str, np.ndarray]) -> Dict[str, int]:
+        return bind_sizes(self.kernel.program, dict(env), {})
+
+    def _needed_after(self, order: Sequence[Node]) -> Dict[int, Tuple[str, ...]]:
+        outs = {p for _, p in self.outputs}
+        needed: Dict[int, Tuple[str, ...]] = {}
+        later: set = set(outs)
+        for n in reversed(order):
+            needed[n.index] = tuple(later)
+            later |= set(n.inputs)
+        return needed
+
+    def plan(self, **arrays: Any) -> Plan:
+        """The plan for these arrays' shapes (groups, vendor calls, memory), made once per shape."""
+        env = self._check_inputs(arrays)
+        return self._plan(self._size_values(env), self._element_bytes(env))
+
+    def _element_bytes(self, env: Mapping[str, np.ndarray]) -> int:
+        return max((a.dtype.itemsize for a in env.values()), default=8)
+
+    def _plan(self, sizes: Mapping[str, int], itemsize: int) -> Plan:
+        gemms = self._gemms
+        vendored = []
+        decisions: List[str] = []
+        for n in self.nodes:
+            g = gemms[n.index]
+            if g is None:
+                continue
+            flops = g.flops(sizes)
+            use = self.target == "c" and (self.vendor is True or (self.vendor == "auto" and flops >= VENDOR_FLOPS))
+            if use:
+                vendored.append(n.index)
+            why = "BLAS gemm through numpy" if use else "generated code"
+            reason = ("vendor=True" if self.vendor is True else f"{flops / 1e9:.2f} GFLOP "
+                      f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.2f}") \
+                if self.target == "c" and self.vendor else f"target {self.target}, vendor={self.vendor}"
+            decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
+        key = (tuple(vendored), itemsize)
+        with self._lock:
+            if key in self._plans:
+                return self._plans[key]
+            units: List[Unit] = []
+            needed = self._needed_after(self.nodes)
+            run: List[Node] = []
+
+            def flush() -> None:
+                if not run:
+                    return
+                for members in group_nodes(self.name, run, self.handles, self.sizes, needed, fuse=self.fuse):
+                    gname = f"{self.name}_g{len(units)}"
+                    g = build_group(gname, members, self.handles, self.sizes, needed[members[-1].index],
+                                    fuse=self.fuse, contract_storage=self.contract)
+                    units.append(g)
+                    decisions.append(f"{gname}: {' + '.join(m.name for m in members)}: {g.note}" +
+                                     (f"; contracted {', '.join(f'{t} (dim {d} dropped)' for t, d, _ in g.contracted)}"
+                                      if g.contracted else ""))
+                run.clear()
+
+            for n in self.nodes:
+                if n.index in vendored:
+                    flush()
+                    units.append(VendorCall(n, gemms[n.index]))
+                else:
+                    run.append(n)
+            flush()
+            memory = self._memory(units, sizes, itemsize)
+            plan = Plan(tuple(units), memory, tuple(decisions), dict(sizes))
+            self._plans[key] = plan
+            return plan
+
+    def _bytes(self, shape, sizes: Mapping[str, int], itemsize: int) -> int:
+        n = 1
+        for d in shape or ():
+            n *= max(0, d.evaluate(sizes))
+        return n * itemsize
+
+    def _memory(self, units: Sequence[Unit], sizes: Mapping[str, int], itemsize: int) -> MemoryPlan:
+        outs = [p for _, p in self.outputs]
+        tensor_bytes = {name: self._bytes(h.shape, sizes, itemsize) for name, h in self.handles.items()}
+        steps = []
+        for u in units:
+            nodes = u.nodes if isinstance(u, Group) else (u.node,)
+            produced = tuple(p for n in nodes for p in n.outputs)
+            reads = tuple(p for n in nodes for p in n.inputs if p not in self.inputs)
+            if isinstance(u, Group):
+                decls = u.kernel.program.tensor_map
+                scratch = sum(self._bytes(decls[t].shape, sizes, itemsize) for t in u.temps)
+                produced = tuple(p for p in produced if p in u.outputs)
+            else:
+                scratch = 0
+            steps.append(Step(u.name, produced, reads, scratch))
+        unfused = []
+        for n in self.nodes:
+            scratch = sum(self._bytes(t.shape, sizes, itemsize) for t in node_internal_tensors(n))
+            unfused.append(Step(n.name, n.outputs, tuple(p for p in n.inputs if p not in self.inputs), scratch))
+        return plan_buffers(steps, tensor_bytes, outs, unfused)
+
+    # -- running -----------------------------------------------------------------------------------
+    def _compiled_group(self, g: Group) -> Any:
+        from ..api import compile as compile_kernel
+        key = g.name + repr([m.index for m in g.nodes]) + repr(g.contracted)
+        with self._lock:
+            if key not in self._compiled:
+                schedule = self.schedule if self.target == "c" else None
+                self._compiled[key] = compile_kernel(g.kernel, schedule, target=self.target)
+            return self._compiled[key]
+
+    def __call__(self, **arrays: Any) -> Any:
+        env = self._check_inputs(arrays)
+        sizes = self._size_values(env)
+        dtypes = [a.dtype for a in env.values() if a.dtype.kind == "f"]
+        dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
+        plan = self._plan(sizes, self._element_bytes(env))
+        self._last = plan
+        pool = [np.empty(n, dtype=np.uint8) for n in plan.memory.slot_bytes]
+        outs = {p for _, p in self.outputs}
+
+        def buffer(name: str) -> np.ndarray:
+            h = self.handles[name]
+            dt = h.dtype.numpy if h.dtype is not None else dtype
+            shape = tuple(d.evaluate(sizes) for d in h.shape)
+            if name in outs:
+                return np.empty(shape, dtype=dt)
+            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            return pool[plan.memory.slot_of[name]][:n].view(dt).reshape(shape)
+
+        for u in plan.units:
+            if isinstance(u, VendorCall):
+                env[u.gemm.c] = u.gemm.run(env, buffer(u.gemm.c))
+                continue
+            kwargs = {t: env[t] for t in u.inputs}
+            for t in u.outputs:
+                env[t] = kwargs[t] = buffer(t)
+            self._compiled_group(u)(**kwargs)
+        return self._result(env)
+
+    # -- views -------------------------------------------------------------------------------------
+    @property
+    def groups(self) -> Tuple[Unit, ...]:
+        """The units of the most recent call's plan (fused groups and vendor calls)."""
+        if self._last is None:
+            raise PolycError(f"program {self.name} has no plan yet: call it, or use .plan(**arrays)")
+        return self._last.units
+
+    @property
+    def memory(self) -> MemoryPlan:
+        """The memory plan of the most recent call: planned vs unfused peak of intermediates."""
+        if self._last is None:
+            raise PolycError(f"program {self.name} has no plan yet: call it, or use .plan(**arrays)")
+        return self._last.memory
+
+    def explain(self) -> str:
+        """What the last plan decided, one line each."""
+        plan = self._last
+        lines = [f"program {self.name}: {len(self.nodes)} operators"] + [f"  {n}" for n in self.notes]
+        if plan is not None:
+            lines += [f"  {d}" for d in plan.decisions] + [f"  {plan.memory.summary()}"]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        ops = ", ".join(n.name for n in self.nodes)
+        return f"<polyc program {self.name}({', '.join(self.inputs)}): {ops}>"
+
+    def _repr_html_(self) -> str:
+        from .html import program_html
+        return program_html(self)
+
+
+def program(function: Optional[Callable] = None, **options: Any) -> Any:
+    """Decorator: `@pc.program` or `@pc.program(target="cuda-emu", vendor=False)`."""
+    if function is None:
+        return lambda fn: OperatorProgram(fn, **options)
+    return OperatorProgram(function, **options)

@@ -1,0 +1,271 @@
+"""Tracing a `@pc.program` function once, on symbolic tensor handles, into a list of operator calls.
+
+The function's parameters are annotated with tensor types (`pc.f32["S", "D"]`); tracing calls it
+once with a `TensorHandle` per parameter.  Each kernel call inside (`matmul(A=x, B=w)`) does not
+compute anything: it records a `Node` (the kernel, which program tensor each of its parameters is
+bound to, folded scalar values) and returns handles for the kernel's outputs.  Shapes are checked
+at the call, in the program's own size symbols, so a mismatch names the user's line.
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ..errors import PolycError, ProgramError, SourceLocation
+from ..ir import Affine, DType, TensorType, promote
+
+_STATE = threading.local()
+
+
+@dataclass(frozen=True)
+class TensorHandle:
+    """A symbolic tensor of a program being traced: a name, an element type and a shape in the
+    program's size symbols.  It has no data; kernels called on it record operators."""
+
+    name: str
+    dtype: Optional[DType]
+    shape: Tuple[Affine, ...]
+    producer: Optional[int] = None     # index of the node that produces it (None: program input)
+    tracer: Any = field(default=None, repr=False, compare=False)
+
+    __polyc_traced__ = True
+
+    def record_call(self, kernel: Any, kwargs: Mapping[str, Any]) -> Any:
+        """What `Kernel.__call__` does when called on a traced tensor: record the operator (the API
+        asks the tensor, so it never imports the program package, which builds on the API)."""
+        return trace_call(kernel, kwargs)
+
+    def __array__(self, *args, **kwargs):  # numpy on a handle is a user error, not a silent object array
+        raise ProgramError(f"tensor {self.name} is symbolic while a program is traced; only polyc kernels "
+                           f"can be applied to it", _user_location(self.tracer))
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operator call: `kernel` with its tensor parameters bound to program tensors
+    (`bindings`: kernel tensor name -> program tensor name), its scalar parameters folded
+    (`scalars`), and its kernel sizes expressed in program sizes (`sizes`)."""
+
+    index: int
+    kernel: Any
+    bindings: Tuple[Tuple[str, str], ...]
+    scalars: Tuple[Tuple[str, Any], ...]
+    sizes: Tuple[Tuple[str, Affine], ...]
+    location: Optional[SourceLocation]
+
+    @property
+    def name(self) -> str:
+        return f"{self.kernel.name}{self.index}"
+
+    def binding(self, kernel_tensor: str) -> str:
+        return dict(self.bindings)[kernel_tensor]
+
+    @property
+    def inputs(self) -> Tuple[str, ...]:
+        roles = {t.name: t.role for t in self.kernel.program.tensors}
+        return tuple(p for k, p in self.bindings if roles[k] == "input")
+
+    @property
+    def outputs(self) -> Tuple[str, ...]:
+        roles = {t.name: t.role for t in self.kernel.program.tensors}
+        return tuple(p for k, p in self.bindings if roles[k] == "output")
+
+
+class Tracer:
+    """Records the nodes of one trace; every handle it makes has a program-unique name."""
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.nodes: List[Node] = []
+        self.handles: Dict[str, TensorHandle] = {}
+        self.sizes: List[str] = []
+
+    def input(self, name: str, declared: TensorType) -> TensorHandle:
+        for dim in declared.shape:
+            for v in dim.variables:
+                if v not in self.sizes:
+                    self.sizes.append(v)
+        h = TensorHandle(name, declared.dtype, declared.shape, None, self)
+        self.handles[name] = h
+        return h
+
+    def location(self) -> Optional[SourceLocation]:
+        return _user_location(self)
+
+    def call(self, kernel: Any, kwargs: Mapping[str, Any]) -> Any:
+        """Record `kernel(**kwargs)` and return handles for its outputs (one, or a dict by name)."""
+        where = self.location()
+        program = kernel.program
+        if program.derived_sizes or program.int_params:
+            raise ProgramError(f"kernel {kernel.name} has sizes computed at call time; programs take kernels "
+                               f"whose sizes all come from their input shapes", where)
+        roles = {t.name: t for t in program.tensors}
+        scalar_names = {s.name for s in program.scalars}
+        unknown = sorted(set(kwargs) - set(roles) - scalar_names)
+        if unknown:
+            raise ProgramError(f"kernel {kernel.name} has no parameter {', '.join(unknown)}", where)
+        bindings: List[Tuple[str, str]] = []
+        sizes: Dict[str, Affine] = {}
+        pending: List[Tuple[str, int, Affine, Affine]] = []
+        dtype: Optional[DType] = None
+        for t in program.tensors:
+            if t.role in ("inout",):
+                raise ProgramError(f"kernel {kernel.name} updates {t.name} in place; programs take kernels that "
+                                   f"define their outputs (`=` or `+=!`), not ones that accumulate", where)
+            if t.role != "input":
+                continue
+            if t.name not in kwargs:
+                raise ProgramError(f"kernel {kernel.name} needs its input {t.name}", where)
+            h = kwargs[t.name]
+            if not isinstance(h, TensorHandle) or h.tracer is not self:
+                raise ProgramError(f"input {t.name} of kernel {kernel.name} must be a tensor of this program "
+                                   f"(a parameter or a kernel's result), not {type(h).__name__}", where)
+            if len(h.shape) != len(t.shape):
+                raise ProgramError(f"kernel {kernel.name} takes {t.name} of rank {len(t.shape)}, but {h.name} has "
+                                   f"rank {len(h.shape)} (shape [{', '.join(map(str, h.shape))}])", where)
+            if h.dtype is not None and t.dtype is not None and h.dtype != t.dtype:
+                raise ProgramError(f"kernel {kernel.name} declares {t.name} as {t.dtype.name}, but {h.name} is "
+                                   f"{h.dtype.name}", where)
+            if h.dtype is not None:
+                dtype = h.dtype if dtype is None else promote(dtype, h.dtype)
+            bindings.append((t.name, h.name))
+            for axis, (mine, theirs) in enumerate(zip(t.shape, h.shape)):
+                pending.append((t.name, axis, mine, theirs))
+        for t_name, axis, mine, theirs in pending:  # bind each kernel size from a dimension `v + c`
+            var = mine.as_single_var()
+            if var is None and len(mine.variables) == 1 and mine.coeff(mine.variables[0]) == 1:
+                var = mine.variables[0]
+            if var is not None and var not in sizes:
+                sizes[var] = theirs - (mine - Affine.var(var))
+        for t_name, axis, mine, theirs in pending:
+            missing = [v for v in mine.variables if v not in sizes]
+            if missing:
+                raise ProgramError(f"size {missing[0]} of kernel {kernel.name} is not fixed by any input shape",
+                                   where)
+            if mine.substitute(sizes) != theirs:
+                h = kwargs[t_name]
+                raise ProgramError(f"shape mismatch: kernel {kernel.name} needs {t_name}.shape[{axis}] = "
+                                   f"{mine.substitute(sizes)}, but {h.name}.shape[{axis}] = {theirs}", where)
+        for s in program.sizes:
+            if s not in sizes:
+                raise ProgramError(f"size {s} of kernel {kernel.name} is not fixed by any input shape", where)
+        scalars: List[Tuple[str, Any]] = []
+        for s in program.scalars:
+            if s.name not in kwargs:
+                raise ProgramError(f"kernel {kernel.name} needs its scalar {s.name} (a Python number, folded "
+                                   f"into the program)", where)
+            v = kwargs[s.name]
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise ProgramError(f"scalar {s.name} of kernel {kernel.name} must be a Python number, not "
+                                   f"{type(v).__name__}", where)
+            scalars.append((s.name, v))
+        index = len(self.nodes)
+        results: Dict[str, TensorHandle] = {}
+        for t in program.tensors:
+            if t.role != "output":
+                continue
+            name = f"{kernel.name}{index}_{t.name}"
+            h = TensorHandle(name, t.dtype or dtype, tuple(d.substitute(sizes) for d in t.shape), index, self)
+            self.handles[name] = h
+            bindings.append((t.name, name))
+            results[t.name] = h
+        self.nodes.append(Node(index, kernel, tuple(bindings), tuple(scalars), tuple(sizes.items()), where))
+        return next(iter(results.values())) if len(results) == 1 else results
+
+
+def _user_location(tracer: Optional[Tracer]) -> Optional[SourceLocation]:
+    """The line of the traced program function currently executing (the user's call site)."""
+    if tracer is None:
+        return None
+    code = getattr(tracer.function, "__code__", None)
+    frame = inspect.currentframe()
+    while frame is not None:
+        if frame.f_code is code:
+            info = inspect.getframeinfo(frame, context=1)
+            text = info.code_context[0].rstrip("\n") if info.code_context else ""
+            column = len(text) - len(text.lstrip()) + 1
+            return SourceLocation(frame.f_lineno, column, text, frame.f_code.co_filename)
+        frame = frame.f_back
+    return None
+
+
+def _traceback_location(error: BaseException, function: Callable) -> Optional[SourceLocation]:
+    """The last line of `function` in the traceback of `error` (where the user's code failed)."""
+    code = getattr(function, "__code__", None)
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    import linecache
+    text = linecache.getline(code.co_filename, found.tb_lineno).rstrip("\n")
+    return SourceLocation(found.tb_lineno, len(text) - len(text.lstrip()) + 1, text, code.co_filename)
+
+
+def active_tracer() -> Optional[Tracer]:
+    return getattr(_STATE, "tracer", None)
+
+
+def trace_call(kernel: Any, kwargs: Mapping[str, Any]) -> Any:
+    """The hook `Kernel.__call__` takes when called on traced handles."""
+    tracer = next((v.tracer for v in kwargs.values() if isinstance(v, TensorHandle)), None)
+    if tracer is None or tracer is not active_tracer():
+        raise ProgramError(f"kernel {kernel.name} was called on a symbolic tensor outside the trace of its program")
+    return tracer.call(kernel, kwargs)
+
+
+def trace(function: Callable) -> Tuple[Tracer, Dict[str, TensorHandle], Any]:
+    """Run `function` once on handles for its annotated parameters; returns the tracer, the input
+    handles and what the function returned (a handle, a tuple or a dict of handles)."""
+    try:  # `from __future__ import annotations` leaves them as text
+        sig = inspect.signature(function, eval_str=True)
+    except Exception as e:
+        raise ProgramError(f"the annotations of program {getattr(function, '__name__', function)} cannot be "
+                           f"evaluated: {e}") from e
+    tracer = Tracer(function)
+    inputs: Dict[str, TensorHandle] = {}
+    for p in sig.parameters.values():
+        ann = p.annotation
+        if isinstance(ann, DType):
+            ann = TensorType(ann, ())
+        if not isinstance(ann, TensorType):
+            raise ProgramError(f"parameter {p.name} of program {function.__name__} needs a tensor type annotation "
+                               f"such as pc.f32['N', 'D']")
+        inputs[p.name] = tracer.input(p.name, ann)
+    previous = active_tracer()
+    _STATE.tracer = tracer
+    try:
+        result = function(**inputs)
+    except PolycError:
+        raise
+    except Exception as e:   # numpy, arithmetic or a call of something that is not a kernel
+        raise ProgramError(f"only polyc kernels can be applied to a program's tensors: {type(e).__name__}: {e}",
+                           _traceback_location(e, function)) from e
+    finally:
+        _STATE.tracer = previous
+    return tracer, inputs, result
+
+
+def returned_handles(result: Any, function: Callable) -> Tuple[Tuple[str, TensorHandle], ...]:
+    """The program's outputs as (name, handle): a dict keeps its keys; a single handle is `out`;
+    a tuple is `out0`, `out1`, ..."""
+    if isinstance(result, TensorHandle):
+        items = [("out", result)]
+    elif isinstance(result, dict):
+        items = list(result.items())
+    elif isinstance(result, (tuple, list)):
+        items = [(f"out{k}", h) for k, h in enumerate(result)]
+    else:
+        raise ProgramError(f"program {function.__name__} must return tensors it computed (a handle, a tuple "
+                           f"or a dict of them), not {type(result).__name__}")
+    for name, h in items:
+        if not isinstance(h, TensorHandle):
+            raise ProgramError(f"program {function.__name__} returns {type(h).__name__} as {name}; return "
+                               f"tensors computed by kernels")
+    return tuple(items)

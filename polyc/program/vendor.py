@@ -1,0 +1,96 @@
+"""The library escape hatch: an operator that is a plain matrix product may run as a vendor call
+(BLAS `gemm` through numpy's `matmul` on the CPU) instead of generated code.
+
+Recognition is structural, on the kernel's IR: exactly an initialisation `C[i, j] = 0` and an update
+`C[i, j] += A[.] * B[.]` where `A` is indexed `[i, k]` or `[k, i]` and `B` `[k, j]` or `[j, k]`, every
+range starting at 0 and the whole tensors used.  Anything else stays compiled.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional
+
+import islpy as isl
+import numpy as np
+
+from ..ir import Access, Binary, Const
+from ..poly.islutil import affine_str, isl_name
+from .trace import Node
+
+#: A product of at least this many floating-point operations is compute-bound: BLAS's packed
+#: micro-kernels beat what fusing it would save in memory traffic (2 * M * N * K >= 2**28).
+VENDOR_FLOPS = 2 ** 28
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """`C = op(A) @ op(B)` with `op` a transpose where `transpose_a` / `transpose_b`."""
+
+    a: str
+    b: str
+    c: str
+    transpose_a: bool
+    transpose_b: bool
+    sizes: tuple  # kernel size names (M, N, K) in program terms, resolved at call time
+
+    def flops(self, values: Mapping[str, int]) -> int:
+        m, n, k = (s.evaluate(values) for s in self.sizes)
+        return 2 * m * n * k
+
+    def run(self, arrays: Mapping[str, np.ndarray], out: np.ndarray) -> np.ndarray:
+        a = arrays[self.a].T if self.transpose_a else arrays[self.a]
+        b = arrays[self.b].T if self.transpose_b else arrays[self.b]
+        return np.matmul(a, b, out=out)
+
+
+def _whole_box(node: Node, st, iterators, extents) -> bool:
+    """isl: the statement runs exactly over `0 <= it < extent` for each iterator."""
+    model = node.kernel.model
+    if set(st.iterators) != set(iterators) or len(st.iterators) != len(iterators):
+        return False
+    cons = " and ".join(f"0 <= {isl_name(it)} < {affine_str(extents[it])}" for it in iterators)
+    box = isl.Set(f"{model.pstr} -> {{ {isl_name(st.name)}[{', '.join(isl_name(x) for x in st.iterators)}] : {cons} }}")
+    return box.intersect_params(model.context).is_equal(model.domains[st.name].intersect_params(model.context))
+
+
+def recognise_gemm(node: Node) -> Optional[Gemm]:
+    """The node as a `Gemm`, or None when it is anything but a plain matrix product."""
+    p = node.kernel.program
+    if len(p.statements) != 2:
+        return None
+    init, upd = p.statements
+    if init.update is not None or not isinstance(init.value, Const) or init.value.value != 0:
+        return None
+    if upd.update != "+" or not isinstance(upd.value, Binary) or upd.value.op != "*":
+        return None
+    lhs, rhs = upd.value.lhs, upd.value.rhs
+    if not (isinstance(lhs, Access) and isinstance(rhs, Access)) or init.target != upd.target:
+        return None
+    c = upd.target
+    if len(c.indices) != 2 or len(lhs.indices) != 2 or len(rhs.indices) != 2:
+        return None
+    i, j = (x.as_single_var() for x in c.indices)
+    if i is None or j is None or len(upd.iterators) != 3 or len(upd.reduction) != 1:
+        return None
+    k = upd.reduction[0]
+    a = tuple(x.as_single_var() for x in lhs.indices)
+    b = tuple(x.as_single_var() for x in rhs.indices)
+    if a not in ((i, k), (k, i)) or b not in ((k, j), (j, k)):
+        return None
+    if len({lhs.tensor, rhs.tensor, c.tensor}) != 3:
+        return None
+    # every index must range over a whole tensor dimension, from 0: the tensors' shapes are then
+    # exactly the loop extents (inference made them so); a `where` clause would have narrowed them
+    shapes = {t.name: t.shape for t in p.tensors}
+    extents: Dict[str, object] = {}
+    for acc in (c, lhs, rhs):
+        for idx, dim in zip(acc.indices, shapes[acc.tensor]):
+            v = idx.as_single_var()
+            if extents.setdefault(v, dim) != dim:
+                return None
+    if not _whole_box(node, upd, (i, j, k), extents) or not _whole_box(node, init, (i, j), extents):
+        return None
+    names = {kn: pn for kn, pn in node.bindings}
+    sizes = dict(node.sizes)
+    resolve = [extents[x].substitute(sizes) for x in (i, j, k)]
+    return Gemm(names[lhs.tensor], names[rhs.tensor], names[c.tensor], a == (k, i), b == (j, k), tuple(resolve))

@@ -1,0 +1,134 @@
+"""Programs that cannot be traced give typed errors at the user's line; clean-ups (common
+subexpressions, dead operators, folded scalars) and the fusion rule's refusals."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import polyc as pc
+from kernels.linalg import matmul, transpose
+from kernels.nn import softmax
+from kernels.program_ops import add, gelu, scale
+from polyc.errors import ProgramError
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+def test_shape_mismatch_names_the_line():
+    def bad(a: pc.f32["M", "K"], b: pc.f32["N", "K"]):
+        return matmul.kernel(A=a, B=b)   # K != N
+    with pytest.raises(ProgramError, match=r"shape mismatch: kernel matmul needs B.shape\[0\] = K") as e:
+        pc.program(bad)
+    assert isinstance(e.value, pc.PolycError)
+    assert e.value.location.line == _line_of(bad, "matmul.kernel(A=a")
+
+
+def test_calling_a_non_kernel_is_refused_at_its_line():
+    def bad(a: pc.f32["M", "K"]):
+        return np.exp(a)
+    with pytest.raises(ProgramError, match="only polyc kernels") as e:
+        pc.program(bad)
+    assert e.value.location.line == _line_of(bad, "np.exp")
+
+    def worse(a: pc.f32["M", "K"]):
+        return softmax(X=a)             # the LibraryKernel, not its .kernel
+    with pytest.raises(ProgramError, match="not callable") as e:
+        pc.program(worse)
+    assert e.value.location.line == _line_of(worse, "softmax(X=a)")
+
+
+def test_tensor_of_another_program_and_missing_annotations():
+    leaked = {}
+
+    def first(a: pc.f32["M", "N"]):
+        leaked["h"] = a
+        return gelu.kernel(X=a)
+    pc.program(first)
+
+    def second(a: pc.f32["M", "N"]):
+        return add.kernel(A=a, B=leaked["h"])   # not produced in this program
+    with pytest.raises(ProgramError, match="must be a tensor of this program"):
+        pc.program(second)
+
+    def unannotated(a):
+        return gelu.kernel(X=a)
+    with pytest.raises(ProgramError, match="needs a tensor type annotation"):
+        pc.program(unannotated)
+
+
+def test_missing_scalar_and_wrong_rank():
+    def no_alpha(a: pc.f32["M", "N"]):
+        return scale.kernel(X=a)
+    with pytest.raises(ProgramError, match="needs its scalar alpha"):
+        pc.program(no_alpha)
+
+    def rank(a: pc.f32["N"]):
+        return gelu.kernel(X=a)
+    with pytest.raises(ProgramError, match="rank 2"):
+        pc.program(rank)
+
+
+def test_common_subexpressions_dead_operators_and_folded_scalars():
+    @pc.program
+    def prog(a: pc.f32["M", "N"]):
+        x = gelu.kernel(X=a)
+        y = gelu.kernel(X=a)            # same computation: shared
+        scale.kernel(X=a, alpha=3.0)    # never used: removed
+        return add.kernel(A=x, B=y)
+    assert [n.kernel.name for n in prog.nodes] == ["gelu", "add"]
+    assert any("shared" in n for n in prog.notes) and any("removed" in n for n in prog.notes)
+    a = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    np.testing.assert_allclose(prog(a=a), 2 * gelu.reference(a), rtol=1e-5, atol=1e-6)
+    # a folded scalar is a constant of the combined program, not a parameter
+    @pc.program
+    def scaled(a: pc.f32["M", "N"]):
+        return scale.kernel(X=a, alpha=0.25)
+    assert scaled.kernel.program.scalars == ()
+    np.testing.assert_allclose(scaled(a=a), a * np.float32(0.25))
+
+
+def test_transposed_consumer_is_not_fused():
+    """A transpose reads its producer column-wise: no row of the intermediate is complete inside one
+    iteration of a fused loop, so the rule keeps them apart (and the result is still right)."""
+    @pc.program
+    def prog(a: pc.f32["M", "N"]):
+        return transpose.kernel(A=gelu.kernel(X=a))
+    a = np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32)
+    np.testing.assert_allclose(prog(a=a), gelu.reference(a).T, rtol=1e-5, atol=1e-6)
+    assert len(prog.groups) == 2
+
+
+def test_combined_kernel_holds_every_statement():
+    from kernels.programs import attention
+    prog = attention()
+    k = prog.kernel
+    assert len(k.program.statements) == 1 + 2 + 1 + 6 + 2    # transpose, products, scale, softmax
+    assert {t.name for t in k.program.tensors if t.role == "temp"} >= {"relayout_matmul5_C", "softmax2_e"}
+    arrays = {n: np.random.default_rng(2).standard_normal((7, 3)).astype(np.float32) for n in "QKV"}
+    np.testing.assert_allclose(k(**arrays), prog.reference(**arrays), rtol=2e-4, atol=2e-5)
+
+
+def test_html_shows_groups_and_memory():
+    from kernels.programs import attention, inputs
+    prog = attention()
+    assert "call the program" in prog._repr_html_()
+    prog(**inputs(prog, dict(S=8, D=2)))
+    page = prog._repr_html_()
+    assert "<svg" in page and "attention_head_g0" in page and "planned peak" in page and "loop outline" in page
+
+
+def test_call_arguments_are_checked():
+    @pc.program
+    def prog(a: pc.f32["M", "N"]):
+        return gelu.kernel(X=a)
+    with pytest.raises(pc.ArgumentError, match="missing array argument a"):
+        prog()
+    with pytest.raises(pc.ArgumentError, match="dtype float64"):
+        prog(a=np.zeros((2, 3)))
+    with pytest.raises(pc.ArgumentError, match="no parameter b"):
+        prog(a=np.zeros((2, 3), np.float32), b=1)
