@@ -22,15 +22,6 @@ LAYERS: Dict[str, int] = {"leaf": 0, "ir": 1, "frontend": 2, "poly": 3, "schedul
 #: (ir ... runtime) imports them.  The tuner measures through `pc.compile`; `pc.grad` and programs build Kernels.
 ABOVE = {"viz", "testing", "top", "tune", "grad", "program", "cli"}
 
-#: Not yet resolved: the fuzzer's command line (`kernel_fuzz.main`, campaign triage) calls the
-#: minimiser and the triage, which run cases through `kernel_fuzz.run_case`.  Splitting the
-#: campaign driver out of `kernel_fuzz` removes these; listed so the test guards everything else.
-UNRESOLVED_TESTING_EDGES: Set[Tuple[str, str]] = {
-    ("polyc.testing.kernel_fuzz", "polyc.testing.kernel_minimise"),
-    ("polyc.testing.kernel_fuzz", "polyc.testing.kernel_triage"),
-}
-
-
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -164,11 +155,6 @@ def package_graph(graph: Dict[str, Set[str]]) -> Dict[str, Set[str]]:
     return out
 
 
-def without_pending(graph: Dict[str, Set[str]]) -> Dict[str, Set[str]]:
-    pending = UNRESOLVED_TESTING_EDGES
-    return {a: {b for b in bs if (a, b) not in pending} for a, bs in graph.items()}
-
-
 # -- the checks of the parser itself ------------------------------------------------------------
 
 def test_the_parser_sees_lazy_relative_and_importlib_imports_not_type_checking_ones(tmp_path):
@@ -204,27 +190,19 @@ def test_every_module_is_seen():
 
 
 def test_packages_are_acyclic():
-    cycle = find_cycle(package_graph(without_pending(module_graph())))
+    cycle = find_cycle(package_graph(module_graph()))
     assert cycle is None, f"package import cycle: {' -> '.join(cycle)}"
 
 
 def test_modules_are_acyclic():
-    cycle = find_cycle(without_pending(module_graph()))
+    cycle = find_cycle(module_graph())
     assert cycle is None, f"module import cycle: {' -> '.join(cycle)}"
-
-
-def test_the_pending_allowlist_is_still_needed():
-    """Each allowlisted edge still exists (an edge already removed must leave the list)."""
-    graph = module_graph()
-    listed = UNRESOLVED_TESTING_EDGES
-    stale = {(a, b) for a, b in listed if b not in graph.get(a, ())}
-    assert not stale, f"remove these edges from the PENDING_* allowlists: {sorted(stale)}"
 
 
 def test_layering_follows_the_pipeline():
     """ir <- frontend <- poly <- schedule <- codegen <- runtime; viz, testing and the API above."""
     bad = []
-    for a, targets in without_pending(module_graph()).items():
+    for a, targets in module_graph().items():
         pa = package_of(a)
         if a == "polyc":
             continue

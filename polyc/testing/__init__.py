@@ -20,6 +20,6 @@ except ImportError:  # pragma: no cover - only while those modules are absent
 def __getattr__(name: str):
     # Imported lazily so that `python -m polyc.testing.kernel_fuzz` does not import itself twice.
     if name == "fuzz_kernels":
-        from .kernel_fuzz import run_campaign
+        from .kernel_campaign import run_campaign
         return run_campaign
     raise AttributeError(f"module 'polyc.testing' has no attribute {name!r}")

@@ -9,7 +9,8 @@ import numpy as np
 
 from polyc.errors import PolycError
 from polyc.testing.kernel_compare import compare_outputs
-from polyc.testing.kernel_fuzz import main, make_case, run_case
+from polyc.testing.kernel_campaign import main
+from polyc.testing.kernel_fuzz import make_case, run_case
 from polyc.testing.kernel_gen_common import draw_array
 from polyc.testing.kernel_triage import classify
 

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from polyc.testing.kernel_fuzz import run_campaign
+from polyc.testing.kernel_campaign import run_campaign
 from polyc.testing.kernel_triage import classify
 
 
