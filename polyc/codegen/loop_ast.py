@@ -5,7 +5,7 @@ Python, for the CUDA emulator) without isl's macros.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
@@ -119,17 +119,57 @@ def _convert(node: isl.AstNode, dims_by_name: Dict[str, Dim]) -> Node:
     raise PolycError(f"unsupported isl AST node type {t}")
 
 
-def ast_build_options(schedule: Schedule, atomic: bool = False) -> Optional[isl.UnionMap]:
+def ast_build_options(schedule: Schedule, atomic: bool = False,
+                      keep: Optional[Sequence[int]] = None) -> Optional[isl.UnionMap]:
     """The isl AST build options for `schedule`, derived from its dims (the one rule every code
     generator uses): `unroll` for each fully unrolled loop (isl writes out its iterations:
     `unroll(loop)`, `unroll_and_jam`, register-blocking lanes) and, with `atomic`, `atomic` for
-    every other dimension (one loop per dimension, no splitting: the retry path)."""
-    n = len(schedule.dims)
+    every other dimension (one loop per dimension, no splitting: the retry path).  `keep` (the
+    indices of the dims the schedule map given to isl still has, see `drop_constant_dims`)
+    renumbers the options to that map; None keeps every dim."""
+    dims = [schedule.dims[k] for k in keep] if keep is not None else list(schedule.dims)
+    n = len(dims)
     ts = ", ".join(f"t{k}" for k in range(n))
-    parts = [f"[{ts}] -> unroll[{k}]" for k, d in enumerate(schedule.dims) if d.is_loop and d.unroll.is_full]
+    parts = [f"[{ts}] -> unroll[{k}]" for k, d in enumerate(dims) if d.is_loop and d.unroll.is_full]
     if atomic:
-        parts += [f"[{ts}] -> atomic[{k}]" for k, d in enumerate(schedule.dims) if not (d.is_loop and d.unroll.is_full)]
+        parts += [f"[{ts}] -> atomic[{k}]" for k, d in enumerate(dims) if not (d.is_loop and d.unroll.is_full)]
     return isl.UnionMap("{ " + "; ".join(parts) + " }") if parts else None
+
+
+def drop_constant_dims(smap: isl.UnionMap, n: int) -> Tuple[isl.UnionMap, List[int]]:
+    """`smap` without the schedule dimensions that every statement fixes to one and the same
+    constant, and the indices of the dimensions kept.
+
+    Such a dimension orders nothing (all instances agree on it), so dropping it keeps the
+    execution order exactly; but isl's AST generator pays for every dimension of every statement
+    (a packed, register-blocked gradient has ~100 dims, a third of them such padding), so
+    dropping them makes loop generation several times faster.  Only a value isl can read off the
+    map without computation (`plain_get_val_if_fixed`) counts, so this never costs isl work."""
+    maps: List[isl.Map] = []
+    smap.foreach_map(maps.append)
+    drop: List[int] = []
+    for k in range(n):
+        values = set()
+        for m in maps:
+            v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
+            if v.is_nan():
+                break
+            values.add(v.to_python())
+            if len(values) > 1:
+                break
+        else:
+            if len(values) == 1:
+                drop.append(k)
+    if not drop or not maps:
+        return smap, list(range(n))
+    reduced: Optional[isl.UnionMap] = None
+    for m in maps:
+        for k in reversed(drop):
+            m = m.project_out(isl.dim_type.out, k, 1)
+        um = isl.UnionMap.from_map(m)
+        reduced = um if reduced is None else reduced.union(um)
+    assert reduced is not None
+    return reduced, [k for k in range(n) if k not in set(drop)]
 
 
 def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = None) -> Node:
@@ -147,15 +187,17 @@ def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = N
             from ..poly.islutil import isl_name
             fixed = " and ".join(f"{isl_name(k)} = {v}" for k, v in sorted(fixed_sizes.items()))
             context = context.intersect(isl.Set(f"{model.pstr} -> {{ : {fixed} }}"))
+        # isl sees the schedule without the dims that order nothing (see drop_constant_dims).
+        gen_map, keep = drop_constant_dims(smap, len(names))
         build = isl.AstBuild.from_context(context)
-        ids = isl.IdList.alloc(isl.DEFAULT_CONTEXT, len(names))
-        for n in names:
-            ids = ids.add(isl.Id(n))
+        ids = isl.IdList.alloc(isl.DEFAULT_CONTEXT, len(keep))
+        for k in keep:
+            ids = ids.add(isl.Id(names[k]))
         build = build.set_iterators(ids)
-        options = ast_build_options(schedule)
+        options = ast_build_options(schedule, keep=keep)
         if options is not None:
             build = build.set_options(options)
-        root = build.node_from_schedule_map(smap)
+        root = build.node_from_schedule_map(gen_map)
     dims_by_name = {n: d for n, d in zip(names, schedule.dims) if d.name is not None}
     loops = _convert(root, dims_by_name)
     problem = _check_loops(loops, schedule, smap, context)
@@ -165,7 +207,8 @@ def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = N
     # "atomic" (one loop per dimension, no splitting) takes another path through isl; it is kept
     # only if it passes the same check.
     with isl_budget(f"generating loops for {model.program.name} again"):
-        root = build.set_options(ast_build_options(schedule, atomic=True)).node_from_schedule_map(smap)
+        retry_options = ast_build_options(schedule, atomic=True, keep=keep)
+        root = (build.set_options(retry_options) if retry_options is not None else build).node_from_schedule_map(gen_map)
     retry = _convert(root, dims_by_name)
     if _check_loops(retry, schedule, smap, context) is None:
         return retry
