@@ -137,39 +137,60 @@ def ast_build_options(schedule: Schedule, atomic: bool = False,
 
 
 def drop_constant_dims(smap: isl.UnionMap, n: int) -> Tuple[isl.UnionMap, List[int]]:
-    """`smap` without the schedule dimensions that every statement fixes to one and the same
-    constant, and the indices of the dimensions kept.
+    """`smap` with every run of consecutive schedule dimensions that each statement fixes to
+    constants replaced by one dimension (the rank of the statement's tuple of constants), runs
+    whose tuple is the same for every statement dropped, and the indices of the dims kept (a
+    collapsed run keeps its first dim's index).
 
-    Such a dimension orders nothing (all instances agree on it), so dropping it keeps the
-    execution order exactly; but isl's AST generator pays for every dimension of every statement
-    (a packed, register-blocked gradient has ~100 dims, a third of them such padding), so
-    dropping them makes loop generation several times faster.  Only a value isl can read off the
-    map without computation (`plain_get_val_if_fixed`) counts, so this never costs isl work."""
+    Within such a run statements compare by their constant tuples alone, so the rank orders them
+    exactly as the run did: the execution order is unchanged.  But isl's AST generator pays for
+    every dimension of every statement (a packed, register-blocked gradient has ~100 dims, most
+    of them per-statement constants), so the shorter map makes loop generation several times
+    faster.  Only a value isl reads off the map without computation (`plain_get_val_if_fixed`)
+    counts as fixed, so the analysis itself costs no isl work."""
     maps: List[isl.Map] = []
     smap.foreach_map(maps.append)
-    drop: List[int] = []
-    for k in range(n):
-        values = set()
-        for m in maps:
-            v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
-            if v.is_nan():
-                break
-            values.add(v.to_python())
-            if len(values) > 1:
-                break
+    if not maps:
+        return smap, list(range(n))
+
+    def fixed(m: isl.Map, k: int) -> Optional[int]:
+        v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
+        return None if v.is_nan() else v.to_python()
+
+    values = [[fixed(m, k) for k in range(n)] for m in maps]
+    all_fixed = [all(row[k] is not None for row in values) for k in range(n)]
+    runs: List[Tuple[int, int]] = []  # [start, stop) of each run of all-fixed dims
+    k = 0
+    while k < n:
+        if all_fixed[k]:
+            start = k
+            while k < n and all_fixed[k]:
+                k += 1
+            runs.append((start, k))
         else:
-            if len(values) == 1:
-                drop.append(k)
-    if not drop or not maps:
+            k += 1
+    plan: List[Tuple[int, int, Optional[List[int]]]] = []  # (start, stop, rank per map or None: drop)
+    for start, stop in runs:
+        tuples = [tuple(row[start:stop]) for row in values]
+        order = sorted(set(tuples))
+        if len(order) == 1:
+            plan.append((start, stop, None))
+        elif stop - start > 1:
+            plan.append((start, stop, [order.index(t) for t in tuples]))
+    if not plan:
         return smap, list(range(n))
     reduced: Optional[isl.UnionMap] = None
-    for m in maps:
-        for k in reversed(drop):
-            m = m.project_out(isl.dim_type.out, k, 1)
+    for i, m in enumerate(maps):
+        for start, stop, ranks in reversed(plan):
+            m = m.project_out(isl.dim_type.out, start, stop - start)
+            if ranks is not None:
+                m = m.insert_dims(isl.dim_type.out, start, 1).fix_val(
+                    isl.dim_type.out, start, isl.Val.int_from_si(m.get_ctx(), ranks[i]))
         um = isl.UnionMap.from_map(m)
         reduced = um if reduced is None else reduced.union(um)
     assert reduced is not None
-    return reduced, [k for k in range(n) if k not in set(drop)]
+    removed = {k for start, stop, ranks in plan for k in range(start + (ranks is not None), stop)}
+    return reduced, [k for k in range(n) if k not in removed]
 
 
 def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = None) -> Node:

@@ -55,3 +55,10 @@ def test_mlp_gradient_auto_schedule_generates_loops_fast_and_right():
     got = pc.compile(g, schedule=sched)(**data)
     for name in ("W1_grad", "b1_grad", "W2_grad", "b2_grad"):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-9)
+
+
+def test_a_run_of_constant_dims_becomes_one_rank_dim_in_the_same_order():
+    smap = isl.UnionMap("[N] -> { S[i] -> [1, 0, i, 2, 7]; T[i] -> [0, 3, i, 2, 7]; U[i] -> [1, 0, i, 1, 9] }")
+    reduced, keep = drop_constant_dims(smap, 5)
+    assert keep == [0, 2, 3]
+    assert reduced.is_equal(isl.UnionMap("[N] -> { S[i] -> [1, i, 1]; T[i] -> [0, i, 1]; U[i] -> [1, i, 0] }"))
