@@ -5,7 +5,7 @@ Python, for the CUDA emulator) without isl's macros.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
@@ -119,17 +119,78 @@ def _convert(node: isl.AstNode, dims_by_name: Dict[str, Dim]) -> Node:
     raise PolycError(f"unsupported isl AST node type {t}")
 
 
-def ast_build_options(schedule: Schedule, atomic: bool = False) -> Optional[isl.UnionMap]:
+def ast_build_options(schedule: Schedule, atomic: bool = False,
+                      keep: Optional[Sequence[int]] = None) -> Optional[isl.UnionMap]:
     """The isl AST build options for `schedule`, derived from its dims (the one rule every code
     generator uses): `unroll` for each fully unrolled loop (isl writes out its iterations:
     `unroll(loop)`, `unroll_and_jam`, register-blocking lanes) and, with `atomic`, `atomic` for
-    every other dimension (one loop per dimension, no splitting: the retry path)."""
-    n = len(schedule.dims)
+    every other dimension (one loop per dimension, no splitting: the retry path).  `keep` (the
+    indices of the dims the schedule map given to isl still has, see `drop_constant_dims`)
+    renumbers the options to that map; None keeps every dim."""
+    dims = [schedule.dims[k] for k in keep] if keep is not None else list(schedule.dims)
+    n = len(dims)
     ts = ", ".join(f"t{k}" for k in range(n))
-    parts = [f"[{ts}] -> unroll[{k}]" for k, d in enumerate(schedule.dims) if d.is_loop and d.unroll.is_full]
+    parts = [f"[{ts}] -> unroll[{k}]" for k, d in enumerate(dims) if d.is_loop and d.unroll.is_full]
     if atomic:
-        parts += [f"[{ts}] -> atomic[{k}]" for k, d in enumerate(schedule.dims) if not (d.is_loop and d.unroll.is_full)]
+        parts += [f"[{ts}] -> atomic[{k}]" for k, d in enumerate(dims) if not (d.is_loop and d.unroll.is_full)]
     return isl.UnionMap("{ " + "; ".join(parts) + " }") if parts else None
+
+
+def drop_constant_dims(smap: isl.UnionMap, n: int) -> Tuple[isl.UnionMap, List[int]]:
+    """`smap` with every run of consecutive schedule dimensions that each statement fixes to
+    constants replaced by one dimension (the rank of the statement's tuple of constants), runs
+    whose tuple is the same for every statement dropped, and the indices of the dims kept (a
+    collapsed run keeps its first dim's index).
+
+    Within such a run statements compare by their constant tuples alone, so the rank orders them
+    exactly as the run did: the execution order is unchanged.  But isl's AST generator pays for
+    every dimension of every statement (a packed, register-blocked gradient has ~100 dims, most
+    of them per-statement constants), so the shorter map makes loop generation several times
+    faster.  Only a value isl reads off the map without computation (`plain_get_val_if_fixed`)
+    counts as fixed, so the analysis itself costs no isl work."""
+    maps: List[isl.Map] = []
+    smap.foreach_map(maps.append)
+    if not maps:
+        return smap, list(range(n))
+
+    def fixed(m: isl.Map, k: int) -> Optional[int]:
+        v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
+        return None if v.is_nan() else v.to_python()
+
+    values = [[fixed(m, k) for k in range(n)] for m in maps]
+    all_fixed = [all(row[k] is not None for row in values) for k in range(n)]
+    runs: List[Tuple[int, int]] = []  # [start, stop) of each run of all-fixed dims
+    k = 0
+    while k < n:
+        if all_fixed[k]:
+            start = k
+            while k < n and all_fixed[k]:
+                k += 1
+            runs.append((start, k))
+        else:
+            k += 1
+    plan: List[Tuple[int, int, Optional[List[int]]]] = []  # (start, stop, rank per map or None: drop)
+    for start, stop in runs:
+        tuples = [tuple(row[start:stop]) for row in values]
+        order = sorted(set(tuples))
+        if len(order) == 1:
+            plan.append((start, stop, None))
+        elif stop - start > 1:
+            plan.append((start, stop, [order.index(t) for t in tuples]))
+    if not plan:
+        return smap, list(range(n))
+    reduced: Optional[isl.UnionMap] = None
+    for i, m in enumerate(maps):
+        for start, stop, ranks in reversed(plan):
+            m = m.project_out(isl.dim_type.out, start, stop - start)
+            if ranks is not None:
+                m = m.insert_dims(isl.dim_type.out, start, 1).fix_val(
+                    isl.dim_type.out, start, isl.Val.int_from_si(m.get_ctx(), ranks[i]))
+        um = isl.UnionMap.from_map(m)
+        reduced = um if reduced is None else reduced.union(um)
+    assert reduced is not None
+    removed = {k for start, stop, ranks in plan for k in range(start + (ranks is not None), stop)}
+    return reduced, [k for k in range(n) if k not in removed]
 
 
 def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = None) -> Node:
@@ -147,15 +208,17 @@ def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = N
             from ..poly.islutil import isl_name
             fixed = " and ".join(f"{isl_name(k)} = {v}" for k, v in sorted(fixed_sizes.items()))
             context = context.intersect(isl.Set(f"{model.pstr} -> {{ : {fixed} }}"))
+        # isl sees the schedule without the dims that order nothing (see drop_constant_dims).
+        gen_map, keep = drop_constant_dims(smap, len(names))
         build = isl.AstBuild.from_context(context)
-        ids = isl.IdList.alloc(isl.DEFAULT_CONTEXT, len(names))
-        for n in names:
-            ids = ids.add(isl.Id(n))
+        ids = isl.IdList.alloc(isl.DEFAULT_CONTEXT, len(keep))
+        for k in keep:
+            ids = ids.add(isl.Id(names[k]))
         build = build.set_iterators(ids)
-        options = ast_build_options(schedule)
+        options = ast_build_options(schedule, keep=keep)
         if options is not None:
             build = build.set_options(options)
-        root = build.node_from_schedule_map(smap)
+        root = build.node_from_schedule_map(gen_map)
     dims_by_name = {n: d for n, d in zip(names, schedule.dims) if d.name is not None}
     loops = _convert(root, dims_by_name)
     problem = _check_loops(loops, schedule, smap, context)
@@ -165,7 +228,8 @@ def build_loop_ast(schedule: Schedule, fixed_sizes: Optional[Dict[str, int]] = N
     # "atomic" (one loop per dimension, no splitting) takes another path through isl; it is kept
     # only if it passes the same check.
     with isl_budget(f"generating loops for {model.program.name} again"):
-        root = build.set_options(ast_build_options(schedule, atomic=True)).node_from_schedule_map(smap)
+        retry_options = ast_build_options(schedule, atomic=True, keep=keep)
+        root = (build.set_options(retry_options) if retry_options is not None else build).node_from_schedule_map(gen_map)
     retry = _convert(root, dims_by_name)
     if _check_loops(retry, schedule, smap, context) is None:
         return retry
