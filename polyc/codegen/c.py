@@ -16,7 +16,7 @@ from ..ir import Access, Program
 from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Dim, LoopKind, Schedule
 from ..target import MVEC_FUNCTIONS
-from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, if_clause, single_call
+from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, parallel_condition, single_call
 from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
@@ -169,6 +169,7 @@ class _Emitter:
                 if opened is not None:
                     return opened
             pragmas = []
+            parallel_pragma = None
             # "reduction_parallel" without an accumulator: iterations race only on reduction
             # updates, made atomic below.
             parallel_here = is_parallel and not in_parallel
@@ -179,8 +180,7 @@ class _Emitter:
             if is_vector and self._accs:
                 pragmas.append(c.Pragma("omp simd " + " ".join(a.clauses for a in self._accs.values())))
             elif parallel_here:
-                pragmas.append(c.Pragma("omp parallel for" + (" simd" if simd else "") + " schedule(static)"
-                                        + if_clause(n, self.statements, self._c)))
+                parallel_pragma = "omp parallel for" + (" simd" if simd else "") + " schedule(static)"
             elif simd:
                 pragmas.append(c.Pragma("omp simd"))
             elif not dim.unroll.is_none:  # a full unroll isl could not write out: the compiler's turn
@@ -196,6 +196,9 @@ class _Emitter:
             finally:
                 self._atomic_depth -= reduction_here
                 self._scope.pop()
+            if parallel_pragma is not None:
+                return guarded_parallel(parallel_condition(n, self.statements, self._c), parallel_pragma,
+                                        "omp simd" if simd else None, self._for(n, body))
             return pragmas + [self._for(n, body)]
         if isinstance(n, Call):
             st = self.statements[n.statement]
@@ -259,8 +262,7 @@ class _Emitter:
         clauses = " ".join(a.clauses for a in accs.values())
         simd = is_vector
         if reduction_here:
-            pragma = ("omp parallel for" + (" simd" if simd else "") + f" {clauses} schedule(static)"
-                      + if_clause(n, self.statements, self._c))
+            pragma = "omp parallel for" + (" simd" if simd else "") + f" {clauses} schedule(static)"
         else:
             pragma = f"omp simd {clauses}".rstrip()
         self._accs = accs
@@ -270,9 +272,15 @@ class _Emitter:
         finally:
             self._accs = {}
             self._scope.pop()
+        if reduction_here:
+            # The serial copy keeps the accumulator (and SIMD with its reduction clauses).
+            looped = guarded_parallel(parallel_condition(n, self.statements, self._c), pragma,
+                                      f"omp simd {clauses}" if simd else None, self._for(n, body))
+        else:
+            looped = [c.Pragma(pragma), self._for(n, body)]
         lines = [c.Line(x) for k, a in accs.items() for x in a.opening(targets[k])]
-        lines += [c.Pragma(pragma), self._for(n, body)] + [c.Line(a.closing(targets[k])) for k, a in accs.items()]
-        return [c.Block(lines)] if accs else [c.Pragma(pragma), self._for(n, body)]
+        lines += looped + [c.Line(a.closing(targets[k])) for k, a in accs.items()]
+        return [c.Block(lines)] if accs else looped
 
     def _c(self, e) -> str:
         """C text of a loop-AST expression, its ids spelled as C identifiers."""

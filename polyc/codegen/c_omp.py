@@ -1,8 +1,9 @@
 """OpenMP details of the C emitter: work thresholds for parallel loops and reduction accumulators.
 
-- `if()` clauses: every `#pragma omp parallel for` gets `if(<trip count> > 1 && <estimated work>
-  >= PARALLEL_MIN_WORK)`, so a loop with one iteration, or too little work to pay for waking the
-  thread pool, runs on the calling thread (on a loaded machine a wake-up costs milliseconds).
+- work thresholds: every `#pragma omp parallel for` runs only `if (<trip count> > 1 && <estimated
+  work> >= PARALLEL_MIN_WORK)`, else the same loop runs serially in an `else` branch, so a loop with
+  one iteration, or too little work to pay for waking the thread pool, never enters libgomp (on a
+  loaded machine a wake-up costs milliseconds; even OpenMP's `if(0)` clause enters the runtime).
   The work is estimated from the loop nest itself: trip counts of the inner loops (where their
   bounds are known outside the loop) times the operations of each statement.
 - reduction accumulators: a reassociated reduction (`reduction_vector` / `reduction_parallel`
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Optional, Set
+
+import cgen as c
 
 from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, walk
 
@@ -90,15 +93,31 @@ def work(node: Node, statements, text: Callable[[LExpr], str], inner: Set[str]) 
     raise TypeError(node)
 
 
-def if_clause(loop: Loop, statements, text: Callable[[LExpr], str]) -> str:
-    """` if(...)` for the `omp parallel for` of `loop`: more than one iteration and enough work
-    (`PARALLEL_MIN_WORK`); empty when the trip count cannot be read from the loop."""
+def parallel_condition(loop: Loop, statements, text: Callable[[LExpr], str]) -> Optional[str]:
+    """C condition under which `loop` runs in parallel: more than one iteration and enough work
+    (`PARALLEL_MIN_WORK`); None when the trip count cannot be read from the loop (always parallel).
+
+    The emitter branches on it (`guarded_parallel`) rather than writing an OpenMP `if()` clause:
+    libgomp still enters the runtime (team setup, a call per region) for `if(0)`, which doubled
+    the time of small kernels that run thousands of regions per call (issue #16)."""
     trip = trip_count(loop, text)
     if trip is None:
-        return ""
+        return None
     inner = {x.iterator for x in walk(loop) if isinstance(x, Loop)}
     body = work(loop.body, statements, text, inner)
-    return f" if({trip} > 1 && (double){trip} * {body} >= {float(PARALLEL_MIN_WORK)!r})"
+    return f"{trip} > 1 && (double){trip} * {body} >= {float(PARALLEL_MIN_WORK)!r}"
+
+
+def guarded_parallel(condition: Optional[str], parallel_pragma: str, serial_pragma: Optional[str],
+                     loop) -> list:
+    """cgen statements running `loop` under `parallel_pragma` when `condition` holds, else the same
+    loop on the calling thread under `serial_pragma` (`omp simd ...` where the parallel loop was a
+    SIMD one, so the serial copy still vectorises; None for none)."""
+    parallel = [c.Pragma(parallel_pragma), loop]
+    if condition is None:
+        return parallel
+    serial = ([c.Pragma(serial_pragma)] if serial_pragma else []) + [loop]
+    return [c.If(condition, c.Block(parallel), c.Block(serial))]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ hash, so a path seen before always names the same code and need not be dlopen'ed
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -26,6 +27,26 @@ _SCALAR_CTYPES: Dict[str, Any] = {
 
 _libraries: Dict[str, ctypes.CDLL] = {}
 _libraries_lock = threading.Lock()
+
+#: OpenMP environment polyc sets before the first kernel library (and so libgomp) loads, unless
+#: the user set any of `OMP_WAIT_POLICY_OVERRIDES`.  libgomp's default lets idle threads spin for
+#: a while after each parallel region: on a loaded or oversubscribed machine every region then
+#: costs milliseconds and the spinning pool steals a core from the next computation (issue #16).
+OMP_WAIT_DEFAULTS: Dict[str, str] = {"OMP_WAIT_POLICY": "passive"}
+
+#: Variables by which the user states a wait policy of their own; any one set leaves all alone.
+OMP_WAIT_POLICY_OVERRIDES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+def default_openmp_environment(environ=os.environ) -> Dict[str, str]:
+    """Set `OMP_WAIT_DEFAULTS` in `environ` where the user set none of `OMP_WAIT_POLICY_OVERRIDES`;
+    returns what was set.  libgomp reads its environment once, when it is loaded, so this must run
+    before the first OpenMP library is dlopen'ed (`load_library` calls it); afterwards it is moot."""
+    if any(name in environ for name in OMP_WAIT_POLICY_OVERRIDES):
+        return {}
+    for name, value in OMP_WAIT_DEFAULTS.items():
+        environ[name] = value
+    return dict(OMP_WAIT_DEFAULTS)
 
 
 def scalar_ctype(dtype: DType) -> Any:
@@ -51,6 +72,8 @@ def load_library(lib_path: Union[str, Path]) -> ctypes.CDLL:
     with _libraries_lock:
         lib = _libraries.get(key)
         if lib is None:
+            if not _libraries:
+                default_openmp_environment()
             try:
                 lib = ctypes.CDLL(key)
             except OSError as e:
