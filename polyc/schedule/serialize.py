@@ -22,7 +22,7 @@ import islpy as isl
 from ..errors import IllegalScheduleError, PolycError, ScheduleArgumentError, ScheduleFileError
 from ..poly.islutil import isl_budget
 from ..poly.model import PolyModel
-from . import schedule_file
+from . import saved_auto, schedule_file
 from .outline import chain_text, tree_text
 from .registry import ALIASES, PRIMITIVES, apply_checked
 from .state import Dim, ScheduleState as Schedule
@@ -67,6 +67,11 @@ def to_json(s: Schedule, indent: int = 2) -> str:
     target = s.target
     if target is not None:   # the machine an automatic schedule was chosen for (`polyc.Target`)
         doc["target"] = target.to_dict()
+    request = s.auto_request
+    if request is not None and not replayable(s) and request.applies_to(s):  # type: ignore[attr-defined]
+        # The knobs auto_schedule was called with: the loader re-derives (and re-proves) the
+        # pack and CUDA contraction plans from them, and the runtime re-decides per size class.
+        doc["auto_request"] = saved_auto.request_dict(request)
     return json.dumps(doc, indent=indent)
 
 
@@ -163,6 +168,13 @@ def from_json(start: Schedule, text: Union[str, bytes]) -> Schedule:
     target = _target_of(doc)
     replayable_flag = schedule_file.expect(doc.get("replayable", True), (bool,), "replayable", "'replayable'")
     s = _restore_raw(start, doc) if not replayable_flag else _replay(start, doc)
+    if "auto_request" in doc:
+        request = saved_auto.check_request(doc["auto_request"])
+        if replayable_flag:
+            raise ScheduleFileError("only an automatic (raw) schedule has an auto request", "auto_request")
+        again = saved_auto.rederive(s, request, doc.get("dims"))
+        if again is not None:
+            return again
     return replace(s, target=target) if target is not None else s
 
 
