@@ -114,3 +114,47 @@ def rederive(restored: Schedule, request: Any, saved_dims: Any) -> Optional[Sche
     return replace(restored, maps=again.maps, dims=again.dims, history=again.history, steps=again.steps,
                    packing=again.packing, gpu_contractions=again.gpu_contractions,
                    auto_request=again.auto_request, target=again.target)
+
+
+# -- CUDA contraction plans (`auto_gpu.auto_gpu_schedule`) ----------------------------------------
+
+def gpu_plans_list(schedule: Schedule) -> list:
+    """The CUDA contraction plans in their saved form (statement, fused init, tile), read only as
+    what the re-derived plans must match."""
+    return [{"statement": p.statement, "init": p.init, "tile": list(p.tile)}   # type: ignore[attr-defined]
+            for p in schedule.gpu_contractions]
+
+
+def _check_gpu_plans(data: Any, names: Any) -> list:
+    """The saved plan summaries (untrusted: shape, statement names and tile integers checked)."""
+    w = "gpu_contractions"
+    schedule_file.expect(data, (list,), w, "a list")
+    for k, plan in enumerate(data):
+        where = f"{w}[{k}]"
+        schedule_file.expect(plan, (dict,), where, "an object")
+        if set(plan) != {"statement", "init", "tile"}:
+            raise ScheduleFileError("a plan has exactly 'statement', 'init' and 'tile'", where)
+        if plan["statement"] not in names:
+            raise ScheduleFileError(f"no statement {schedule_file._show(plan['statement'])}", f"{where}.statement")
+        if plan["init"] is not None and plan["init"] not in names:
+            raise ScheduleFileError(f"no statement {schedule_file._show(plan['init'])}", f"{where}.init")
+        tile = schedule_file.expect(plan["tile"], (list,), f"{where}.tile", "a list")
+        if len(tile) != 5 or not all(isinstance(t, int) and not isinstance(t, bool) and 0 < t <= 4096
+                                     for t in tile):
+            raise ScheduleFileError("a tile is five positive integers", f"{where}.tile")
+    return data
+
+
+def rederive_gpu(start: Schedule, restored: Schedule, data: Any, saved_dims: Any) -> Optional[Schedule]:
+    """`auto_gpu_schedule` of the source order `start`, when its plans are the saved ones and it
+    reproduces the `restored` (proven) raw schedule exactly; None otherwise."""
+    from .auto_gpu import auto_gpu_schedule
+    summaries = _check_gpu_plans(data, list(restored.statements))
+    try:
+        again = auto_gpu_schedule(start)
+    except (PolycError, IslBudgetError, isl.Error):
+        return None
+    if gpu_plans_list(again) != summaries or not _same(again, restored, saved_dims):
+        return None
+    return replace(restored, maps=again.maps, dims=again.dims, history=again.history, steps=again.steps,
+                   gpu_contractions=again.gpu_contractions)

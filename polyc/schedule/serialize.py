@@ -72,6 +72,8 @@ def to_json(s: Schedule, indent: int = 2) -> str:
         # The knobs auto_schedule was called with: the loader re-derives (and re-proves) the
         # pack and CUDA contraction plans from them, and the runtime re-decides per size class.
         doc["auto_request"] = saved_auto.request_dict(request)
+    if s.gpu_contractions and not replayable(s):
+        doc["gpu_contractions"] = saved_auto.gpu_plans_list(s)   # re-derived and matched on load
     return json.dumps(doc, indent=indent)
 
 
@@ -175,6 +177,13 @@ def from_json(start: Schedule, text: Union[str, bytes]) -> Schedule:
         again = saved_auto.rederive(s, request, doc.get("dims"))
         if again is not None:
             return again
+    if "gpu_contractions" in doc:
+        if replayable_flag:
+            raise ScheduleFileError("only an automatic (raw) schedule has CUDA contraction plans",
+                                    "gpu_contractions")
+        again = saved_auto.rederive_gpu(start, s, doc["gpu_contractions"], doc.get("dims"))
+        if again is not None:
+            s = again
     return replace(s, target=target) if target is not None else s
 
 

@@ -117,3 +117,41 @@ def test_files_saved_by_the_previous_version_still_load(name):
               "total": pc.kernel("s +=! A[i, j]", name="total")}[doc["kernel"]]
     s = Schedule.from_json(kernel, json.dumps(doc))
     assert s.auto_request is None and pc.codegen(kernel, s)
+
+
+# -- CUDA contraction plans -----------------------------------------------------------------------
+
+def _gpu_text() -> str:
+    from polyc.schedule.auto_gpu import auto_gpu_schedule
+    return auto_gpu_schedule(mm.schedule(), pc.Target.resolve("cuda")).to_json()
+
+
+def test_a_saved_cuda_schedule_reloads_with_its_contraction_plan():
+    from polyc.schedule.auto_gpu import auto_gpu_schedule
+    a = auto_gpu_schedule(mm.schedule(), pc.Target.resolve("cuda"))
+    b = Schedule.from_json(mm, a.to_json())
+    assert len(a.gpu_contractions) == 1 and len(b.gpu_contractions) == 1
+    assert b.gpu_contractions[0].tile == a.gpu_contractions[0].tile
+    assert pc.codegen(mm, b, target="cuda") == pc.codegen(mm, a, target="cuda")
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda p: p.update(tile=[64, 64, 8, 8]), "gpu_contractions[0].tile"),
+    (lambda p: p.update(tile=[64, 64, 8, 8, True]), "gpu_contractions[0].tile"),
+    (lambda p: p.update(statement="system('x')"), "gpu_contractions[0].statement"),
+    (lambda p: p.update(init="S9"), "gpu_contractions[0].init"),
+    (lambda p: p.update(code="evil"), "gpu_contractions[0]"),
+])
+def test_tampered_cuda_plans_are_refused(change, where):
+    doc = json.loads(_gpu_text())
+    change(doc["gpu_contractions"][0])
+    with pytest.raises(ScheduleFileError) as e:
+        Schedule.from_json(mm, json.dumps(doc))
+    assert e.value.where == where
+
+
+def test_a_cuda_plan_this_polyc_would_not_make_is_not_trusted():
+    doc = json.loads(_gpu_text())
+    doc["gpu_contractions"][0]["tile"] = [32, 32, 8, 4, 4]
+    b = Schedule.from_json(mm, json.dumps(doc))
+    assert b.gpu_contractions == ()
