@@ -7,12 +7,15 @@ the file keeps only the request (every field validated here), and `from_json` ru
 `auto_schedule` again with it on the kernel.  The re-derived schedule is used only when its maps,
 loops and marks are exactly the ones stored (so the reload is the saved schedule, with plans this
 polyc proved itself); otherwise the stored maps are restored and proven as any raw schedule.
+CUDA contraction plans (`auto_gpu`) are saved as (statement, init, tile) summaries and re-derived
+the same way.  `auto` and `auto_gpu` register the re-derivers in `serialize.REDERIVERS` (they sit
+above `serialize` in the import graph); `polyc` imports both, so loading always re-derives.
 """
 from __future__ import annotations
 
 import types
 from dataclasses import replace
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import islpy as isl
 
@@ -37,10 +40,10 @@ def _opt(value: Any, types_: tuple, where: str, what: str) -> Any:
     return None if value is None else schedule_file.expect(value, types_, where, what)
 
 
-def check_request(data: Any) -> Any:
-    """The `AutoRequest` stored under "auto_request" (untrusted: every field checked)."""
+def check_request(data: Any) -> Dict[str, Any]:
+    """The fields of the `AutoRequest` stored under "auto_request" (untrusted: every one checked),
+    as `AutoRequest`'s positional arguments by name."""
     from ..target import Target
-    from .auto import AutoRequest
     w = "auto_request"
     schedule_file.expect(data, (dict,), w, "an object")
     unknown = sorted(set(data) - set(_FIELDS))
@@ -78,17 +81,17 @@ def check_request(data: Any) -> Any:
     history = schedule_file.expect(data["history"], (list,), f"{w}.history", "a list")
     for k, h in enumerate(history):
         schedule_file.expect(h, (str,), f"{w}.history[{k}]", "a string")
-    return AutoRequest(target, data["tile"], budget, tuple(sorted(pairs)), data["register_blocking"],
-                       data["pack"], data["jam_rows"], deadline, data["reassociate"], tuple(history))
+    return {"target": target, "tile": data["tile"], "budget": budget, "tile_sizes": tuple(sorted(pairs)),
+            "register_blocking": data["register_blocking"], "pack": data["pack"], "jam_rows": data["jam_rows"],
+            "deadline": deadline, "reassociate": data["reassociate"], "history": tuple(history)}
 
 
-def _same(a: Schedule, b: Schedule, saved_dims: Any) -> bool:
+def _same(a: Schedule, b: Schedule, saved_dims: Any, dim_form: Callable) -> bool:
     """Whether `a` has the loops and marks saved (`saved_dims`, packed loops included) and the
     maps of `b` (equal as relations, not just textually)."""
-    from .serialize import _dim_dict
     if tuple(a.statements) != tuple(b.statements):
         return False
-    if [_dim_dict(d, a.packed_loops()) for d in a.dims] != saved_dims:
+    if [dim_form(d, a.packed_loops()) for d in a.dims] != saved_dims:
         return False
     try:
         return all(a.statement_map(n).is_equal(b.statement_map(n)) for n in a.statements)
@@ -96,10 +99,12 @@ def _same(a: Schedule, b: Schedule, saved_dims: Any) -> bool:
         return False
 
 
-def rederive(restored: Schedule, request: Any, saved_dims: Any) -> Optional[Schedule]:
+def rederive(restored: Schedule, request: Any, saved_dims: Any, auto_schedule: Callable,
+             dim_form: Callable) -> Optional[Schedule]:
     """`auto_schedule` run again with the saved `request`, when it reproduces the `restored`
-    (proven) raw schedule exactly; None otherwise (the kernel, polyc or the search changed)."""
-    from .auto import auto_schedule
+    (proven) raw schedule exactly; None otherwise (the kernel, polyc or the search changed).
+    `auto_schedule` and `dim_form` (the saved form of a Dim) are passed in by `auto`, which
+    registers this with `serialize` (the schedule layer below `auto` must not import it)."""
     kernel = types.SimpleNamespace(model=restored.model)
     try:
         again = auto_schedule(kernel, request.target, tile=request.tile, budget=request.budget,
@@ -109,7 +114,7 @@ def rederive(restored: Schedule, request: Any, saved_dims: Any) -> Optional[Sche
                               reassociate=request.reassociate)
     except (PolycError, IslBudgetError, isl.Error):
         return None
-    if tuple(again.history) != request.history or not _same(again, restored, saved_dims):
+    if tuple(again.history) != request.history or not _same(again, restored, saved_dims, dim_form):
         return None
     return replace(restored, maps=again.maps, dims=again.dims, history=again.history, steps=again.steps,
                    packing=again.packing, gpu_contractions=again.gpu_contractions,
@@ -145,16 +150,21 @@ def _check_gpu_plans(data: Any, names: Any) -> list:
     return data
 
 
-def rederive_gpu(start: Schedule, restored: Schedule, data: Any, saved_dims: Any) -> Optional[Schedule]:
-    """`auto_gpu_schedule` of the source order `start`, when its plans are the saved ones and it
-    reproduces the `restored` (proven) raw schedule exactly; None otherwise."""
-    from .auto_gpu import auto_gpu_schedule
-    summaries = _check_gpu_plans(data, list(restored.statements))
+def check_gpu_plans(data: Any, names: Any) -> list:
+    """The saved plan summaries, checked (see `_check_gpu_plans`)."""
+    return _check_gpu_plans(data, names)
+
+
+def rederive_gpu(start: Schedule, restored: Schedule, summaries: list, saved_dims: Any,
+                 auto_gpu_schedule: Callable, dim_form: Callable) -> Optional[Schedule]:
+    """`auto_gpu_schedule` of the source order `start`, when its plans are the (checked) saved
+    `summaries` and it reproduces the `restored` (proven) raw schedule exactly; None otherwise.
+    Registered with `serialize` by `auto_gpu`, which passes itself in."""
     try:
         again = auto_gpu_schedule(start)
     except (PolycError, IslBudgetError, isl.Error):
         return None
-    if gpu_plans_list(again) != summaries or not _same(again, restored, saved_dims):
+    if gpu_plans_list(again) != summaries or not _same(again, restored, saved_dims, dim_form):
         return None
     return replace(restored, maps=again.maps, dims=again.dims, history=again.history, steps=again.steps,
                    gpu_contractions=again.gpu_contractions)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 import islpy as isl
 
@@ -29,6 +29,11 @@ from .state import Dim, ScheduleState as Schedule
 
 FORMAT = "polyc-schedule"
 VERSION = 1
+
+#: Re-derivers of an automatic schedule's typed fields, registered by the modules that make them
+#: (`auto`: "auto_request", `auto_gpu`: "gpu_contractions"; imported by `polyc`): (start, restored
+#: raw schedule, checked saved value, saved dims) -> the re-derived schedule or None.
+REDERIVERS: Dict[str, Callable[..., Optional[Schedule]]] = {}
 
 #: Primitives a stored schedule may call: the registry's (and their aliases).
 REPLAYABLE = tuple(PRIMITIVES) + tuple(ALIASES)
@@ -170,20 +175,19 @@ def from_json(start: Schedule, text: Union[str, bytes]) -> Schedule:
     target = _target_of(doc)
     replayable_flag = schedule_file.expect(doc.get("replayable", True), (bool,), "replayable", "'replayable'")
     s = _restore_raw(start, doc) if not replayable_flag else _replay(start, doc)
+    checked = {}
     if "auto_request" in doc:
-        request = saved_auto.check_request(doc["auto_request"])
-        if replayable_flag:
-            raise ScheduleFileError("only an automatic (raw) schedule has an auto request", "auto_request")
-        again = saved_auto.rederive(s, request, doc.get("dims"))
-        if again is not None:
-            return again
+        checked["auto_request"] = saved_auto.check_request(doc["auto_request"])
     if "gpu_contractions" in doc:
+        checked["gpu_contractions"] = saved_auto.check_gpu_plans(doc["gpu_contractions"], names)
+    for key, value in checked.items():
         if replayable_flag:
-            raise ScheduleFileError("only an automatic (raw) schedule has CUDA contraction plans",
-                                    "gpu_contractions")
-        again = saved_auto.rederive_gpu(start, s, doc["gpu_contractions"], doc.get("dims"))
+            raise ScheduleFileError(f"only an automatic (raw) schedule has {key!r}", key)
+        rederive = REDERIVERS.get(key)
+        again = rederive(start, s, value, doc.get("dims")) if rederive is not None else None
         if again is not None:
             s = again
+            break
     return replace(s, target=target) if target is not None else s
 
 
