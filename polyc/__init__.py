@@ -15,6 +15,7 @@ from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
 from .schedule import Schedule
 from . import viz as _viz  # noqa: F401  (registers the Jupyter views the values' _repr_html_ look up)
 from .target import Target
+from .schedule import auto as _auto, auto_gpu as _auto_gpu  # noqa: F401,E402  (register the re-derivers of saved automatic schedules: serialize.REDERIVERS)
 from . import tune  # noqa: E402  (a callable module: pc.tune(kernel, sizes, ...); see polyc.tune)
 from .program.program import program
 

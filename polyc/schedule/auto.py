@@ -44,6 +44,7 @@ from .auto_reduce import direction_of as _direction_of
 from .auto_size import worth_parallel
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
+from . import saved_auto, serialize
 from .schedule import LoopKind, Schedule
 
 #: isl operations the scheduler itself may use (the proofs run under the default budget).
@@ -507,3 +508,11 @@ def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True,
         return pack_contractions(sched, deps, search, target) if pack else sched
     except (PolycError, isl.Error):
         return sched
+
+
+def _rederive_saved(start: Schedule, restored: Schedule, fields: dict, saved_dims) -> Optional[Schedule]:
+    """A saved automatic schedule made again from its checked request (see `saved_auto.rederive`)."""
+    return saved_auto.rederive(restored, AutoRequest(**fields), saved_dims, auto_schedule, serialize._dim_dict)
+
+
+serialize.REDERIVERS["auto_request"] = _rederive_saved

@@ -23,6 +23,7 @@ from ..ir import Const
 from ..poly.contraction import TiledContraction, box_extents, tiled_contraction
 from ..target import Target
 from .gpu import default_gpu_mapping, is_mapped
+from . import saved_auto, serialize
 from .schedule import Schedule
 
 
@@ -151,3 +152,11 @@ def auto_gpu_schedule(schedule: Schedule, target: Optional[Target] = None) -> Sc
     plans = tuple(replace(p, maps=tuple((n, maps[n]) for n, _ in p.maps)) for p in plans)
     note = f"tiled_contraction({', '.join(p.statement for p in plans)})"
     return replace(mapped, gpu_contractions=plans, history=mapped.history + (note,))
+
+
+def _rederive_saved(start: Schedule, restored: Schedule, summaries: list, saved_dims) -> Optional[Schedule]:
+    """A saved CUDA schedule's contraction plans made again (see `saved_auto.rederive_gpu`)."""
+    return saved_auto.rederive_gpu(start, restored, summaries, saved_dims, auto_gpu_schedule, serialize._dim_dict)
+
+
+serialize.REDERIVERS["gpu_contractions"] = _rederive_saved

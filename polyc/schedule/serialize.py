@@ -15,20 +15,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 import islpy as isl
 
 from ..errors import IllegalScheduleError, PolycError, ScheduleArgumentError, ScheduleFileError
 from ..poly.islutil import isl_budget
 from ..poly.model import PolyModel
-from . import schedule_file
+from . import saved_auto, schedule_file
 from .outline import chain_text, tree_text
 from .registry import ALIASES, PRIMITIVES, apply_checked
 from .state import Dim, ScheduleState as Schedule
 
 FORMAT = "polyc-schedule"
 VERSION = 1
+
+#: Re-derivers of an automatic schedule's typed fields, registered by the modules that make them
+#: (`auto`: "auto_request", `auto_gpu`: "gpu_contractions"; imported by `polyc`): (start, restored
+#: raw schedule, checked saved value, saved dims) -> the re-derived schedule or None.
+REDERIVERS: Dict[str, Callable[..., Optional[Schedule]]] = {}
 
 #: Primitives a stored schedule may call: the registry's (and their aliases).
 REPLAYABLE = tuple(PRIMITIVES) + tuple(ALIASES)
@@ -67,6 +72,13 @@ def to_json(s: Schedule, indent: int = 2) -> str:
     target = s.target
     if target is not None:   # the machine an automatic schedule was chosen for (`polyc.Target`)
         doc["target"] = target.to_dict()
+    request = s.auto_request
+    if request is not None and not replayable(s) and request.applies_to(s):  # type: ignore[attr-defined]
+        # The knobs auto_schedule was called with: the loader re-derives (and re-proves) the
+        # pack and CUDA contraction plans from them, and the runtime re-decides per size class.
+        doc["auto_request"] = saved_auto.request_dict(request)
+    if s.gpu_contractions and not replayable(s):
+        doc["gpu_contractions"] = saved_auto.gpu_plans_list(s)   # re-derived and matched on load
     return json.dumps(doc, indent=indent)
 
 
@@ -163,6 +175,19 @@ def from_json(start: Schedule, text: Union[str, bytes]) -> Schedule:
     target = _target_of(doc)
     replayable_flag = schedule_file.expect(doc.get("replayable", True), (bool,), "replayable", "'replayable'")
     s = _restore_raw(start, doc) if not replayable_flag else _replay(start, doc)
+    checked = {}
+    if "auto_request" in doc:
+        checked["auto_request"] = saved_auto.check_request(doc["auto_request"])
+    if "gpu_contractions" in doc:
+        checked["gpu_contractions"] = saved_auto.check_gpu_plans(doc["gpu_contractions"], names)
+    for key, value in checked.items():
+        if replayable_flag:
+            raise ScheduleFileError(f"only an automatic (raw) schedule has {key!r}", key)
+        rederive = REDERIVERS.get(key)
+        again = rederive(start, s, value, doc.get("dims")) if rederive is not None else None
+        if again is not None:
+            s = again
+            break
     return replace(s, target=target) if target is not None else s
 
 
