@@ -32,7 +32,11 @@ _libraries_lock = threading.Lock()
 #: the user set any of `OMP_WAIT_POLICY_OVERRIDES`.  libgomp's default lets idle threads spin for
 #: a while after each parallel region: on a loaded or oversubscribed machine every region then
 #: costs milliseconds and the spinning pool steals a core from the next computation (issue #16).
-OMP_WAIT_DEFAULTS: Dict[str, str] = {"OMP_WAIT_POLICY": "passive"}
+#: A short spin (10,000 iterations, microseconds) instead of libgomp's 300,000 keeps back-to-back
+#: regions of one call as fast as the default on an idle machine (matmul 512^3: 1.69 ms vs 1.64 ms;
+#: passive sleeping, 3.5 ms, wakes threads too slowly) and is 16x faster than the default on an
+#: oversubscribed one (mvt MEDIUM: 0.72 ms vs 11.8 ms; passive 0.23 ms).
+OMP_WAIT_DEFAULTS: Dict[str, str] = {"GOMP_SPINCOUNT": "10000"}
 
 #: Variables by which the user states a wait policy of their own; any one set leaves all alone.
 OMP_WAIT_POLICY_OVERRIDES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")

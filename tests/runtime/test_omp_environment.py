@@ -1,4 +1,4 @@
-"""polyc sets a passive OpenMP wait policy before libgomp loads, unless the user chose one (issue #16)."""
+"""polyc sets a short OpenMP spin before libgomp loads, unless the user chose a wait policy (issue #16)."""
 import json
 import os
 import subprocess
@@ -32,8 +32,8 @@ def _run(extra_env):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_a_fresh_process_running_a_parallel_kernel_gets_the_passive_policy():
-    assert _run({}) == {"OMP_WAIT_POLICY": "passive", "GOMP_SPINCOUNT": None}
+def test_a_fresh_process_running_a_parallel_kernel_gets_the_short_spin():
+    assert _run({}) == {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}
 
 
 @pytest.mark.parametrize("user", [{"OMP_WAIT_POLICY": "active"}, {"GOMP_SPINCOUNT": "10000"}])
@@ -45,8 +45,8 @@ def test_a_policy_the_user_set_is_left_alone(user):
 
 def test_the_default_is_set_only_where_the_user_set_nothing():
     env = {}
-    assert default_openmp_environment(env) == {"OMP_WAIT_POLICY": "passive"}
-    assert env == {"OMP_WAIT_POLICY": "passive"}
+    assert default_openmp_environment(env) == {"GOMP_SPINCOUNT": "10000"}
+    assert env == {"GOMP_SPINCOUNT": "10000"}
     env = {"GOMP_SPINCOUNT": "0"}
     assert default_openmp_environment(env) == {}
     assert env == {"GOMP_SPINCOUNT": "0"}
