@@ -40,21 +40,6 @@ def private_cache(tmp_path, monkeypatch):
     return cache
 
 
-@pytest.fixture
-def compile_counter(monkeypatch):
-    """Counts real compiler invocations (not `--version` queries)."""
-    calls = []
-    real_run = subprocess.run
-
-    def counting_run(command, *args, **kwargs):
-        if "-o" in command:
-            calls.append(command)
-        return real_run(command, *args, **kwargs)
-
-    monkeypatch.setattr(compiler_module.subprocess, "run", counting_run)
-    return calls
-
-
 def test_compiled_function_runs_on_numpy_arrays(private_cache):
     lib = compile_c(AXPY_SOURCE)
     assert lib.parent == private_cache and lib.suffix == ".so"
