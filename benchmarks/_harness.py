@@ -316,12 +316,10 @@ def machine_info() -> Dict[str, Any]:
                     break
     except OSError:
         pass
-    try:
-        from polyc.schedule.auto_cost import machine
-        m = machine()
-        info["caches"] = {"l1": m.l1, "l2": m.l2, "l3": m.l3}
-    except Exception:  # noqa: BLE001
-        pass
+    from polyc.target import Target
+    host = Target.host()
+    info["caches"] = {"l1": host.l1, "l2": host.l2, "l3": host.l3}
+    info["target"] = {"fingerprint": host.fingerprint(), **host.to_dict()}
     for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "POLYC_CFLAGS", "POLYC_CC", "POLYC_BENCH_PRELOAD"):
         if os.environ.get(k):
             info[k] = os.environ[k]
