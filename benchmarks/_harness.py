@@ -305,6 +305,15 @@ def geomean(xs: Sequence[float]) -> float:
     return math.exp(sum(math.log(x) for x in vals) / len(vals))
 
 
+def torch_available() -> bool:
+    """Whether PyTorch imports here (a contender only where it does)."""
+    try:
+        import torch  # noqa: F401
+        return True
+    except Exception:  # noqa: BLE001 - a broken install is as good as none
+        return False
+
+
 def machine_info() -> Dict[str, Any]:
     info: Dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
                             "cpus": os.cpu_count()}

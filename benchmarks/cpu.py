@@ -150,14 +150,6 @@ def setup_torch(bench: str) -> Any:
     raise KeyError(name)
 
 
-def torch_available() -> bool:
-    try:
-        import torch  # noqa: F401
-        return torch is not None
-    except Exception:  # noqa: BLE001
-        return False
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1024^3 matmuls and the small benchmarks, 3 rounds")
@@ -174,7 +166,7 @@ def main(argv=None) -> int:
     if args.only:
         names = [n for n in names if any(part in n for part in args.only.split(","))]
     loaded = H.preload()
-    have_torch = torch_available()
+    have_torch = H.torch_available()
     print(f"CPU benchmarks, threads {threads}, {rounds} rounds; PyTorch: {'yes' if have_torch else 'not importable'}"
           + (f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}" if os.environ.get("OPENBLAS_CORETYPE") else "")
           + (f"; preloaded {', '.join(loaded)}" if loaded else ""))

@@ -117,14 +117,6 @@ def setup_torch(bench: str, forward: bool) -> Any:
     return lambda: torch.autograd.grad(y, xs, yb, retain_graph=True)
 
 
-def torch_available() -> bool:
-    try:
-        import torch  # noqa: F401
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 rounds")
@@ -136,7 +128,7 @@ def main(argv=None) -> int:
     threads = [int(t) for t in args.threads.split(",") if t]
     rounds = args.rounds or (3 if args.quick else 5)
     names = [n for n in BENCHMARKS if not args.only or any(p in n for p in args.only.split(","))]
-    have_torch = torch_available()
+    have_torch = H.torch_available()
     print(f"gradient benchmarks (float32), threads {threads}, {rounds} rounds; PyTorch: "
           f"{'yes' if have_torch else 'not importable (polyc times only)'}")
     rows: List[list] = []

@@ -96,9 +96,8 @@ def main(argv=None) -> int:
     H.RESULTS.mkdir(parents=True, exist_ok=True)
     import polyc as pc
     from polyc.tune import describe
-    from .cpu import torch_available
     names = [n for n in BENCHES if not args.only or any(p in n for p in args.only.split(","))]
-    have_torch = torch_available()
+    have_torch = H.torch_available()
     rows, payload = [], {"machine": H.machine_info(), "benchmarks": {}}
     for bench in names:
         source, name, _, dtype, threads = BENCHES[bench]
