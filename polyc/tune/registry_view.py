@@ -6,35 +6,14 @@ machine looks like: the primitive registry (`polyc.schedule.registry`) and the `
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Tuple
-
-REQUIRED = object()
+from typing import Any, Mapping, Tuple
 
 
-@dataclass(frozen=True)
-class ParamView:
-    """A primitive parameter: `kind` is one of the registry's kinds ("loop", "loop_sizes", ...)."""
-
-    name: str
-    kind: str
-    default: Any = REQUIRED
-
-
-@dataclass(frozen=True)
-class PrimitiveView:
-    name: str
-    params: Tuple[ParamView, ...]
-    apply: Callable[..., Any]
-
-
-def primitives() -> Mapping[str, PrimitiveView]:
-    """Every primitive the tuner may use, by name (`polyc.schedule.registry`)."""
+def primitives() -> Mapping[str, Any]:
+    """Every primitive the tuner may use, by name: `polyc.schedule.registry.PRIMITIVES` (each with
+    `params` of typed kinds and `apply`)."""
     from ..schedule.registry import PRIMITIVES
-    from ..schedule.params import REQUIRED as REGISTRY_REQUIRED
-    return {n: PrimitiveView(n, tuple(ParamView(q.name, q.kind, REQUIRED if q.default is REGISTRY_REQUIRED
-                                                else q.default) for q in p.params), p.apply)
-            for n, p in PRIMITIVES.items()}
+    return PRIMITIVES
 
 
 def apply_step(schedule: Any, name: str, args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
