@@ -142,18 +142,27 @@ class _Canonical:
     be answered."""
 
     def __init__(self, schedule: Schedule):
-        self.texts: Dict[str, str] = schedule.map_texts
+        # The schedule's own per-statement text cache and maps (plain dicts: no reference back to
+        # the schedule), so a text is printed once whoever asks first.
+        self.texts, self.maps = schedule.text_cache
         self.keys: Dict[Tuple[str, Tuple[int, ...]], str] = {}
         self.shared: Dict[Tuple[str, str, int], Tuple[int, ...]] = {}
         self.differences: Dict[Tuple[str, str, int], int] = {}
         self.cache: Dict[Tuple[str, Tuple[int, ...]], isl.Map] = {}
 
+    def text_of(self, name: str) -> str:
+        """The isl text of statement `name`'s map (printed on first use)."""
+        text = self.texts.get(name)
+        if text is None:
+            text = self.texts[name] = str(self.maps[name])
+        return text
+
     def text(self, schedule: Schedule, name: str, drop: Tuple[int, ...]) -> str:
         key = self.keys.get((name, drop))
         if key is None:
-            cols = _columns(self.texts[name], schedule.statement_map(name), schedule.fixed_positions[name])
+            cols = _columns(self.text_of(name), schedule.statement_map(name), schedule.fixed_positions[name])
             if cols is None:
-                key = self.texts[name] + "\0" + repr(drop)
+                key = self.text_of(name) + "\0" + repr(drop)
             else:
                 dropped = {k + 1 for k in drop}  # cols[0] is the domain
                 key = "\0".join(c for k, c in enumerate(cols) if k not in dropped)
@@ -222,8 +231,7 @@ def _memo_pairs(schedule: Schedule, canon: _Canonical, dep: Dependence, drop: Tu
     Looked up first by the statements' map texts as they are (free: a primitive that only adds a
     mark asks again about unchanged maps), then by the canonical maps' texts (the expressions of the
     dimensions kept, see `_Canonical`)."""
-    texts = canon.texts
-    plain_key = (id(dep), texts[dep.source], texts[dep.sink], drop, question)
+    plain_key = (id(dep), canon.text_of(dep.source), canon.text_of(dep.sink), drop, question)
     found, pairs = _MEMO.get(dep, plain_key)
     if found:
         _MEMO.hits += 1

@@ -270,7 +270,23 @@ class ScheduleState:
     @cached_property
     def map_texts(self) -> Dict[str, str]:
         """Each statement's map as isl text (for JSON, hashing and display; never re-parsed)."""
-        return {name: str(m) for name, m in self.maps}
+        return {name: self.map_text(name) for name, _ in self.maps}
+
+    @cached_property
+    def text_cache(self) -> Tuple[Dict[str, str], Dict[str, isl.Map]]:
+        """(statement -> isl text printed so far, statement -> map): texts are printed once, when
+        first asked.  Legality's memo keys need only the two statements of a dependence, and
+        printing every map of a schedule with dozens of statements and ~100 dims costs more than
+        the questions asked about it.  Plain dicts, so a cache may hold them without the schedule."""
+        return {}, self._by_name
+
+    def map_text(self, name: str) -> str:
+        """One statement's map as isl text (printed on first use, see `text_cache`)."""
+        texts, maps = self.text_cache
+        text = texts.get(name)
+        if text is None:
+            text = texts[name] = str(maps[name])
+        return text
 
     @property
     def statements(self) -> Tuple[str, ...]:
