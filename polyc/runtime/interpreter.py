@@ -16,7 +16,7 @@ interpreter shares no code with the code generator, so a bug in one is not hidde
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterator, Mapping, Optional
 
 import islpy as isl
 import numpy as np
@@ -36,38 +36,53 @@ _BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%
 _UPDATE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
-def _points(kernel, st: Statement, sizes: Mapping[str, int]) -> Dict[str, np.ndarray]:
-    """All points of `st`'s domain for concrete sizes, as one index array per iterator (lex order)."""
+#: Points of one statement evaluated at once: the domain's bounding box is enumerated in chunks of
+#: this many points (lexicographic order), so the oracle of a 1024^3 matmul needs megabytes, not the
+#: 8 GB per iterator that one index grid over the whole box took.
+POINTS_PER_CHUNK = 1 << 20
+
+
+def _point_chunks(kernel, st: Statement, sizes: Mapping[str, int],
+                  chunk: Optional[int] = None) -> Iterator[Dict[str, np.ndarray]]:
+    """The points of `st`'s domain for concrete sizes, in lexicographic order, as successive chunks
+    (one index array per iterator; at most `chunk` points of the bounding box per chunk).  A
+    statement without iterators yields one empty dict when its domain is not empty."""
+    chunk = POINTS_PER_CHUNK if chunk is None else chunk
     dom = kernel.model.domains[st.name]
     for p, v in sizes.items():
         k = dom.find_dim_by_name(isl.dim_type.param, isl_name(p))
         if k >= 0:
             dom = dom.fix_val(isl.dim_type.param, k, isl.Val(int(v)))
-    if not st.iterators:
-        return {} if not dom.is_empty() else {"__empty__": np.zeros(0, dtype=np.int64)}
     if dom.is_empty():
-        return {i: np.zeros(0, dtype=np.int64) for i in st.iterators}
-    axes = []
+        return
+    if not st.iterators:
+        yield {}
+        return
+    lows, shape = [], []
     for k in range(len(st.iterators)):
         lo = dom.dim_min(k).get_pieces()[0][1].get_constant_val().to_python()
         hi = dom.dim_max(k).get_pieces()[0][1].get_constant_val().to_python()
-        axes.append(np.arange(int(lo), int(hi) + 1, dtype=np.int64))
-    grids = np.meshgrid(*axes, indexing="ij")
-    env = {i: g.ravel() for i, g in zip(st.iterators, grids)}
-    env.update({p: np.int64(v) for p, v in sizes.items()})
-    keep = np.zeros(len(env[st.iterators[0]]), dtype=bool)
-    for conj in st.domain:
-        ok = np.ones_like(keep)
-        for c in conj:
-            val = c.expr.evaluate(env) + np.zeros_like(keep, dtype=np.int64)
-            if c.kind == "ge":
-                ok &= val >= 0
-            elif c.kind == "eq":
-                ok &= val == 0
-            else:
-                ok &= (val % c.modulus) == 0
-        keep |= ok
-    return {i: env[i][keep] for i in st.iterators}
+        lows.append(int(lo))
+        shape.append(int(hi) - int(lo) + 1)
+    total = math.prod(shape)
+    for first in range(0, total, chunk):
+        flat = np.arange(first, min(total, first + chunk), dtype=np.int64)
+        env = {i: ix + lo for i, ix, lo in zip(st.iterators, np.unravel_index(flat, shape), lows)}
+        env.update({p: np.int64(v) for p, v in sizes.items()})
+        keep = np.zeros(len(flat), dtype=bool)
+        for conj in st.domain:
+            ok = np.ones_like(keep)
+            for c in conj:
+                val = c.expr.evaluate(env) + np.zeros_like(keep, dtype=np.int64)
+                if c.kind == "ge":
+                    ok &= val >= 0
+                elif c.kind == "eq":
+                    ok &= val == 0
+                else:
+                    ok &= (val % c.modulus) == 0
+            keep |= ok
+        if keep.any():
+            yield {i: env[i][keep] for i in st.iterators}
 
 
 class _Evaluator:
@@ -243,16 +258,13 @@ def interpret(kernel, kwargs: Dict[str, Any]) -> Any:
             arrays[t.name] = np.zeros(shape, dtype=typing.tensors[t.name].numpy)
     ev = _Evaluator(arrays, bound.scalars, bound.sizes, typing)
     for st in program.statements:
-        pts = _points(kernel, st, bound.sizes)
-        if "__empty__" in pts:
-            continue
-        if st.iterators and len(pts[st.iterators[0]]) == 0:
-            continue
-        with np.errstate(all="ignore"):     # NaN, inf and division by zero are values, as in C
-            if _is_recurrence(st) and st.iterators:
-                for k in range(len(pts[st.iterators[0]])):
-                    ev.run(st, {i: pts[i][k:k + 1] for i in st.iterators})
-            else:
-                ev.run(st, pts)
+        recurrence = _is_recurrence(st)
+        for pts in _point_chunks(kernel, st, bound.sizes):
+            with np.errstate(all="ignore"):     # NaN, inf and division by zero are values, as in C
+                if recurrence and st.iterators:
+                    for k in range(len(pts[st.iterators[0]])):
+                        ev.run(st, {i: pts[i][k:k + 1] for i in st.iterators})
+                else:
+                    ev.run(st, pts)
     outs = {name: arrays[name] for name in bound.outputs}
     return next(iter(outs.values())) if len(outs) == 1 else outs
