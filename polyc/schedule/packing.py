@@ -415,8 +415,7 @@ def _with_plan(before: Schedule, after: Schedule, plan: PackPlan) -> Schedule:
     loops), so their packed code is the same; their `map_text` follows (without that, packing a
     second contraction silently unpacked the first: `packing_plans` compares the map)."""
     valid = packing_plans(before)
-    new_maps = after.map_texts
-    kept = tuple(replace(pl, map_text=new_maps[pl.statement]) if valid.get(pl.statement) is pl else pl
+    kept = tuple(replace(pl, map_text=after.map_text(pl.statement)) if valid.get(pl.statement) is pl else pl
                  for pl in after.packing if pl.statement != plan.statement)
     return replace(after, packing=kept + (plan,))
 
@@ -426,12 +425,12 @@ def packing_plans(s: Schedule) -> Dict[str, PackPlan]:
     out = {}
     if not s.packing:
         return out
-    texts = s.map_texts
+    statements = set(s.statements)
     names = set(s.loop_names)
     for plan in s.packing:
-        text = texts.get(plan.statement)
-        if text is None or not all(nm in names for nm in plan.loops):
+        if plan.statement not in statements or not all(nm in names for nm in plan.loops):
             continue
+        text = s.map_text(plan.statement)  # printed for the packed statements only
         # The same text is the same map (the usual case: plans follow their maps), no isl needed.
         if text == plan.map_text or s.statement_map(plan.statement).is_equal(isl.Map(plan.map_text)):
             out[plan.statement] = plan

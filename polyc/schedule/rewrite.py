@@ -264,8 +264,7 @@ def trip_count_bound(s: Schedule, k: int) -> Optional[int]:
     nest = _loop_nest_members(s, k)
     if not nest:
         return 0
-    texts = s.map_texts
-    key = (k, tuple(texts[name] for name in s.statements if name in nest))
+    key = (k, tuple(s.map_text(name) for name in s.statements if name in nest))
     memo = _trip_memo(s.model)
     if key not in memo:
         memo[key] = _trip_count_bound(s, k, nest)

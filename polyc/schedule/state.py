@@ -24,7 +24,7 @@ import enum
 import functools
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Mapping, Optional, Tuple, Union
 
 import islpy as isl
 
@@ -205,6 +205,26 @@ def _fresh(base: str, taken: set) -> str:
 StatementMaps = Tuple[Tuple[str, isl.Map], ...]
 
 
+
+class _LazyRows(Mapping):
+    """statement -> a value computed from its map, computed on first use (a read-only mapping in
+    the order of the schedule's statements)."""
+
+    def __init__(self, maps: Dict[str, isl.Map], compute: Callable[[isl.Map], Tuple[Optional[int], ...]]):
+        self._maps, self._compute, self._rows = maps, compute, {}
+
+    def __getitem__(self, name: str) -> Tuple[Optional[int], ...]:
+        row = self._rows.get(name)
+        if row is None:
+            row = self._rows[name] = self._compute(self._maps[name])
+        return row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._maps)
+
+    def __len__(self) -> int:
+        return len(self._maps)
+
 @dataclass(frozen=True)
 class ScheduleState:
     """An immutable schedule of a kernel's statements (the data; `Schedule` adds the primitives).
@@ -293,10 +313,13 @@ class ScheduleState:
         return tuple(name for name, _ in self.maps)
 
     @cached_property
-    def fixed_positions(self) -> Dict[str, Tuple[Optional[int], ...]]:
+    def fixed_positions(self) -> Mapping[str, Tuple[Optional[int], ...]]:
         """Per statement, the constant value of each dimension (None where it varies): the scalar
-        dimensions that order statements, known without asking isl about pairs of instances."""
-        return {name: tuple(fixed_value(m, k) for k in range(len(self.dims))) for name, m in self.maps}
+        dimensions that order statements, known without asking isl about pairs of instances.
+        Read off each statement's map when first asked (legality asks about the two statements of
+        a dependence, not about all of them)."""
+        n = len(self.dims)
+        return _LazyRows(self._by_name, lambda m: tuple(fixed_value(m, k) for k in range(n)))
 
     @property
     def schedule_map(self) -> isl.UnionMap:

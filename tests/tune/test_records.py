@@ -35,7 +35,7 @@ def test_tune_records_resumes_and_compiles_tuned(db):
         tuned = pc.compile(MM, schedule="tuned")
     np.testing.assert_allclose(tuned(A=a, B=b), a @ b, rtol=1e-10)
     best = Records(db).best()
-    assert dict(tuned.schedule.maps) == json.loads(best["schedule"])["maps"]
+    assert dict(tuned.schedule.map_texts) == json.loads(best["schedule"])["maps"]
     # A second run resumes: what was measured is not measured again.
     measured = {r["candidate"] for r in rows}
     second = _tune(db, 2)
