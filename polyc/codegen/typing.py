@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ArgumentError, PolycError
 from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
@@ -78,13 +78,12 @@ class Typing:
                 return f64
             return t
         if isinstance(e, Select):
-            a = self.type_of(e.if_true, hint)
-            b = self.type_of(e.if_false, hint)
-            return promote(a, b) if a and b else (a or b)
+            known = [t for t in self.value_types((e.if_true, e.if_false), hint) if t is not None]
+            return promote(known[0], known[1]) if len(known) == 2 else (known[0] if known else None)
         if isinstance(e, Call) and e.fn == "pow":
             return self._pow_type(e, hint)
         if isinstance(e, Call):
-            types = [self.type_of(x, hint) for x in e.args]
+            types = self.value_types(e.args, hint)
             known = [t for t in types if t is not None]
             t = known[0] if known else hint
             for u in known[1:]:
@@ -119,6 +118,21 @@ class Typing:
                                  "it (\"Integers to negative integer powers are not allowed\"); make the base "
                                  "a float, e.g. pow(float(x), -1) or pow(x, -1.0)")
         return t
+
+    def value_types(self, args: Sequence[Expr], hint: Optional[DType]) -> List[Optional[DType]]:
+        """Types of values combined by a `select` or a function (`max`, `min`, ...): literals and
+        undeclared scalars adopt the type of the others (their promotion), as in a binary
+        operation; a float literal next to integers is the kernel's float (`select(c, A_int, 0.5)`
+        is a float, as numpy's `np.where(c, A_int, 0.5)`: typing it as the integer truncated 0.5
+        in the reference while C computed it in double)."""
+        strong = [self.type_of(x, None) if not _adaptive(x) else None for x in args]
+        known = [t for t in strong if t is not None and t != BOOL]
+        if not known:
+            return [self.type_of(x, hint) for x in args]
+        other = known[0]
+        for u in known[1:]:
+            other = promote(other, u)
+        return [t if t is not None else self.type_of(x, other) for x, t in zip(args, strong)]
 
     def operand_types(self, e: Binary, hint: Optional[DType]):
         """Types of both operands; a literal or undeclared scalar adopts the other operand's type."""

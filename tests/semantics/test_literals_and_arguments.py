@@ -124,3 +124,20 @@ def test_float_literal_in_an_integer_update_or_call_compiles_like_the_reference(
     k2 = pc.kernel("C[i] = max(0.25, A[i])", A=pc.i32["M"])
     a = np.array([0, 1, -3], dtype=np.int32)
     np.testing.assert_array_equal(pc.compile(k2, target=target)(A=a), k2.reference(A=a))
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_a_float_literal_in_select_or_max_with_integers_is_a_float(target):
+    """`select(c, A_int, 0.5)` is numpy's `np.where(c, A_int, 0.5)`: float64.  It was typed as the
+    integer, so the reference truncated 0.5 to 0 while the C computed it in double (the fuzzer's
+    seed 23 case 612: an int64 reduction that differed by 1)."""
+    k = pc.kernel("S[i] +=! select(i != j, A[i, j], 0.5) + A[i, j]\nM[i] = max(A[i, 0], 0.5)",
+                  name="lit_select", A=pc.i64["N", "N"], outputs=["S", "M"])
+    a = np.array([[-3, 1, 2], [4, -5, 6], [-7, 8, -9]], dtype=np.int64)
+    want_s = (np.where(~np.eye(3, dtype=bool), a, 0.5) + a).sum(axis=1)
+    ref = k.reference(A=a)
+    got = pc.compile(k, target=target)(A=a)
+    for out in (ref, got):
+        assert out["S"].dtype == np.float64 and out["M"].dtype == np.float64
+        np.testing.assert_array_equal(out["S"], want_s)
+        np.testing.assert_array_equal(out["M"], np.maximum(a[:, 0], 0.5))
