@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -96,11 +96,14 @@ class BoundCall:
 
 
 def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
-                   dtypes: Optional[Mapping[str, DType]] = None) -> BoundCall:
+                   dtypes: Optional[Mapping[str, DType]] = None,
+                   fully_written: Collection[str] = ()) -> BoundCall:
     """Check a call's keyword arguments against `program` and bind them.
 
     `dtypes` supplies element types for tensors whose declared dtype is None (needed for outputs
-    that are not passed; for passed arrays it is also checked).  Raises `ArgumentError`.
+    that are not passed; for passed arrays it is also checked).  Outputs that are not passed are
+    allocated zero-filled, except those in `fully_written` (every element written by the kernel,
+    `PolyModel.fully_written`): those are left uninitialised.  Raises `ArgumentError`.
     """
     dtypes = dict(dtypes or {})
     size_names = size_symbols(program)
@@ -127,7 +130,8 @@ def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
     for t in program.tensors:
         if t.role == "temp":
             continue
-        arrays[t.name] = passed[t.name] if t.name in passed else _allocate(t, dtypes, sizes, origins)
+        arrays[t.name] = passed[t.name] if t.name in passed else _allocate(t, dtypes, sizes, origins,
+                                                                           zero=t.name not in fully_written)
     outputs = tuple(t.name for t in program.tensors if t.role in _WRITTEN_ROLES)
     return BoundCall(program, sizes, arrays, scalars, outputs)
 
@@ -283,7 +287,7 @@ def _check_array(t: TensorDecl, value: Any, expected: Optional[DType]) -> np.nda
 
 
 def _allocate(t: TensorDecl, dtypes: Mapping[str, DType], sizes: Mapping[str, int],
-              origins: Mapping[str, str]) -> np.ndarray:
+              origins: Mapping[str, str], zero: bool = True) -> np.ndarray:
     dtype = t.dtype or dtypes.get(t.name)
     if dtype is None:
         raise ArgumentError(f"cannot allocate output {t.name}: its element type is not known from the "
@@ -291,8 +295,10 @@ def _allocate(t: TensorDecl, dtypes: Mapping[str, DType], sizes: Mapping[str, in
     if t.shape is None:
         raise ArgumentError(f"cannot allocate output {t.name}: its shape is not known; pass "
                             f"{t.name} explicitly")
-    # Zero-filled rather than empty: an output need not be written everywhere (e.g. stencil borders).
-    return np.zeros(_extents(t, sizes, origins), dtype=dtype.numpy)
+    # Zero-filled unless the kernel writes every element: an output need not be written everywhere
+    # (e.g. stencil borders).
+    extents = _extents(t, sizes, origins)
+    return np.zeros(extents, dtype=dtype.numpy) if zero else np.empty(extents, dtype=dtype.numpy)
 
 
 def _extents(t: TensorDecl, sizes: Mapping[str, int], origins: Mapping[str, str]) -> Tuple[int, ...]:

@@ -42,6 +42,7 @@ class CCompiledKernel:
         self.openmp = openmp
         self._variants: Dict[str, Tuple[GeneratedC, Any]] = {}
         self._schedules: Dict[str, Any] = {}  # size-class key -> the schedule decided for it
+        self._typings: Dict[Tuple[Tuple[str, str], ...], Typing] = {}  # dtype signature -> typing
         self._last: Optional[GeneratedC] = None
         self._lock = threading.Lock()
 
@@ -86,13 +87,20 @@ class CCompiledKernel:
             return self._variants[key]
 
     def typing_for(self, kwargs) -> Typing:
-        return resolve_typing(self.kernel.program, passed_dtypes(self.kernel.program, kwargs))
+        """The types of a call (from the dtypes of the arrays passed), resolved once per dtype
+        signature: resolving walks every expression of the program, a third of a small call."""
+        passed = passed_dtypes(self.kernel.program, kwargs)
+        key = tuple(sorted((name, dt.name) for name, dt in passed.items()))
+        typing = self._typings.get(key)
+        if typing is None:
+            typing = self._typings[key] = resolve_typing(self.kernel.program, passed)
+        return typing
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, **kwargs: Any) -> Any:
         program = self.kernel.program
         typing = self.typing_for(kwargs)
-        bound = bind_arguments(program, kwargs, dtypes=typing.tensors)
+        bound = bind_arguments(program, kwargs, dtypes=typing.tensors, fully_written=self.kernel.model.fully_written)
         gen, fn = self.variant(typing, self.size_class(bound.sizes), bound.sizes)
         fn(*bound.c_args(gen.signature))
         outputs = {name: bound.arrays[name] for name in bound.outputs}
