@@ -136,6 +136,59 @@ def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
     return BoundCall(program, sizes, arrays, scalars, outputs)
 
 
+def call_key(kwargs: Mapping[str, Any]) -> Optional[Tuple[Any, ...]]:
+    """What `bind_arguments`' checks of a call depend on, apart from memory addresses: per plain
+    numpy array its dtype, shape and layout flags, per Python number its type and value.  Two
+    calls with the same key pass or fail the same checks (aliasing aside) and get the same sizes,
+    so a checked call can be reused (`CheckedCall.rebind`).  None for anything else (DLPack objects, array
+    subclasses, numpy scalars): those calls always take the full checks."""
+    parts = []
+    for name, value in kwargs.items():
+        kind = type(value)
+        if kind is np.ndarray:
+            flags = value.flags
+            parts.append((name, value.dtype.str, value.shape, flags.c_contiguous, flags.aligned, flags.writeable))
+        elif kind is int or kind is float or kind is bool:
+            parts.append((name, kind, value))
+        else:
+            return None
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class CheckedCall:
+    """What a call `bind_arguments` accepted leaves for the next call with the same `call_key`:
+    sizes, scalars and the outputs' layout, holding none of its arrays."""
+
+    program: Program
+    sizes: Dict[str, int]
+    scalars: Dict[str, Number]
+    outputs: Tuple[str, ...]
+    layout: Tuple[Tuple[str, Tuple[int, ...], np.dtype], ...]   # every non-temp tensor, in order
+
+    @classmethod
+    def of(cls, bound: BoundCall) -> "CheckedCall":
+        layout = tuple((name, a.shape, a.dtype) for name, a in bound.arrays.items())
+        return cls(bound.program, bound.sizes, bound.scalars, bound.outputs, layout)
+
+    def rebind(self, kwargs: Mapping[str, Any], fully_written: Collection[str] = ()) -> BoundCall:
+        """This call for the arrays of `kwargs` (whose `call_key` is the one checked): the same
+        sizes and scalars, the passed arrays checked for aliasing (it depends on their
+        addresses), fresh outputs for those not passed."""
+        program = self.program
+        passed = {t.name: kwargs[t.name] for t in program.tensors if t.name in kwargs}
+        _check_aliasing(program, passed)
+        arrays: Dict[str, np.ndarray] = {}
+        for name, shape, dtype in self.layout:
+            if name in passed:
+                arrays[name] = passed[name]
+            elif name in fully_written:
+                arrays[name] = np.empty(shape, dtype=dtype)
+            else:
+                arrays[name] = np.zeros(shape, dtype=dtype)
+        return BoundCall(program, self.sizes, arrays, self.scalars, self.outputs)
+
+
 def passed_dtypes(program: Program, kwargs: Mapping[str, Any]) -> Dict[str, DType]:
     """Element types of the tensor arrays present in `kwargs` (for resolving undeclared dtypes).
 

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
 from ..ir import f32
-from .arguments import bind_arguments, passed_dtypes
+from .arguments import CheckedCall, bind_arguments, call_key, passed_dtypes
 from ..target import Target
 from .compiler import command_flags, compile_c, normalise_flags
 from .loader import load_or_rebuild
@@ -16,6 +16,10 @@ from .loader import load_or_rebuild
 #: Sizes up to this value are compiled in as constants when specialising: trip counts this small
 #: decide unrolling and remainder code; larger ones stay symbolic, so one variant serves them all.
 SMALL_SIZE = 16
+
+#: Checked argument signatures a compiled kernel remembers (see `arguments.call_key`); a kernel
+#: called with ever new scalar values starts over past this many.
+MAX_REMEMBERED_CALLS = 64
 
 
 class CCompiledKernel:
@@ -43,6 +47,7 @@ class CCompiledKernel:
         self._variants: Dict[str, Tuple[GeneratedC, Any]] = {}
         self._schedules: Dict[str, Any] = {}  # size-class key -> the schedule decided for it
         self._typings: Dict[Tuple[Tuple[str, str], ...], Typing] = {}  # dtype signature -> typing
+        self._calls: Dict[Tuple[Any, ...], Tuple[Any, GeneratedC, Any]] = {}  # call_key -> checked call
         self._last: Optional[GeneratedC] = None
         self._lock = threading.Lock()
 
@@ -99,9 +104,22 @@ class CCompiledKernel:
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, **kwargs: Any) -> Any:
         program = self.kernel.program
-        typing = self.typing_for(kwargs)
-        bound = bind_arguments(program, kwargs, dtypes=typing.tensors, fully_written=self.kernel.model.fully_written)
-        gen, fn = self.variant(typing, self.size_class(bound.sizes), bound.sizes)
+        fully_written = self.kernel.model.fully_written
+        key = call_key(kwargs)
+        seen = self._calls.get(key) if key is not None else None
+        if seen is not None:
+            # Same dtypes, shapes, layouts and numbers as a call already checked: its sizes and
+            # variant hold; only what depends on the arrays' memory is checked again.
+            checked, gen, fn = seen
+            bound = checked.rebind(kwargs, fully_written)
+        else:
+            typing = self.typing_for(kwargs)
+            bound = bind_arguments(program, kwargs, dtypes=typing.tensors, fully_written=fully_written)
+            gen, fn = self.variant(typing, self.size_class(bound.sizes), bound.sizes)
+            if key is not None:
+                if len(self._calls) >= MAX_REMEMBERED_CALLS:
+                    self._calls.clear()
+                self._calls[key] = (CheckedCall.of(bound), gen, fn)
         fn(*bound.c_args(gen.signature))
         outputs = {name: bound.arrays[name] for name in bound.outputs}
         if len(outputs) == 1:
