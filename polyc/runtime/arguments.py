@@ -42,17 +42,21 @@ class BoundCall:
     outputs: Tuple[str, ...]
     _temps: Dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
-    def c_args(self, signature: KernelSignature) -> Tuple[Any, ...]:
+    def c_args(self, signature: KernelSignature,
+               scratch: Optional[Dict[Tuple[str, Tuple[int, ...], str], np.ndarray]] = None) -> Tuple[Any, ...]:
         """The C function's arguments in signature order: numpy arrays, int sizes, scalar numbers.
 
-        A temp tensor the signature asks for is allocated here (uninitialised scratch memory).
+        A temp tensor the signature asks for is allocated here (uninitialised scratch memory), or
+        taken from `scratch` (name, extents, dtype -> array) when an earlier call left one of that
+        shape there; `scratch` is then left holding this call's temps.  Intermediates are written
+        before they are read (checked when the kernel is defined), so reused memory is never seen.
         """
         args: List[Any] = []
         for p in signature.params:
             if p.kind == "array":
                 array = self.arrays.get(p.name)
                 if array is None:
-                    array = self._temp(p.name, p.dtype)
+                    array = self._temp(p.name, p.dtype, scratch)
                 if array.dtype != p.dtype.numpy:
                     raise ArgumentError(f"{p.name} has dtype {array.dtype} but the kernel expects "
                                         f"{p.dtype.numpy}; convert it explicitly, e.g. "
@@ -71,7 +75,7 @@ class BoundCall:
             return None
         return arrays[0] if len(arrays) == 1 else arrays
 
-    def _temp(self, name: str, dtype: DType) -> np.ndarray:
+    def _temp(self, name: str, dtype: DType, scratch: Optional[Dict] = None) -> np.ndarray:
         if name not in self._temps:
             try:
                 decl = self.program.tensor(name)
@@ -83,7 +87,13 @@ class BoundCall:
             # A temp's shape bounds the indices its statements use; below 0 at these sizes, the
             # loops that use it are empty (a local in `range(2, N - 2)` at N = 1): no cells.
             extents = tuple(max(0, e.evaluate(self.sizes)) for e in decl.shape)
-            self._temps[name] = np.empty(extents, dtype=dtype.numpy)
+            key = (name, extents, dtype.numpy_name)
+            reused = scratch.get(key) if scratch is not None else None
+            self._temps[name] = reused if reused is not None else np.empty(extents, dtype=dtype.numpy)
+            if scratch is not None:
+                for stale in [k for k in scratch if k[0] == name and k != key]:
+                    del scratch[stale]   # one buffer per intermediate: the latest shape's
+                scratch[key] = self._temps[name]
         return self._temps[name]
 
     @staticmethod

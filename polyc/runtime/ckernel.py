@@ -48,6 +48,9 @@ class CCompiledKernel:
         self._schedules: Dict[str, Any] = {}  # size-class key -> the schedule decided for it
         self._typings: Dict[Tuple[Tuple[str, str], ...], Typing] = {}  # dtype signature -> typing
         self._calls: Dict[Tuple[Any, ...], Tuple[Any, GeneratedC, Any]] = {}  # call_key -> checked call
+        # Per calling thread, the intermediates of its last call, reused by its next call of the
+        # same shapes (fresh pages cost a page fault each: a quarter of a 4096^2 softmax).
+        self._scratch = threading.local()
         self._last: Optional[GeneratedC] = None
         self._lock = threading.Lock()
 
@@ -120,7 +123,10 @@ class CCompiledKernel:
                 if len(self._calls) >= MAX_REMEMBERED_CALLS:
                     self._calls.clear()
                 self._calls[key] = (CheckedCall.of(bound), gen, fn)
-        fn(*bound.c_args(gen.signature))
+        scratch = getattr(self._scratch, "temps", None)
+        if scratch is None:
+            scratch = self._scratch.temps = {}
+        fn(*bound.c_args(gen.signature, scratch))
         outputs = {name: bound.arrays[name] for name in bound.outputs}
         if len(outputs) == 1:
             return next(iter(outputs.values()))
