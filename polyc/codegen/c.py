@@ -109,7 +109,7 @@ class _Emitter:
         self.parallel_loops = parallel_loops
         self.packed_loops = frozenset(nm for plan in self.plans.values() for nm in plan.loops)
         self.helpers: List[str] = []
-        self._accs: Dict[str, Accumulator] = {}  # reduction accumulators (by statement) of the loop emitted
+        self._accs: Dict[Call, Accumulator] = {}  # reduction accumulators (by statement instance) of the loop emitted
         self._atomic_depth = 0                   # reduction-parallel loops (atomic updates) around
         self._scope: List[str] = []   # iterators of the loops around the node being emitted
         self.signature: KernelSignature = None  # type: ignore[assignment]
@@ -178,7 +178,7 @@ class _Emitter:
             # atomic (a reduction-parallel region), the unroll hint where OpenMP takes the loop.
             simd = is_vector and not dim.reduction and not (self._atomic_depth or reduction_here)
             if is_vector and self._accs:
-                pragmas.append(c.Pragma("omp simd " + " ".join(a.clauses for a in self._accs.values())))
+                pragmas.append(c.Pragma("omp simd " + " ".join(dict.fromkeys(a.clauses for a in self._accs.values()))))
             elif parallel_here:
                 parallel_pragma = "omp parallel for" + (" simd" if simd else "") + " schedule(static)"
             elif simd:
@@ -205,7 +205,7 @@ class _Emitter:
             index_text = {it: strip_parens(self._c(a)) for it, a in zip(st.iterators, n.args)}
             printer = CExprPrinter(self.typing, index_text, _array_access, self.names)
             line = c.Line(printer.statement(st))
-            acc = self._accs.get(st.name)
+            acc = self._accs.get(n)
             if acc is not None:
                 return [c.Line(acc.update_line(printer.expr(st.value, self.typing.tensors[st.target.tensor])))]
             if st.update and self._atomic_depth:
@@ -234,8 +234,11 @@ class _Emitter:
             calls = list(body) if all(isinstance(x, Call) for x in body) else []
         if not calls:
             return None
-        accs: Dict[str, Accumulator] = {}
-        targets: Dict[str, str] = {}
+        # One accumulator per target element: the unrolled copies of a statement (rows jammed into
+        # the loop) each update their own element; updates of one element share its accumulator.
+        by_target: Dict[str, Accumulator] = {}
+        accs: Dict[Call, Accumulator] = {}
+        targets: Dict[str, str] = {}   # accumulator name -> the target element's C text
         for call in calls:
             st = self.statements[call.statement]
             dtype = self.typing.tensors[st.target.tensor]
@@ -245,21 +248,28 @@ class _Emitter:
                 continue
             if dtype.name not in ACCUMULATOR_TYPES:
                 return None
-            name = "pc_acc" if not accs else f"pc_acc{len(accs)}"
-            accs[st.name] = Accumulator(st.name, dtype.c_name, st.update,
-                                        dtype.name in ("f32", "f64") and st.update in ("max", "min"), name)
             # The target's subscripts only use iterators fixed outside `n`.
             index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args) if i not in varying}
-            targets[st.name] = CExprPrinter(self.typing, index_text, _array_access, self.names).access(st.target)
+            target = CExprPrinter(self.typing, index_text, _array_access, self.names).access(st.target)
+            acc = by_target.get(target)
+            if acc is None:
+                name = "pc_acc" if not by_target else f"pc_acc{len(by_target)}"
+                acc = by_target[target] = Accumulator(st.name, dtype.c_name, st.update,
+                                                      dtype.name in ("f32", "f64") and st.update in ("max", "min"), name)
+                targets[acc.name] = target
+            elif acc.update != st.update or acc.ctype != dtype.c_name:
+                return None   # one element reduced by two operators: keep the written order
+            accs[call] = acc
         if reduction_here and not accs:
             return None
         # Another statement of the loop touching an accumulated tensor would see a stale element.
-        held = {self.statements[k].target.tensor for k in accs}
+        held = {self.statements[k.statement].target.tensor for k in accs}
         for call in calls:
             st = self.statements[call.statement]
-            if call.statement not in accs and held & ({st.target.tensor} | {a.tensor for a in st.value.accesses()}):
+            if call not in accs and held & ({st.target.tensor} | {a.tensor for a in st.value.accesses()}):
                 return None
-        clauses = " ".join(a.clauses for a in accs.values())
+        unique = list(by_target.values())
+        clauses = " ".join(a.clauses for a in unique)
         simd = is_vector
         if reduction_here:
             pragma = "omp parallel for" + (" simd" if simd else "") + f" {clauses} schedule(static)"
@@ -278,8 +288,8 @@ class _Emitter:
                                       f"omp simd {clauses}" if simd else None, self._for(n, body))
         else:
             looped = [c.Pragma(pragma), self._for(n, body)]
-        lines = [c.Line(x) for k, a in accs.items() for x in a.opening(targets[k])]
-        lines += looped + [c.Line(a.closing(targets[k])) for k, a in accs.items()]
+        lines = [c.Line(x) for a in unique for x in a.opening(targets[a.name])]
+        lines += looped + [c.Line(a.closing(targets[a.name])) for a in unique]
         return [c.Block(lines)] if accs else looped
 
     def _c(self, e) -> str:

@@ -204,6 +204,8 @@ def reduction_target_problem(s: Schedule, k: int, reducing=None) -> Optional[str
     accumulator for the whole loop (`vectorize(loop, reduction=True)`), or None when they can: the
     target element of each must be the same for every iteration of `k` and of the loops inside it
     (isl: the map from the schedule dimensions outside `k` to the target elements is single-valued).
+    Fully unrolled dimensions inside `k` count as outside: each unrolled copy of the statement is
+    its own accumulator (rows of a matrix-vector product jammed into one vector loop).
     `reducing` (statement names) overrides which statements are checked."""
     from .legality import carried_at
     model = s.model
@@ -216,8 +218,10 @@ def reduction_target_problem(s: Schedule, k: int, reducing=None) -> Optional[str
             continue
         st = model.program.statement(name)
         with isl_budget(f"checking the reduction target of {name}"):
-            prefix = s.statement_map(name).intersect_domain(model.domains[name]) \
-                .project_out(isl.dim_type.out, k, n - k)
+            prefix = s.statement_map(name).intersect_domain(model.domains[name])
+            for j in reversed(range(k, n)):
+                if j == k or not (s.dims[j].is_loop and s.dims[j].unroll.is_full):
+                    prefix = prefix.project_out(isl.dim_type.out, j, 1)
             elements = prefix.reverse().apply_range(model.access_map(st, st.target))
             if not elements.intersect_params(model.context).is_single_valued():
                 return (f"statement {name} updates different elements of {st.target.tensor} in different "
