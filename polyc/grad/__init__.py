@@ -27,10 +27,18 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]]):
 
     `kernel.grad_names` on the result (a `GradNames`) says which names it chose: `<of>_grad` for the
     adjoint supplied and `<X>_grad` for each gradient, with a digit appended where the kernel
-    already uses the name."""
+    already uses the name.
+
+    `kernel` may also be an operator program (`@pc.program`): `of` names one of its outputs (as the
+    program returns them: `out`, or the names of a returned dict/tuple) and `wrt` its inputs.  The
+    program's traced kernel (every statement of every operator) is differentiated end to end, so
+    the result is one gradient kernel of the whole program, scheduled (`"auto"` fuses and contracts
+    what it can) and checked like any kernel."""
     from ..api import Kernel
+    if _is_program(kernel):
+        return _program_grad(kernel, of, wrt)
     if not isinstance(kernel, Kernel):
-        raise GradError(f"pc.grad takes a kernel made by pc.kernel, not {type(kernel).__name__}")
+        raise GradError(f"pc.grad takes a kernel made by pc.kernel or a @pc.program, not {type(kernel).__name__}")
     if not isinstance(of, str):
         raise GradError(f"of must be the name of one tensor, not {of!r}")
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
@@ -38,5 +46,38 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]]):
         raise GradError(f"wrt must be tensor names, not {wrt!r}")
     program, names = adjoint_program(kernel.program, of, wrt)
     out = Kernel(program)
+    out.grad_names = names  # type: ignore[attr-defined]
+    return out
+
+
+def _is_program(obj) -> bool:
+    """An operator program (`polyc.program`, a layer beside this one: recognised by what it offers)."""
+    return all(hasattr(obj, a) for a in ("kernel", "outputs", "inputs", "trace_nodes"))
+
+
+def _program_grad(program, of: str, wrt: Union[str, Sequence[str]]):
+    """`grad` of an operator program: its outputs take their user-facing names in the traced kernel
+    (so the adjoint input is `<output>_grad`), then the kernel is differentiated."""
+    from ..api import Kernel
+    from .exprs import program_with_tensor_names
+    wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    outputs = dict(program.outputs)   # user-facing output name -> traced tensor
+    if of not in outputs:
+        raise GradError(f"of={of!r} is not an output of program {program.name!r}; its outputs are "
+                        f"{', '.join(outputs) or 'none'}")
+    unknown = [x for x in wrt if x not in program.inputs]
+    if unknown:
+        raise GradError(f"wrt names {', '.join(map(repr, unknown))}, which are not inputs of program "
+                        f"{program.name!r} (inputs: {', '.join(program.inputs)})")
+    traced = program.kernel.program
+    taken = {t.name for t in traced.tensors}
+    renames = {internal: name for name, internal in outputs.items() if name not in taken}
+    clash = [name for name, internal in outputs.items() if name in taken and name != internal]
+    if clash:
+        raise GradError(f"program {program.name!r} returns {clash[0]!r}, a name its trace also uses for "
+                        f"another tensor; return it under another name to differentiate it")
+    renamed = program_with_tensor_names(traced, renames)
+    adjoint, names = adjoint_program(renamed, renames.get(outputs[of], outputs[of]), wrt)
+    out = Kernel(adjoint.with_(name=f"{program.name}_grad"))
     out.grad_names = names  # type: ignore[attr-defined]
     return out

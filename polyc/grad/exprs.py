@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Set
 
-from ..ir import Access, Affine, Binary, Call, Cast, Expr, IndexExpr, Select, Unary
+from ..ir import Access, Affine, Binary, Call, Cast, Expr, IndexExpr, Program, Select, Unary
 
 
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
@@ -31,3 +31,27 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
 def tensors_read(e: Expr) -> Set[str]:
     """Names of the tensors `e` reads."""
     return {a.tensor for a in e.accesses()}
+
+
+def rename_tensors(e: Expr, names: Mapping[str, str]) -> Expr:
+    """`e` with the tensors in `names` read under their new names."""
+    if isinstance(e, Access):
+        return Access(names.get(e.tensor, e.tensor), e.indices)
+    if isinstance(e, (Unary, Cast)):
+        return replace(e, operand=rename_tensors(e.operand, names))
+    if isinstance(e, Binary):
+        return replace(e, lhs=rename_tensors(e.lhs, names), rhs=rename_tensors(e.rhs, names))
+    if isinstance(e, Call):
+        return replace(e, args=tuple(rename_tensors(a, names) for a in e.args))
+    if isinstance(e, Select):
+        return Select(rename_tensors(e.cond, names), rename_tensors(e.if_true, names),
+                      rename_tensors(e.if_false, names))
+    return e
+
+
+def program_with_tensor_names(program: Program, names: Mapping[str, str]) -> Program:
+    """`program` with its tensors in `names` renamed (declarations, targets and reads)."""
+    tensors = tuple(replace(t, name=names.get(t.name, t.name)) for t in program.tensors)
+    statements = tuple(replace(st, target=rename_tensors(st.target, names), value=rename_tensors(st.value, names))
+                       for st in program.statements)
+    return program.with_(tensors=tensors, statements=statements)

@@ -42,7 +42,8 @@ def _output(result: Any, of: str) -> np.ndarray:
 
 def _as_f64(inputs: Mapping[str, Any], kernel) -> Dict[str, Any]:
     """Float arrays as float64 where the kernel leaves their dtype open."""
-    decl = kernel.program.tensor_map
+    program = getattr(kernel, "program", None)   # an operator program has none: its inputs are declared
+    decl = program.tensor_map if program is not None else {}
     out = {}
     for k, v in inputs.items():
         if isinstance(v, np.ndarray) and v.dtype.kind == "f" and k in decl and decl[k].dtype is None:
