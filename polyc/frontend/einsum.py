@@ -25,6 +25,7 @@ from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, 
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
 from ..ir.expr import ARITHMETIC_OPS
+from ..ir.program import EXTREME_ITERATOR
 from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
@@ -285,15 +286,19 @@ class _Lowering:
                     accumulate_first.add(st.target)
             lhs_iters = tuple(i for i in indices if i in lhs_vars)
             common = dict(location=st.loc, text=st.text)
-            for q in divs.names:
+            for q in divs.quotient_names:
                 ranges[q] = divs.constraints(q)
+            for m in divs.extremes.names:
+                ranges[m] = ()   # a min/max is fixed by its pieces (`choices`), never inferred
+            choices = divs.choices()   # clamp alternatives: one conjunction each (one when none)
             if op is not None and bang:
                 lhs_cs = [c for i in lhs_iters for c in ranges.get(i, ())]
                 init_divs = divs.needed_by(v for c in lhs_cs for v in c.expr.variables)
                 init_iters = lhs_iters + init_divs
+                init_choices = divs.choices() if set(init_divs) & set(divs.extremes.names) else [()]
                 statements.append(Statement(
                     name=f"S{len(statements)}", iterators=init_iters,
-                    domain=(tuple(c for i in init_iters for c in ranges.get(i, ())),),
+                    domain=_domain(tuple(c for i in init_iters for c in ranges.get(i, ())), init_choices, init_iters),
                     target=target, value=Const(_IDENTITY[op]), order=(len(statements),) + (0,) * len(init_iters),
                     inferred=tuple(i for i in lhs_iters if i not in ranges), divisions=init_divs, **common))
             if op is not None:
@@ -301,7 +306,7 @@ class _Lowering:
             iters = tuple(indices) + divs.names
             statements.append(Statement(
                 name=f"S{len(statements)}", iterators=iters,
-                domain=(tuple(c for i in iters for c in ranges.get(i, ())),),
+                domain=_domain(tuple(c for i in iters for c in ranges.get(i, ())), choices, iters),
                 target=target, value=value, update=op, order=(len(statements),) + (0,) * len(iters),
                 reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges),
                 divisions=divs.names, **common))
@@ -406,3 +411,17 @@ def _sizes_used(program: Program, used_tensors: Set[str]) -> Set[str]:
         if t.name in used_tensors and t.shape is not None:
             out |= {v for e in t.shape for v in e.variables}
     return out & set(program.sizes)
+
+
+def _domain(base: Tuple[Constraint, ...], choices: List[Tuple[Constraint, ...]],
+            iterators: Tuple[str, ...]) -> Tuple[Tuple[Constraint, ...], ...]:
+    """The statement's domain: `base` and one of the clamp `choices` (only the constraints over the
+    statement's own iterators, sizes and other names that are not iterators of it)."""
+    own = set(iterators)
+    out = []
+    for choice in choices:
+        kept = tuple(c for c in choice if all(v in own or not EXTREME_ITERATOR.fullmatch(v) for v in c.expr.variables))
+        conj = base + kept
+        if conj not in out:
+            out.append(conj)
+    return tuple(out)

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import LiteralRangeError, ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64)
-from .einsum_affine import Divisions
+from .einsum_affine import Divisions, Extremes  # noqa: F401  (Extremes re-exported)
 
 #: A disjunction of conjunctions of constraints; `[[]]` is true, `[]` is false.
 DNF = List[List[Constraint]]
@@ -125,50 +125,6 @@ _CASTS = {id(float): f64, id(int): i64, id(np.float64): f64, id(np.float32): f32
 _SYNTACTIC_CASTS = {"float64": f64, "float32": f32, "int64": i64, "int32": i32}
 _BUILTINS = {"abs": "abs", "max": "max", "min": "min", "pow": "pow"}
 _MODULE_NAMES = ("math", "np", "numpy")
-
-
-class Extremes:
-    """`c = max(a, b)` or `min(a, b)` of affine terms as a statement iterator `c` with one value
-    per instance, fixed by a union of two pieces (`c == a and a >= b`, `c == b and b > a`): isl
-    keeps such piecewise-affine accesses exact and splits the loops at the pieces' borders."""
-
-    def __init__(self, reserved: Set[str]):
-        self.reserved = reserved
-        self.defs: List["tuple[str, str, Affine, Affine]"] = []
-
-    def extreme(self, fn: str, a: Affine, b: Affine) -> Affine:
-        if a == b:
-            return a
-        if (a - b).is_constant:    # the same up to a constant: no pieces needed
-            larger = a if (a - b).constant > 0 else b
-            return larger if fn == "max" else (b if larger is a else a)
-        for name, f, x, y in self.defs:
-            if f == fn and x == a and y == b:
-                return Affine.var(name)
-        k = len(self.defs)
-        name = f"_{fn}{k}"    # `_max0`: error messages print it back as `max(a, b)`
-        while name in self.reserved:
-            k += 1
-            name = f"_{fn}{k}"
-        self.reserved.add(name)
-        self.defs.append((name, fn, a, b))
-        return Affine.var(name)
-
-    @property
-    def names(self) -> "tuple[str, ...]":
-        return tuple(d[0] for d in self.defs)
-
-    def arguments(self, name: str) -> "tuple[Affine, Affine]":
-        _, _, a, b = next(d for d in self.defs if d[0] == name)
-        return a, b
-
-    def pieces(self, name: str) -> DNF:
-        """The two pieces fixing `name`, disjoint: ties go to the first argument."""
-        _, fn, a, b = next(d for d in self.defs if d[0] == name)
-        c = Affine.var(name)
-        first_wins = a - b if fn == "max" else b - a       # >= 0 where `a` is the answer
-        return [[Constraint("eq", c - a), Constraint("ge", first_wins)],
-                [Constraint("eq", c - b), Constraint("ge", -first_wins - 1)]]
 
 
 class ExprLowering:

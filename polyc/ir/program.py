@@ -1,6 +1,7 @@
 """Statements and programs: the immutable IR both front ends produce and every later stage reads."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Tuple
 
@@ -39,6 +40,10 @@ def upper_bound_exclusive(var: str, bound: Affine) -> Constraint:
     return Constraint("ge", bound - Affine.var(var) - 1)
 
 
+#: How the front ends name a min/max iterator (`_max0`, `_min3`): see `Statement.extremes`.
+EXTREME_ITERATOR = re.compile(r"_(max|min)\d+")
+
+
 @dataclass(frozen=True)
 class Statement:
     """One assignment executed once for every point of its iteration domain.
@@ -54,7 +59,8 @@ class Statement:
       `(c0, it0, c1, it1, ..., cd)`.
     - `descending`: iterators whose source loop runs downwards (`range(hi, lo, -1)`); in the
       source order above they count as `-it`, so instances run from high to low along them.
-    - `divisions`: iterators standing for floor-division quotients (not loops the user wrote).
+    - `divisions`: iterators standing for floor-division quotients or for min/max of affine terms
+      (`extremes`): not loops the user wrote; each takes one value per instance of the others.
     - `reduction`: iterators that are reduction axes (Einstein `+=!`-style, or `+=` over an
       index absent from the target); lets a schedule parallelise them through a reduction strategy.
     """
@@ -74,6 +80,12 @@ class Statement:
     #: Iterators that are quotients of a floor division (`(x + 1) // 2`, `i % 3`): each takes one
     #: value per instance of the others, fixed by two domain constraints (see `frontend.einsum_affine`).
     divisions: Tuple[str, ...] = ()
+
+    @property
+    def extremes(self) -> Tuple[str, ...]:
+        """The `divisions` that are min/max iterators (`_max0 = max(a, b)`, fixed piecewise by the
+        domain's conjunctions) rather than floor-division quotients."""
+        return tuple(d for d in self.divisions if EXTREME_ITERATOR.fullmatch(d))
 
     def reads(self) -> Tuple[Access, ...]:
         """Accesses read: those in `value`, plus the target for an update."""

@@ -28,7 +28,7 @@ def access_text(st: Statement, acc: Access) -> str:
     """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`."""
     text = str(acc)
     for q in reversed(st.divisions):   # outer definitions first: their text names inner ones
-        if re.fullmatch(r"_(max|min)\d+", q):   # a min/max iterator: `c == a` and then `a - b >= 0`
+        if q in st.extremes:   # a min/max iterator: `c == a` and then `a - b >= 0`
             text = _extreme_text(st, q, text)
             continue
         for conj in st.domain:

@@ -241,9 +241,15 @@ class _Inference:
     # -- per statement -------------------------------------------------------------------------
     def _infer_statement(self, st: Statement, known: Dict[str, Tuple[Constraint, ...]]) -> Dict[str, Tuple[Constraint, ...]]:
         ranges: Dict[str, Tuple[Constraint, ...]] = dict(known)
+        # A min/max iterator is fixed by alternative pieces of the domain (one per conjunction):
+        # for inference it is unconstrained, so a clamped read bounds no index (it is in bounds
+        # wherever it is; `check_bounds` proves that on the real domain afterwards).
+        extremes = set(st.extremes)
         for i in st.iterators:
             if i not in st.inferred and i not in ranges:
-                ranges[i] = tuple(c for conj in st.domain for c in conj if i in c.expr.variables)
+                ranges[i] = () if i in extremes else tuple(
+                    dict.fromkeys(c for conj in st.domain for c in conj
+                                  if i in c.expr.variables and not extremes & set(c.expr.variables)))
         pending = [i for i in st.iterators if i not in ranges]
         target_shape = self.shapes.get(st.target.tensor)
         for x in list(pending):
