@@ -3,29 +3,36 @@ iterator values, and the tensors an expression reads."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Set
+from typing import Callable, Mapping, Optional, Set
 
 from ..ir import Access, Affine, Binary, Call, Cast, Expr, IndexExpr, Program, Select, Unary
 
 
+def _rebuild(e: Expr, leaf: Callable[[Expr], Optional[Expr]]) -> Expr:
+    """`e` with every node `leaf` answers (not None) replaced by the answer, the rest rebuilt."""
+    got = leaf(e)
+    if got is not None:
+        return got
+    if isinstance(e, (Unary, Cast)):
+        return replace(e, operand=_rebuild(e.operand, leaf))
+    if isinstance(e, Binary):
+        return replace(e, lhs=_rebuild(e.lhs, leaf), rhs=_rebuild(e.rhs, leaf))
+    if isinstance(e, Call):
+        return replace(e, args=tuple(_rebuild(a, leaf) for a in e.args))
+    if isinstance(e, Select):
+        return Select(_rebuild(e.cond, leaf), _rebuild(e.if_true, leaf), _rebuild(e.if_false, leaf))
+    return e
+
+
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
     """`e` with every iterator in `mapping` replaced by its affine value (subscripts and index values)."""
-    if isinstance(e, Access):
-        return Access(e.tensor, tuple(a.substitute(mapping) for a in e.indices))
-    if isinstance(e, IndexExpr):
-        return IndexExpr(e.value.substitute(mapping))
-    if isinstance(e, Unary):
-        return replace(e, operand=substitute(e.operand, mapping))
-    if isinstance(e, Binary):
-        return replace(e, lhs=substitute(e.lhs, mapping), rhs=substitute(e.rhs, mapping))
-    if isinstance(e, Call):
-        return replace(e, args=tuple(substitute(a, mapping) for a in e.args))
-    if isinstance(e, Select):
-        return Select(substitute(e.cond, mapping), substitute(e.if_true, mapping),
-                      substitute(e.if_false, mapping))
-    if isinstance(e, Cast):
-        return replace(e, operand=substitute(e.operand, mapping))
-    return e
+    def leaf(x: Expr) -> Optional[Expr]:
+        if isinstance(x, Access):
+            return Access(x.tensor, tuple(a.substitute(mapping) for a in x.indices))
+        if isinstance(x, IndexExpr):
+            return IndexExpr(x.value.substitute(mapping))
+        return None
+    return _rebuild(e, leaf)
 
 
 def tensors_read(e: Expr) -> Set[str]:
@@ -35,18 +42,7 @@ def tensors_read(e: Expr) -> Set[str]:
 
 def rename_tensors(e: Expr, names: Mapping[str, str]) -> Expr:
     """`e` with the tensors in `names` read under their new names."""
-    if isinstance(e, Access):
-        return Access(names.get(e.tensor, e.tensor), e.indices)
-    if isinstance(e, (Unary, Cast)):
-        return replace(e, operand=rename_tensors(e.operand, names))
-    if isinstance(e, Binary):
-        return replace(e, lhs=rename_tensors(e.lhs, names), rhs=rename_tensors(e.rhs, names))
-    if isinstance(e, Call):
-        return replace(e, args=tuple(rename_tensors(a, names) for a in e.args))
-    if isinstance(e, Select):
-        return Select(rename_tensors(e.cond, names), rename_tensors(e.if_true, names),
-                      rename_tensors(e.if_false, names))
-    return e
+    return _rebuild(e, lambda x: Access(names.get(x.tensor, x.tensor), x.indices) if isinstance(x, Access) else None)
 
 
 def program_with_tensor_names(program: Program, names: Mapping[str, str]) -> Program:
