@@ -73,3 +73,11 @@ def test_min_of_a_product_is_refused_with_the_position():
     with pytest.raises(ParseError, match="affine") as e:
         pc.kernel("B[x] = A[min(x * x, N - 1)]", A=pc.f64["N"], B=pc.f64["N"])
     assert e.value.location is not None and e.value.location.column > 1
+
+
+def test_min_in_a_where_bound():
+    k = pc.kernel("O[i] +=! A[i, j] where j in 0:min(i + 2, M)", A=pc.f64["N", "M"], name="clamped_range")
+    a = np.random.default_rng(4).standard_normal((5, 4))
+    want = np.array([a[i, :min(i + 2, 4)].sum() for i in range(5)])
+    for schedule in (None, "auto"):
+        np.testing.assert_allclose(pc.compile(k, schedule)(A=a), want, rtol=1e-12)
