@@ -382,9 +382,90 @@ class _Inference:
                     writes.setdefault(name, []).append((full, ranges))
                     self.shapes[name], self.lows[name] = self._target_shape(writes[name])
             if len(deferred) == len(pending):
-                raise deferred[0][1]
+                # Nothing else fixes them: a definition its own reads do not bound (Halide's
+                # `kernel[x] = exp(-x * x)`, a clamped read) covers what later statements read.
+                # Consumers come later in the program: try the last definitions first.
+                settled = None
+                for k in reversed(range(len(deferred))):
+                    group = deferred[k][0]
+                    ranges = self._ranges_from_consumers(group[-1], resolved)
+                    if ranges is not None:
+                        settled = k
+                        break
+                if settled is None:
+                    raise deferred[0][1]
+                for st in group:
+                    resolved[st.name] = {i: ranges[i] for i in st.iterators}
+                name = group[-1].target.tensor
+                writes.setdefault(name, []).append((group[-1], ranges))
+                self.shapes[name], self.lows[name] = self._target_shape(writes[name])
+                deferred = deferred[:settled] + deferred[settled + 1:]
             pending = [g for g, _ in deferred]
         return self._finish(resolved)
+
+    def _ranges_from_consumers(self, st: Statement, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]
+                               ) -> Optional[Dict[str, Tuple[Constraint, ...]]]:
+        """Ranges for `st`'s unranged indices from what later statements read of its target: an
+        index that is the bare subscript of target dimension `d` runs over `0 <= x <= hi`, `hi` the
+        largest index along `d` any resolved reader reads (isl, exactly; one affine expression).
+        None when that does not settle every index, or a reader may read below 0 there (storage
+        starts at 0)."""
+        tensor = st.target.tensor
+        readers = [r for r in self.p.statements if r.name in resolved and r is not st
+                   and any(a.tensor == tensor for a in r.value.accesses())]
+        if not readers:
+            return None
+        try:
+            ranges = self._infer_partial(st)
+        except ShapeInferenceError:
+            return None
+        ps = params_str(self.context_params)
+        ctx = self._context()
+        for d, e in enumerate(st.target.indices):
+            x = e.as_single_var()
+            if x is None or x in ranges:
+                continue
+            image = None
+            with isl_budget(f"inferring the range of index {x!r} from the reads of {tensor}"):
+                for r in readers:
+                    cs = [Constraint(c.kind, self.canon(c.expr), c.modulus)
+                          for i in r.iterators for c in resolved[r.name][i]]
+                    tup = "[" + ", ".join(isl_name(i) for i in r.iterators) + "]"
+                    dom = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
+                    for acc in r.value.accesses():
+                        if acc.tensor != tensor:
+                            continue
+                        part = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(acc.indices[d])}] }}") \
+                            .intersect_domain(dom).range()
+                        image = part if image is None else image.union(part)
+                if image is None:
+                    return None
+                image = image.coalesce().intersect_params(ctx)
+                if not image.is_empty() and not image.lexmin().intersect(
+                        isl.Set(f"{ps} -> {{ [v] : v < 0 }}")).is_empty():
+                    return None
+                hi = pw_aff_to_affine(image.dim_max(0), ctx)
+            if hi is None:
+                return None
+            ranges[x] = (lower_bound(x, Affine.const(0)), upper_bound_exclusive(x, hi + Affine.const(1)))
+        if any(i not in ranges for i in st.iterators):
+            return None
+        return ranges
+
+    def _infer_partial(self, st: Statement) -> Dict[str, Tuple[Constraint, ...]]:
+        """The ranges `_infer_statement` settles for `st`, without failing on those it cannot."""
+        ranges: Dict[str, Tuple[Constraint, ...]] = {}
+        extremes = set(st.extremes)
+        for i in st.iterators:
+            if i not in st.inferred:
+                ranges[i] = () if i in extremes else tuple(
+                    dict.fromkeys(c for conj in st.domain for c in conj
+                                  if i in c.expr.variables and not extremes & set(c.expr.variables)))
+        for x in [i for i in st.iterators if i not in ranges]:
+            found = self._range_from_reads(st, x, ranges, self._bare_base(st, x))
+            if found is not None:
+                ranges[x] = (lower_bound(x, found[0]), upper_bound_exclusive(x, found[1]))
+        return ranges
 
     def _finish(self, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]) -> Program:
         taken = kernel_names_in(self.p)

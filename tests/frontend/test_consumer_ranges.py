@@ -1,0 +1,50 @@
+"""A definition whose own reads bound none of its indices (Halide's `kernel[x] = exp(-x * x)`, a
+clamped read) covers what later statements read of it, as Halide computes a function where its
+consumers need it; without readers it is still refused."""
+import numpy as np
+import pytest
+
+import polyc as pc
+from polyc.errors import OutOfBoundsError, ShapeInferenceError
+
+
+def test_a_table_takes_its_extent_from_its_readers():
+    k = pc.kernel("""
+        w[x] = exp(-x * x / 2.0)
+        B[i] = w[0] * A[i] + w[1] * A[max(i - 1, 0)] + w[2] * A[max(i - 2, 0)]
+    """, A=pc.f64["N"], name="lut_blur", outputs=["B"])
+    assert dict((t.name, str(t.shape[0])) for t in k.program.tensors)["w"] == "3"
+    a = np.random.default_rng(0).standard_normal(6)
+    w = np.exp(-np.arange(3) ** 2 / 2.0)
+    i = np.arange(6)
+    want = w[0] * a + w[1] * a[np.maximum(i - 1, 0)] + w[2] * a[np.maximum(i - 2, 0)]
+    for schedule in (None, "auto"):
+        np.testing.assert_allclose(pc.compile(k, schedule)(A=a), want, rtol=1e-12)
+    np.testing.assert_allclose(k.reference(A=a), want, rtol=1e-12)
+
+
+def test_a_chain_of_definitions_resolves_from_the_last_reader_back():
+    k = pc.kernel("""
+        r[x] = x * 0.5
+        s[x] = r[x] + r[x + 1]
+        C[i] = s[i + 1] * A[i]
+    """, A=pc.f64["N"], name="ramp", outputs=["C"])
+    shapes = {t.name: str(t.shape[0]) for t in k.program.tensors}
+    assert shapes["s"] == "N + 1" and shapes["r"] == "N + 2"
+    a = np.arange(1.0, 6.0)
+    want = ((np.arange(5) + 1) * 0.5 + (np.arange(5) + 2) * 0.5) * a
+    np.testing.assert_allclose(pc.compile(k)(A=a), want)
+
+
+def test_without_readers_a_definition_is_still_refused():
+    with pytest.raises(ShapeInferenceError, match="range of index 'x'"):
+        pc.kernel("w[x] = exp(-x * x / 2.0)", name="lonely")
+
+
+def test_readers_below_zero_are_refused_not_shifted():
+    """Storage starts at 0: a reader of `g[x - 1]` at x = 0 needs g[-1], which no range gives."""
+    with pytest.raises((OutOfBoundsError, ShapeInferenceError)):
+        pc.kernel("""
+            g[x] = A[min(max(x, 0), N - 1)]
+            B[i] = g[i - 1] + g[i]
+        """, A=pc.f64["N"], B=pc.f64["N"], name="below_zero", outputs=["B"])
