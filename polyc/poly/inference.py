@@ -13,12 +13,14 @@ outputs and intermediates get the shape their index ranges cover.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
 
 import islpy as isl
 
 from ..errors import ShapeInferenceError
-from ..ir import Affine, Constraint, Program, Statement, TensorDecl, lower_bound, upper_bound_exclusive
+from ..ir import (Access, Affine, Constraint, Expr, Program, Statement, TensorDecl, lower_bound,
+                  upper_bound_exclusive)
 from ..ir.guards import ALWAYS, guarded_accesses
 from .islutil import (conjunction_str, constraint_str, disjunction_str, isl_budget, isl_name, params_str,
                       affine_str, pw_aff_to_affine, pw_aff_to_floor_form)
@@ -122,6 +124,9 @@ class _Inference:
         #: First element written, per dimension, of tensors whose shape inference derived from
         #: their writes (a stencil's intermediate starts at its halo, not at 0).
         self.lows: Dict[str, Tuple[Affine, ...]] = {}
+        #: Intermediates their readers need from below 0 (Halide's blur of a clamped image reads
+        #: `gray[x - 3]` from x = 0): dimension -> the constant their storage is shifted by.
+        self.shifts: Dict[str, Dict[int, int]] = {}
         #: Sizes defined as `floor(numerator / divisor)` (strided extents like `(H - K) // 2 + 1`).
         self.derived: List[Tuple[str, Affine, int]] = []
 
@@ -441,13 +446,21 @@ class _Inference:
                 if image is None:
                     return None
                 image = image.coalesce().intersect_params(ctx)
+                lo = Affine.const(0)
                 if not image.is_empty() and not image.lexmin().intersect(
                         isl.Set(f"{ps} -> {{ [v] : v < 0 }}")).is_empty():
-                    return None
+                    # Below 0: an intermediate's storage is shifted by a constant; anything else is refused.
+                    lowest = pw_aff_to_affine(image.dim_min(0), ctx)
+                    role = self.p.tensor(tensor).role
+                    if role != "temp" or lowest is None or not lowest.is_constant or lowest.constant >= 0:
+                        return None
+                    lo = lowest
                 hi = pw_aff_to_affine(image.dim_max(0), ctx)
             if hi is None:
                 return None
-            ranges[x] = (lower_bound(x, Affine.const(0)), upper_bound_exclusive(x, hi + Affine.const(1)))
+            ranges[x] = (lower_bound(x, lo), upper_bound_exclusive(x, hi + Affine.const(1)))
+            if lo.constant < 0:
+                self.shifts.setdefault(tensor, {})[d] = -lo.constant
         if any(i not in ranges for i in st.iterators):
             return None
         return ranges
@@ -505,9 +518,12 @@ class _Inference:
             extra = tuple(fix(c) for i in st.inferred for c in resolved[st.name][i])
             domain = tuple(tuple(fix(c) for c in conj) + extra for conj in st.domain)
             statements.append(st.with_(domain=domain, inferred=()))
+        statements = [_shifted(st, self.shifts) for st in statements]
         tensors = []
         for t in self.p.tensors:
             shape = self.shapes[t.name]
+            if shape is not None and t.name in self.shifts:   # its writes start below 0: shifted
+                shape = tuple(e + Affine.const(self.shifts[t.name].get(d, 0)) for d, e in enumerate(shape))
             tensors.append(TensorDecl(t.name, t.dtype, tuple(resolve(e) for e in shape) if shape is not None else (),
                                       t.role, t.declared))
         return self.p.with_(statements=tuple(statements), tensors=tuple(tensors),
@@ -521,3 +537,30 @@ def infer_shapes(program: Program) -> Program:
     if not any(st.inferred for st in program.statements) and all(t.shape is not None for t in program.tensors):
         return program
     return _Inference(program).run()
+
+
+def _shifted(st: Statement, shifts: Dict[str, Dict[int, int]]) -> Statement:
+    """`st` with each access of a shifted intermediate moved into its storage (index + shift)."""
+    if not shifts:
+        return st
+
+    def move(acc: Access) -> Access:
+        by = shifts.get(acc.tensor)
+        if not by:
+            return acc
+        return Access(acc.tensor, tuple(e + Affine.const(by.get(d, 0)) for d, e in enumerate(acc.indices)))
+
+    def rebuild(e: Expr) -> Expr:
+        if isinstance(e, Access):
+            return move(e)
+        if not e.children():
+            return e
+        fields = {}
+        for name in ("operand", "lhs", "rhs", "cond", "if_true", "if_false"):
+            if hasattr(e, name):
+                fields[name] = rebuild(getattr(e, name))
+        if hasattr(e, "args"):
+            fields["args"] = tuple(rebuild(a) for a in e.args)
+        return replace(e, **fields)
+
+    return st.with_(target=move(st.target), value=rebuild(st.value))

@@ -18,9 +18,6 @@ import numpy as np
 #: offsets, undeclared inputs with explicit ranges, quasi-affine Einstein subscripts, guards,
 #: integer parameters, indices used as values, continuation lines, unsigned types -- are fixed, and
 #: the kernels that showed them pass.)
-CLAMPED_SUBSCRIPTS = ("clamped subscripts and ranges from consumers work, but the blurs read gray and "
-                      "blur_y at x - 3 and y - 3 from x = 0: Halide computes them from -3, and polyc's "
-                      "storage starts at 0 (refused with OutOfBoundsError)")
 UNUSED_SIZE_INPUT = ("an input declared only to name a size (TC's signature binds N from S's shape) is "
                      "refused as 'declared but never used'")
 LOCAL_SCALAR_SUBSCRIPT = ("a subscript uses a kernel-local scalar that holds an affine value of the loop "

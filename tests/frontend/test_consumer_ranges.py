@@ -41,10 +41,25 @@ def test_without_readers_a_definition_is_still_refused():
         pc.kernel("w[x] = exp(-x * x / 2.0)", name="lonely")
 
 
-def test_readers_below_zero_are_refused_not_shifted():
-    """Storage starts at 0: a reader of `g[x - 1]` at x = 0 needs g[-1], which no range gives."""
+def test_an_intermediate_read_below_zero_is_stored_shifted():
+    """`g[i - 1]` at i = 0 needs g[-1]: the intermediate covers -1..N-1, stored from index 0."""
+    k = pc.kernel("""
+        g[x] = A[min(max(x, 0), N - 1)] * 2.0
+        B[i] = g[i - 1] + g[i]
+    """, A=pc.f64["N"], B=pc.f64["N"], name="below_zero", outputs=["B"])
+    assert {t.name: str(t.shape[0]) for t in k.program.tensors}["g"] == "N + 1"
+    a = np.arange(1.0, 6.0)
+    want = 2 * a[np.maximum(np.arange(5) - 1, 0)] + 2 * a
+    for schedule in (None, "auto"):
+        np.testing.assert_allclose(pc.compile(k, schedule)(A=a), want)
+    np.testing.assert_allclose(pc.compile(k, target="cuda-emu")(A=a), want)
+    np.testing.assert_allclose(k.reference(A=a), want)
+
+
+def test_an_output_read_below_zero_is_refused():
+    """A returned tensor keeps the user's indices: no shift, so its reader is out of bounds."""
     with pytest.raises((OutOfBoundsError, ShapeInferenceError)):
         pc.kernel("""
             g[x] = A[min(max(x, 0), N - 1)]
             B[i] = g[i - 1] + g[i]
-        """, A=pc.f64["N"], B=pc.f64["N"], name="below_zero", outputs=["B"])
+        """, A=pc.f64["N"], B=pc.f64["N"], name="below_zero_out", outputs=["B", "g"])
