@@ -111,10 +111,33 @@ def _group_work(schedule, statements: Iterable[str], position: int, loops_of: Ma
 
 def worth_parallel(schedule, statements: Iterable[str], position: int, loops_of: Mapping[str, List[int]],
                    sizes: Optional[Mapping[str, int]]) -> bool:
-    """Whether a parallel loop at `position` pays at `sizes` (always, when sizes are unknown)."""
+    """Whether a parallel loop at `position` pays at `sizes` (always, when sizes are unknown): it
+    must do enough work per entry, and have more than one iteration (a batch loop at batch size
+    1, or its tile loop, would hold the parallel mark that an inner loop can use)."""
     if not sizes:
         return True
+    statements = list(statements)
+    if loop_extent(schedule, statements, position, sizes) == 1:
+        return False
     return region_work(schedule, statements, position, loops_of, sizes) >= PARALLEL_REGION_WORK
+
+
+def loop_extent(schedule, statements: Iterable[str], position: int, sizes: Mapping[str, int]) -> Optional[int]:
+    """The bounding-box extent of schedule dimension `position` over the instances of `statements`
+    at `sizes` (None when unknown or unbounded)."""
+    model = schedule.model
+    largest = 0
+    for name in statements:
+        try:
+            when = schedule.statement_map(name).intersect_domain(model.domains[name].intersect_params(model.context))
+            values = fix_sizes(when.range(), sizes)
+            extent = extents(values)[position]
+        except (isl.Error, IndexError):
+            return None
+        if extent is None:
+            return None
+        largest = max(largest, extent)
+    return largest
 
 
 def working_set_bytes(program, statements: Iterable[str], sizes: Mapping[str, int]) -> int:
