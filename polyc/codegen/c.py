@@ -8,7 +8,7 @@ identifier comes from `polyc.codegen.names` (user names by kind, polyc's own und
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import cgen as c
 
@@ -19,7 +19,7 @@ from ..target import MVEC_FUNCTIONS
 from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, parallel_condition, single_call
 from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
-from .names import TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
+from .names import INTERNAL, TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
 from .typing import Typing
 
 PREAMBLE = """\
@@ -86,6 +86,12 @@ def kernel_signature(program: Program, typing: Typing) -> KernelSignature:
     return KernelSignature(c_symbol(program.name), tuple(params))
 
 
+#: Prefix of a row buffer's C name (`polyc.codegen.names.INTERNAL`: no user name carries it), and the
+#: largest row kept on an OpenMP thread's stack.
+ROW_BUFFER = INTERNAL + "row_"
+ROW_BUFFER_BYTES = 65536
+
+
 def _array_access(acc: Access, printer: CExprPrinter) -> str:
     view = mangle(TENSOR, acc.tensor)
     if not acc.indices:
@@ -99,8 +105,12 @@ def _ids(e) -> set:
 
 class _Emitter:
     def __init__(self, program: Program, typing: Typing, names: CNames, plans=None,
-                 parallel_loops=frozenset(), fixed_sizes=None):
+                 parallel_loops=frozenset(), fixed_sizes=None, row_buffers=None):
         self.program = program
+        #: tensor -> (dimension fixed by the loop, parallel loop): each iteration of that loop may
+        #: keep the tensor's row in a buffer of its own (`schedule.storage.row_buffers`).
+        self.row_buffers: Dict[str, Tuple[int, str]] = dict(row_buffers or {})
+        self._rows: Dict[str, int] = {}   # the row buffers of the outlined loop being emitted
         self.names = names
         self.fixed_sizes = dict(fixed_sizes or {})
         self.typing = typing
@@ -203,7 +213,7 @@ class _Emitter:
         if isinstance(n, Call):
             st = self.statements[n.statement]
             index_text = {it: strip_parens(self._c(a)) for it, a in zip(st.iterators, n.args)}
-            printer = CExprPrinter(self.typing, index_text, _array_access, self.names)
+            printer = CExprPrinter(self.typing, index_text, self._access, self.names)
             line = c.Line(printer.statement(st))
             acc = self._accs.get(n)
             if acc is not None:
@@ -250,7 +260,7 @@ class _Emitter:
                 return None
             # The target's subscripts only use iterators fixed outside `n`.
             index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args) if i not in varying}
-            target = CExprPrinter(self.typing, index_text, _array_access, self.names).access(st.target)
+            target = CExprPrinter(self.typing, index_text, self._access, self.names).access(st.target)
             acc = by_target.get(target)
             if acc is None:
                 name = "pc_acc" if not by_target else f"pc_acc{len(by_target)}"
@@ -304,12 +314,51 @@ class _Emitter:
         name = f"{self.signature.symbol}_loop{sum(h.startswith('/* loop') for h in self.helpers)}"
         params, prologue = self.parameters()
         scope = list(self._scope)
-        body = self.node(n.body, True)
+        body = self._with_row_buffers(n)
         fn = c.FunctionBody(
             c.FunctionDeclaration(c.Value("static void", name), params + [c.Value("int64_t", v) for v in scope]),
             c.Block(prologue + body))
         self.helpers.append(f"/* loop {name} */\n{fn}")
         return c.Statement(f"{name}({', '.join(self._call_arguments() + scope)})")
+
+    def _access(self, acc: Access, printer: CExprPrinter) -> str:
+        """An array element in C; a tensor held in a row buffer is indexed along its other dimension."""
+        d = self._rows.get(acc.tensor)
+        if d is None:
+            return _array_access(acc, printer)
+        return f"{ROW_BUFFER}{mangle(TENSOR, acc.tensor)}[{printer.affine(acc.indices[1 - d])}]"
+
+    def _with_row_buffers(self, n: Loop) -> List:
+        """The body of parallel loop `n`; where intermediates live inside one of its iterations
+        (`row_buffers`), each iteration keeps their row in a stack buffer of its own (read and
+        written in L1 instead of a full temporary in memory), when the row is at most
+        `ROW_BUFFER_BYTES`; longer rows use the full temporary, as before."""
+        full = self.node(n.body, True)
+        packed = {plan.statement for plan in self.plans.values()}
+        touched = set()
+        for call in (x for x in walk(n.body) if isinstance(x, Call)):
+            st = self.statements[call.statement]
+            touched |= {st.target.tensor} | {a.tensor for a in st.value.accesses()}
+        rows = {t: d for t, (d, loop) in self.row_buffers.items()
+                if t in touched and n.dim is not None and loop == n.dim.name
+                and len(self.program.tensor(t).shape or ()) == 2
+                and not any(self.statements[s].target.tensor == t or t in {a.tensor for a in self.statements[s].value.accesses()}
+                            for s in packed)}
+        if not rows:
+            return full
+        self._rows = rows
+        try:
+            local = self.node(n.body, True)
+        finally:
+            self._rows = {}
+        printer = CExprPrinter(self.typing, {}, _array_access, self.names)
+        decls, fits = [], []
+        for t, d in sorted(rows.items()):
+            ctype = self.typing.tensors[t].c_name
+            extent = strip_parens(printer.affine(self.program.tensor(t).shape[1 - d]))
+            decls.append(c.Line(f"{ctype} {ROW_BUFFER}{mangle(TENSOR, t)}[{extent}];"))
+            fits.append(f"({extent}) >= 1 && ({extent}) <= {ROW_BUFFER_BYTES} / (int64_t)sizeof({ctype})")
+        return [c.If(" && ".join(fits), c.Block(decls + local), c.Block(full))]
 
     def _call_arguments(self) -> List[str]:
         """The kernel function's own parameters, passed on to a helper."""
@@ -363,5 +412,7 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     from ..schedule.packing import packing_plans
     plans = packing_plans(schedule)
     parallel = frozenset(d.name for d in schedule.dims if d.is_loop and d.runs(LoopKind.PARALLEL))
-    emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes)
+    from ..schedule.storage import row_buffers
+    emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes,
+                       row_buffers(schedule))
     return GeneratedC(emitter.function(loops, signature), signature)

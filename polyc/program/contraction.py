@@ -11,74 +11,11 @@ flow dependences on `T` are checked too: none may be carried by the fused loop.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Tuple
+from typing import Tuple
 
-import islpy as isl
 
 from ..ir import Access, Expr, Program, Statement
-from ..poly.islutil import isl_name
-from ..poly.model import PolyModel
-from ..schedule.schedule import Schedule
-
-
-def _slice_in_iteration(model: PolyModel, schedule: Schedule, tensor: str, dim: int, level: int) -> bool:
-    """isl proof that every access of `tensor` at index `x` along `dim` runs in iteration `x` of
-    schedule dimension `level`."""
-    found = False
-    prefixes = None   # the schedule coordinates outside the loop: one loop instance for every access
-    for info in model.accesses:
-        if info.access.tensor != tensor:
-            continue
-        found = True
-        access = model.access_map(info.statement, info.access, info.guard)   # S[x] -> T[a]
-        when = schedule.statement_map(info.statement.name)                    # S[x] -> [t]
-        pairs = access.reverse().apply_range(when.intersect_domain(model.domains[info.statement.name]))
-        rank = pairs.dim(isl.dim_type.in_)
-        n_out = pairs.dim(isl.dim_type.out)
-        a = ", ".join(f"a{k}" for k in range(rank))
-        t = ", ".join(f"t{k}" for k in range(n_out))
-        same = isl.Map(f"{model.pstr} -> {{ {isl_name(tensor)}[{a}] -> [{t}] : a{dim} = t{level} }}")
-        if not pairs.is_subset(same):
-            return False
-        outside = pairs.range().project_out(isl.dim_type.set, level, n_out - level)
-        prefixes = outside if prefixes is None else prefixes.union(outside)
-    if prefixes is not None and prefixes.coalesce().params().is_empty():
-        return False
-    if prefixes is not None:  # every access runs inside the same instance of the loop
-        point = prefixes.coalesce()
-        if not (point.lexmin().is_equal(point.lexmax()) and point.lexmin().is_equal(point)):
-            return False
-    return found
-
-
-def _flow_within_iteration(model: PolyModel, schedule: Schedule, tensor: str, level: int) -> bool:
-    """Every value-based flow dependence on `tensor` stays inside one iteration of one instance of
-    the loop at schedule dimension `level` (equal coordinates up to and including it)."""
-    for dep in model.dependences.of_kind("flow"):
-        if dep.array != tensor:
-            continue
-        src = schedule.statement_map(model.statement_by_isl_name(dep.source).name)
-        dst = schedule.statement_map(model.statement_by_isl_name(dep.sink).name)
-        times = dep.relation.apply_domain(src).apply_range(dst)          # [t] -> [t']
-        n = times.dim(isl.dim_type.in_)
-        t = ", ".join(f"t{k}" for k in range(n))
-        u = ", ".join(f"u{k}" for k in range(n))
-        same = " and ".join(f"t{k} = u{k}" for k in range(level + 1))
-        equal = isl.Map(f"{model.pstr} -> {{ [{t}] -> [{u}] : {same} }}")
-        if not times.is_subset(equal):
-            return False
-    return True
-
-
-def contractible_dim(model: PolyModel, schedule: Schedule, tensor: str, rank: int, level: int) -> Optional[int]:
-    """The dimension of `tensor` that can be dropped under the fused loop at schedule dimension
-    `level` (proven with isl), or None."""
-    if not _flow_within_iteration(model, schedule, tensor, level):
-        return None
-    for d in range(rank):
-        if _slice_in_iteration(model, schedule, tensor, d, level):
-            return d
-    return None
+from ..schedule.storage import contractible_dim  # noqa: F401  (the proof; re-exported for fusion)
 
 
 def _drop(acc: Access, tensor: str, dim: int) -> Access:
