@@ -99,6 +99,14 @@ def _array_access(acc: Access, printer: CExprPrinter) -> str:
     return view + "".join(f"[{printer.affine(e)}]" for e in acc.indices)
 
 
+def _flat_block(n: Node) -> Tuple[Node, ...]:
+    """The children of `n` with nested blocks opened (isl groups statements of one loop body into
+    blocks; for the emitter a body is its sequence of nodes)."""
+    if not isinstance(n, Block):
+        return (n,)
+    return tuple(x for ch in n.children for x in _flat_block(ch))
+
+
 def _ids(e) -> set:
     return {e.value} if e.op == "id" else set().union(*(_ids(a) for a in e.args)) if e.args else set()
 
@@ -240,7 +248,7 @@ class _Emitter:
             call = single_call(n.body)
             calls = [call] if call is not None else []
         else:
-            body = n.body.children if isinstance(n.body, Block) else (n.body,)
+            body = _flat_block(n.body)
             calls = list(body) if all(isinstance(x, Call) for x in body) else []
         if not calls:
             return None

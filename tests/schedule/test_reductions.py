@@ -192,3 +192,22 @@ def test_softmax_row_reductions_vectorise_beside_other_statements():
     assert "reduction(max:pc_acc)" in f.source and "reduction(+:pc_acc)" in f.source
     inputs = lk.make_inputs(dict(I=7, J=33), "f32", np.random.default_rng(1))
     np.testing.assert_allclose(f(**inputs), lk.expected(inputs), rtol=1e-5, atol=1e-7)
+
+
+def test_a_fused_loop_of_several_reductions_and_a_definition_runs_as_one_simd_reduction():
+    """isl groups the statements of softmax's gradient's row loop (e = exp(..), the row sum, the
+    count of maxima) into nested blocks: the loop still runs as one SIMD loop with an accumulator
+    per reduced element (it ran in order, with `expf` not vectorised, before)."""
+    from kernels import by_name
+    g = pc.grad(by_name("softmax").kernel, of="Y", wrt=["X"])
+    f = pc.compile(g, "auto")
+    assert "reduction(+:pc_acc) reduction(+:pc_acc1)" in f.source
+    simd_loop = f.source.split("reduction(+:pc_acc) reduction(+:pc_acc1)")[1].split("}")[0]
+    assert "expf(" in simd_loop
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((7, 300)).astype(np.float32)
+    Yb = rng.standard_normal((7, 300)).astype(np.float32)
+    Y = np.exp(X - X.max(axis=1, keepdims=True))
+    Y /= Y.sum(axis=1, keepdims=True)
+    want = Y * (Yb - (Yb * Y).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(f(X=X, Y_grad=Yb), want, rtol=1e-4, atol=1e-6)
