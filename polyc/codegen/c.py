@@ -12,9 +12,11 @@ from typing import Dict, List, Optional, Tuple
 
 import cgen as c
 
+from ..errors import PolycError
 from ..ir import Access, Program
 from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Dim, LoopKind, Schedule
+from ..schedule.storage import PRIVATE_COPY_BYTES, private_copies
 from ..target import MVEC_FUNCTIONS
 from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, parallel_condition, single_call
 from .cexpr import CExprPrinter, expression_helpers
@@ -113,8 +115,12 @@ def _ids(e) -> set:
 
 class _Emitter:
     def __init__(self, program: Program, typing: Typing, names: CNames, plans=None,
-                 parallel_loops=frozenset(), fixed_sizes=None, row_buffers=None):
+                 parallel_loops=frozenset(), fixed_sizes=None, row_buffers=None, shared_reductions=None):
         self.program = program
+        #: reduction-parallel loop -> the tensors two of its iterations update at one element (None:
+        #: not known, every tensor updated inside counts); see `schedule.storage.shared_reductions`.
+        self.shared_reductions: Dict[str, Optional[frozenset]] = dict(shared_reductions or {})
+        self._racing: frozenset = frozenset()    # tensors updated by several threads at once (atomically)
         #: tensor -> (dimension fixed by the loop, parallel loop): each iteration of that loop may
         #: keep the tensor's row in a buffer of its own (`schedule.storage.row_buffers`).
         self.row_buffers: Dict[str, Tuple[int, str]] = dict(row_buffers or {})
@@ -186,6 +192,13 @@ class _Emitter:
                 opened = self._accumulated(n, is_vector, in_parallel, reduction_here)
                 if opened is not None:
                     return opened
+            racing = self._racing
+            if reduction_here:
+                shared = self._shared(n)
+                private = private_copies(shared, self._statements_in(n))
+                if private:
+                    return self._privately_reduced(n, private)
+                racing = racing | shared
             pragmas = []
             parallel_pragma = None
             # "reduction_parallel" without an accumulator: iterations race only on reduction
@@ -206,6 +219,7 @@ class _Emitter:
             self._atomic_depth += reduction_here
             it = self.names.id(n.iterator)
             self._scope.append(it)
+            outer_racing, self._racing = self._racing, racing
             try:
                 if parallel_here and not simd and not reduction_here:
                     body = c.Block([self._outlined(n)])
@@ -213,6 +227,7 @@ class _Emitter:
                     body = c.Block(self.node(n.body, in_parallel or parallel_here))
             finally:
                 self._atomic_depth -= reduction_here
+                self._racing = outer_racing
                 self._scope.pop()
             if parallel_pragma is not None:
                 return guarded_parallel(parallel_condition(n, self.statements, self._c), parallel_pragma,
@@ -226,7 +241,7 @@ class _Emitter:
             acc = self._accs.get(n)
             if acc is not None:
                 return [c.Line(acc.update_line(printer.expr(st.value, self.typing.tensors[st.target.tensor])))]
-            if st.update and self._atomic_depth:
+            if st.update and self._atomic_depth and st.target.tensor in self._racing:
                 return [c.Pragma("omp atomic" if st.update in ("+", "*") else "omp critical"), line]
             return [line]
         raise TypeError(n)
@@ -264,6 +279,8 @@ class _Emitter:
             if st.update not in OMP_OPERATOR or any(set(e.variables) & varying for e in st.target.indices) \
                     or any(a.tensor == st.target.tensor for a in st.value.accesses()):
                 continue
+            if st.target.tensor in self._racing and not reduction_here:
+                continue      # other threads update the element too: each update stays atomic
             if dtype.name not in ACCUMULATOR_TYPES:
                 return None
             # The target's subscripts only use iterators fixed outside `n`.
@@ -278,8 +295,8 @@ class _Emitter:
             elif acc.update != st.update or acc.ctype != dtype.c_name:
                 return None   # one element reduced by two operators: keep the written order
             accs[call] = acc
-        if reduction_here and not accs:
-            return None
+        if not accs:
+            return None   # nothing to hold (e.g. every update is atomic): the caller emits the loop in order
         # Another statement of the loop touching an accumulated tensor would see a stale element.
         held = {self.statements[k.statement].target.tensor for k in accs}
         for call in calls:
@@ -314,11 +331,18 @@ class _Emitter:
         """C text of a loop-AST expression, its ids spelled as C identifiers."""
         return c_text(e, self.names.id)
 
-    def _outlined(self, n: Loop):
+    def _outlined(self, n: Loop, arguments: Optional[Dict[str, str]] = None):
         """The body of parallel loop `n` as a call of a static helper taking the arrays as restrict
         parameters (and the enclosing iterators): OpenMP hands an outlined loop body its arrays
         through a struct, which loses `restrict`; gcc keeps it for an inlined helper's parameters,
-        so accumulators stay in registers and inner loops vectorise as in sequential code."""
+        so accumulators stay in registers and inner loops vectorise as in sequential code.
+        `arguments` replaces some of the kernel's parameters in the call (a thread's private copy)."""
+        name = self._helper(n)
+        call = [(arguments or {}).get(a, a) for a in self._call_arguments()] + list(self._scope)
+        return c.Statement(f"{name}({', '.join(call)})")
+
+    def _helper(self, n: Loop) -> str:
+        """The name of a new static helper running one iteration of loop `n` (see `_outlined`)."""
         name = f"{self.signature.symbol}_loop{sum(h.startswith('/* loop') for h in self.helpers)}"
         params, prologue = self.parameters()
         scope = list(self._scope)
@@ -327,7 +351,57 @@ class _Emitter:
             c.FunctionDeclaration(c.Value("static void", name), params + [c.Value("int64_t", v) for v in scope]),
             c.Block(prologue + body))
         self.helpers.append(f"/* loop {name} */\n{fn}")
-        return c.Statement(f"{name}({', '.join(self._call_arguments() + scope)})")
+        return name
+
+    def _shared(self, n: Loop) -> frozenset:
+        """Tensors that several iterations of reduction-parallel loop `n` update at one element."""
+        known = self.shared_reductions.get(n.dim.name if n.dim is not None else "")
+        if known is not None:
+            return known
+        return frozenset(st.target.tensor for st in self._statements_in(n) if st.update)
+
+    def _statements_in(self, n: Node) -> List:
+        return [self.statements[x.statement] for x in walk(n) if isinstance(x, Call)]
+
+    def _privately_reduced(self, n: Loop, private: frozenset) -> List:
+        """Reduction-parallel loop `n` with each thread updating a private copy of the tensors
+        `private` (on its stack, starting at the update's identity) and adding it to the tensor
+        once at the end, one thread at a time: per-thread partials instead of an atomic update per
+        element.  The copies are used when every one holds at most `PRIVATE_COPY_BYTES` and the loop
+        does enough work to go parallel; otherwise the loop runs on the calling thread."""
+        printer = CExprPrinter(self.typing, {}, _array_access, self.names)
+        params = {p.name: p.c_name for p in self.signature.params if p.kind == "array"}
+        ops = {self.statements[x.statement].target.tensor: self.statements[x.statement].update
+               for x in walk(n) if isinstance(x, Call)}
+        fits, decls, combine, copies = [], [], [], {}
+        e = "pc_e"
+        for t in sorted(private):
+            ctype = self.typing.tensors[t].c_name
+            size = " * ".join(f"({strip_parens(printer.affine(x))})" for x in self.program.tensor(t).shape or ()) or "1"
+            copy = f"pc_private_{mangle(TENSOR, t)}"
+            copies[params[t]] = copy
+            identity = "0" if ops[t] == "+" else "1"
+            fits.append(f"({size}) <= {PRIVATE_COPY_BYTES} / (int64_t)sizeof({ctype})")
+            decls += [c.Line(f"{ctype} {copy}[{size}];"),
+                      c.For(f"int64_t {e} = 0", f"{e} < {size}", f"{e}++", c.Line(f"{copy}[{e}] = {identity};"))]
+            combine.append(c.For(f"int64_t {e} = 0", f"{e} < {size}", f"{e}++",
+                                 c.Line(f"{params[t]}[{e}] {ops[t]}= {copy}[{e}];")))
+        it = self.names.id(n.iterator)
+        self._scope.append(it)
+        try:
+            name = self._helper(n)
+        finally:
+            self._scope.pop()
+        scope = list(self._scope) + [it]
+        args = self._call_arguments()
+
+        def loop(replace) -> c.For:
+            return self._for(n, c.Block([c.Statement(f"{name}({', '.join([replace.get(a, a) for a in args] + scope)})")]))
+        region = c.Block(decls + [c.Pragma("omp for schedule(static)"), loop(copies),
+                                  c.Pragma("omp critical"), c.Block(combine)])
+        condition = parallel_condition(n, self.statements, self._c)
+        when = " && ".join(([f"({condition})"] if condition else []) + fits)
+        return [c.If(when, c.Block([c.Pragma("omp parallel"), region]), c.Block([loop({})]))]
 
     def _access(self, acc: Access, printer: CExprPrinter) -> str:
         """An array element in C; a tensor held in a row buffer is indexed along its other dimension."""
@@ -422,5 +496,19 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     parallel = frozenset(d.name for d in schedule.dims if d.is_loop and d.runs(LoopKind.PARALLEL))
     from ..schedule.storage import row_buffers
     emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes,
-                       row_buffers(schedule))
+                       row_buffers(schedule), _shared_reductions(schedule))
     return GeneratedC(emitter.function(loops, signature), signature)
+
+
+def _shared_reductions(schedule: Schedule) -> Dict[str, Optional[frozenset]]:
+    """For each reduction-parallel loop, the tensors its iterations share (None where isl could not
+    tell within its budget: then every tensor updated inside counts as shared)."""
+    from ..schedule.storage import shared_reductions
+    out: Dict[str, Optional[frozenset]] = {}
+    for k, d in enumerate(schedule.dims):
+        if d.is_loop and d.runs(LoopKind.PARALLEL) and d.reduction:
+            try:
+                out[d.name] = shared_reductions(schedule, k)
+            except PolycError:
+                out[d.name] = None
+    return out

@@ -30,6 +30,7 @@ from .auto_tree import aff_coefficients
 from .legality import check_parallel
 from .rewrite import is_reduction_dependence, reduction_target_problem
 from .state import Dim, LoopKind, ScheduleState as Schedule
+from .storage import private_copies, shared_reductions
 
 #: Update operators OpenMP can reduce (and the C emitter keeps in an accumulator).
 REASSOCIABLE = ("+", "*", "max", "min")
@@ -100,17 +101,39 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
             continue
         if _proves_reduction(schedule, dims, deps, p, "reduction_vector", mode):
             dims[p] = d.with_kind(LoopKind.VECTORIZED, reduction=True)
+    tried = set()
     for s, ps in loops_of.items():
         if has_parallel.get(s) or not ps or not reassociable(program.statement(s), mode):
             continue
         p = ps[0]
         users = [o for o in loops_of if p in loops_of[o]]
-        if users != [s] or LoopKind.PARALLEL in dims[p].kinds:
+        if p in tried or LoopKind.PARALLEL in dims[p].kinds or any(has_parallel.get(o) for o in users):
             continue
+        tried.add(p)
         if not worth_parallel(schedule, users, p, loops_of, sizes):
             continue
         if search is not None and search.expired("marking parallel reductions"):
             return dims
-        if _proves_reduction(schedule, dims, deps, p, "reduction_parallel", mode):
+        if (users == [s] and _proves_reduction(schedule, dims, deps, p, "reduction_parallel", mode)) \
+                or _proves_private_reduction(schedule, dims, deps, p, mode, users):
             dims[p] = dims[p].with_kind(LoopKind.PARALLEL, reduction=True)
     return dims
+
+
+def _proves_private_reduction(schedule: Schedule, dims: List[Dim], deps: Dependences, p: int, mode: str,
+                              users: List[str]) -> bool:
+    """Whether loop `p` carries only reduction self-dependences of statements that may be
+    reassociated, on tensors each thread can reduce into a private copy (`storage.private_copies`:
+    a bias or weight gradient summed over the rows a parallel row loop hands out)."""
+    trial = schedule.with_dims(tuple(dims), "trying a parallel reduction into private copies")
+    program = schedule.model.program
+
+    def allowed(d) -> bool:
+        return is_reduction_dependence(schedule.model, d) and reassociable(program.statement(d.source), mode)
+    try:
+        check_parallel(trial, deps, dims[p].name, f"marking loop {dims[p].name!r} parallel automatically",
+                       ignore=allowed)
+        shared = shared_reductions(trial, p)
+    except (IllegalScheduleError, IslBudgetError, PolycError):
+        return False
+    return bool(shared) and private_copies(shared, [program.statement(u) for u in users]) is not None

@@ -11,12 +11,13 @@ each (`row_buffers`): written and read in L1 instead of streaming a full tempora
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
 import islpy as isl
 
 from ..errors import IslBudgetError, PolycError
 from ..poly.islutil import isl_budget, isl_name
+from ..ir import Statement
 from ..poly.model import PolyModel
 from .state import LoopKind, ScheduleState as Schedule
 
@@ -103,3 +104,48 @@ def row_buffers(schedule: Schedule) -> Dict[str, Tuple[int, str]]:
                 out[t.name] = (d, name)
                 break
     return out
+
+
+# -- per-thread copies of reductions across a parallel loop ---------------------------------------
+
+#: Update operators whose per-thread partial results combine exactly like the updates themselves
+#: (float max/min are left out: OpenMP-style combining would have to carry NaN like the kernel does).
+PRIVATE_OPERATORS = ("+", "*")
+#: A reduced tensor is copied per thread when it holds at most this many bytes (the copies live on
+#: the threads' stacks); larger ones keep atomic updates.
+PRIVATE_COPY_BYTES = 65536
+
+
+def shared_reductions(schedule: Schedule, level: int) -> FrozenSet[str]:
+    """Tensors whose elements two iterations of loop dimension `level` both update: the targets of
+    the reduction dependences it carries (a legal reduction-parallel loop carries no others)."""
+    from .legality import carried_at
+    from .rewrite import dependences_of, is_reduction_dependence
+    model = schedule.model
+    with isl_budget(f"finding the reductions across loop {schedule.dims[level].name!r}"):
+        carried = carried_at(schedule, dependences_of(model), level)
+    return frozenset(model.program.statement(d.source).target.tensor for d, _ in carried
+                     if is_reduction_dependence(model, d))
+
+
+def private_copies(shared: Iterable[str], inside: Iterable[Statement]) -> Optional[FrozenSet[str]]:
+    """The tensors of `shared` (reduced across a parallel loop) that the statements `inside` it
+    update, when each thread may reduce them into copies of its own and add those to the tensors
+    at the end (per-thread partials, a tree of two levels instead of an atomic update per element);
+    None when some may not.
+
+    Each must be touched by the statements `inside` the loop only as the target of updates with one
+    operator of `PRIVATE_OPERATORS` whose values do not read it: a copy starts at the operator's
+    identity, so any other read or write inside the loop would see a partial value."""
+    shared = frozenset(shared)
+    ops: Dict[str, str] = {}
+    for st in inside:
+        read = {a.tensor for a in st.value.accesses()}
+        if read & shared:
+            return None
+        t = st.target.tensor
+        if t not in shared:
+            continue
+        if st.update not in PRIVATE_OPERATORS or ops.setdefault(t, st.update) != st.update:
+            return None
+    return frozenset(ops)
