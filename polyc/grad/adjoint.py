@@ -31,7 +31,7 @@ from .analysis import (active_tensors, as_updates, check_no_overwrite, check_sca
                        dataflow_order, describe, scale_factors_inactive)
 from .derivative import ONE, ZERO, div, local_adjoints, select
 from .exprs import tensors_read
-from .domains import simplify_domain
+from .domains import simplify_domain, split_interior
 from .fold import fold_pointwise
 from .inline import inline_pointwise_temps
 from .gather import check_exact, fresh_name, gather_iterators, gather_value, invert_access
@@ -175,11 +175,11 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
             coords, free, sigma, domain = invert_access(st, acc, shape, b.used, where)
             check_exact(st, acc, shape, coords, free, sigma, domain, program.sizes, program.assumptions, where)
             target = Access(adj[acc.tensor], tuple(Affine.var(c) for c in coords))
-            contributions.append(simplify_domain(Statement(
+            contributions.extend(split_interior(simplify_domain(Statement(
                 name="", iterators=gather_iterators(st, acc, coords, free, sigma), domain=domain, target=target,
                 value=gather_value(coeff, sigma), update="+", reduction=tuple(free),
                 location=st.location, text=st.text, divisions=tuple(d for d in st.divisions if d in free)),
-                program.sizes, program.assumptions))
+                program.sizes, program.assumptions), program.sizes, program.assumptions))
 
     # 1. forward recomputation of what the adjoint reads (and what that needs).
     needed: Set[str] = set()

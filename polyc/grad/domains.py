@@ -55,3 +55,43 @@ def simplify_domain(st: Statement, sizes: Sequence[str], assumptions: Sequence[C
     if names != set(st.iterators) or not out:
         return st
     return st.with_(domain=tuple(out))
+
+
+def split_interior(st: Statement, sizes: Sequence[str], assumptions: Sequence[Constraint]) -> Tuple[Statement, ...]:
+    """A gather as two statements: its *interior*, the target elements that receive a contribution
+    from every value of the summed indices (a box of them: a convolution's input gradient away from
+    the border), and the rest.  The interior is a plain contraction over a box, which the automatic
+    scheduler packs like a matrix product; the border keeps the guarded loops.  `(st,)` when
+    there is no such split (nothing summed, no border, or isl's form needs divisions)."""
+    free = [i for i in st.iterators if i in st.reduction]
+    coords = [i for i in st.iterators if i not in free]
+    if not free or not coords or any(c.kind == "mod" for conj in st.domain for c in conj):
+        return (st,)
+    p = params_str(sizes)
+    space = tuple_str("G", coords + free)
+    nx, nk = len(coords), len(free)
+    with isl_budget(f"splitting the border off gradient statement {st.target}"):
+        ctx = isl.Set(f"{p} -> {{ : {conjunction_str(assumptions)} }}")
+        dom = isl.Set(f"{p} -> {{ {space} : {disjunction_str(st.domain)} }}").intersect_params(ctx)
+        xs = dom.project_out(isl.dim_type.set, nx, nk)
+        ks = dom.project_out(isl.dim_type.set, 0, nx)
+        # x is interior when (x, k) is in the domain for every k some target element sums over.
+        everything = isl.Set(f"{p} -> {{ {space} }}").intersect(
+            dom.project_out(isl.dim_type.set, nx, nk).insert_dims(isl.dim_type.set, nx, nk)
+            .intersect(ks.insert_dims(isl.dim_type.set, 0, nx)).reset_space(dom.get_space()))
+        missing = everything.subtract(dom).project_out(isl.dim_type.set, nx, nk)
+        interior = xs.subtract(missing).gist_params(ctx).coalesce()
+        if interior.is_empty() or missing.is_empty() or interior.n_basic_set() != 1:
+            return (st,)
+        cx = _constraints(interior.get_basic_sets()[0])
+        if cx is None:
+            return (st,)
+        inner = isl.Set(f"{p} -> {{ {space} : {conjunction_str(cx)} }}")
+        parts = []
+        for piece in (dom.intersect(inner), dom.subtract(inner)):
+            piece = piece.gist_params(ctx).remove_redundancies().coalesce()
+            conj = [_constraints(b) for b in piece.get_basic_sets()]
+            if not conj or any(c is None for c in conj):
+                return (st,)
+            parts.append(tuple(conj))
+    return tuple(st.with_(domain=d) for d in parts)
