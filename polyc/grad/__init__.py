@@ -14,7 +14,7 @@ Modules: `derivative` (local adjoints of one expression), `gather` (inverting a 
 """
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 from ..errors import GradError
 from .adjoint import GradNames, adjoint_program
@@ -22,7 +22,12 @@ from .adjoint import GradNames, adjoint_program
 __all__ = ["grad", "adjoint_program", "GradNames", "GradError"]
 
 
-def grad(kernel, of: str, wrt: Union[str, Sequence[str]]):
+#: The checkpointing strategies `pc.grad(..., checkpoint=...)` offers for kernels that overwrite
+#: values the gradient needs: "store" keeps every value computed (`polyc.grad.expansion`).
+CHECKPOINTS = ("store",)
+
+
+def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[str] = None):
     """The gradient kernel of `kernel`: the adjoint of tensor `of` in, the gradients of `wrt` out.
 
     `kernel.grad_names` on the result (a `GradNames`) says which names it chose: `<of>_grad` for the
@@ -33,7 +38,15 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]]):
     program returns them: `out`, or the names of a returned dict/tuple) and `wrt` its inputs.  The
     program's traced kernel (every statement of every operator) is differentiated end to end, so
     the result is one gradient kernel of the whole program, scheduled (`"auto"` fuses and contracts
-    what it can) and checked like any kernel."""
+    what it can) and checked like any kernel.
+
+    `checkpoint="store"` differentiates kernels that overwrite values the gradient needs (in-place
+    time loops, PolyBench's stencils): every value the kernel computes is kept in an array of its
+    own (array expansion, exact by isl's dataflow analysis) and the gradient runs the kernel's
+    loops forward, then backward (`polyc.grad.reverse`).  `wrt` may then also name arrays updated
+    in place (the gradient is with respect to the values passed in), and `of` an array updated in
+    place (its values at the end).  Memory: one copy of every value computed (for a stencil, one
+    grid per time step).  Without it such kernels are refused with the reason."""
     from ..api import Kernel
     if _is_program(kernel):
         return _program_grad(kernel, of, wrt)
@@ -44,7 +57,13 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]]):
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not all(isinstance(x, str) for x in wrt):
         raise GradError(f"wrt must be tensor names, not {wrt!r}")
-    program, names = adjoint_program(kernel.program, of, wrt)
+    if checkpoint is not None and checkpoint not in CHECKPOINTS:
+        raise GradError(f"checkpoint={checkpoint!r} is not a strategy pc.grad offers; use "
+                        f"{' or '.join(map(repr, CHECKPOINTS))} (or None)")
+    if checkpoint == "store":
+        program, names = _stored_grad(kernel.program, of, wrt)
+    else:
+        program, names = adjoint_program(kernel.program, of, wrt)
     out = Kernel(program)
     out.grad_names = names  # type: ignore[attr-defined]
     return out
@@ -81,3 +100,12 @@ def _program_grad(program, of: str, wrt: Union[str, Sequence[str]]):
     out = Kernel(adjoint.with_(name=f"{program.name}_grad"))
     out.grad_names = names  # type: ignore[attr-defined]
     return out
+
+
+def _stored_grad(program, of: str, wrt: Sequence[str]):
+    """`checkpoint="store"`: the gradient of the array-expanded kernel, by a reverse sweep."""
+    from .adjoint import check_request
+    from .expansion import expand
+    from .reverse import reverse_program
+    check_request(program, of, wrt, inputs=("input", "inout"))
+    return reverse_program(expand(program), of, wrt, f"{program.name}_grad")

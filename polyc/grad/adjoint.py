@@ -57,7 +57,9 @@ def _used_names(program: Program) -> Set[str]:
     return {t.name for t in program.tensors} | set(program.sizes) | {s.name for s in program.scalars}
 
 
-def _check_request(program: Program, of: str, wrt: Sequence[str]) -> None:
+def check_request(program: Program, of: str, wrt: Sequence[str], inputs: Tuple[str, ...] = ("input",)) -> None:
+    """`GradError` unless `of` is a tensor the kernel writes and `wrt` distinct float tensors whose
+    role is one of `inputs` (arrays the kernel only reads, by default)."""
     tensors = program.tensor_map
     written = {st.target.tensor for st in program.statements}
     if of not in tensors or of not in written:
@@ -77,9 +79,11 @@ def _check_request(program: Program, of: str, wrt: Sequence[str]) -> None:
             raise GradError(f"wrt names {x!r}, which is not a tensor of the kernel "
                             f"(tensors: {', '.join(t.name for t in program.tensors)})")
         t = tensors[x]
-        if t.role != "input":
+        if t.role not in inputs:
+            hint = (": pass checkpoint='store' to differentiate with respect to the values passed in"
+                    if t.role == "inout" and "inout" not in inputs else "")
             raise GradError(f"wrt names {x!r}, which the kernel writes ({t.role}); pc.grad differentiates with "
-                            f"respect to inputs that the kernel only reads")
+                            f"respect to inputs that the kernel only reads{hint}")
         if t.dtype is not None and not t.dtype.is_float:
             raise GradError(f"{x!r} has the integer type {t.dtype!r}, which has no gradient")
     if tensors[of].dtype is not None and not tensors[of].dtype.is_float:
@@ -123,7 +127,7 @@ def _range(name: str, extent: Affine) -> Tuple[Constraint, Constraint]:
 def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Program, GradNames]:
     """The gradient program of the (shape-inferred) forward `program`, and the names it uses."""
     wrt = tuple(wrt)
-    _check_request(program, of, wrt)
+    check_request(program, of, wrt)
     program = as_updates(program)
     writes = classify_writes(program)
     model = PolyModel(program)

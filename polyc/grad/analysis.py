@@ -156,9 +156,10 @@ def check_no_overwrite(model: PolyModel) -> None:
             for writer in writers[acc.tensor]:
                 if _before(model, reader, acc, writer):
                     raise GradError(f"{describe(writer)} overwrites {acc.tensor} after {describe(reader)} read it "
-                                    f"({acc}); the gradient needs the values as they were read, and pc.grad does "
-                                    f"not checkpoint them: write each step to a new array (or a new time plane, "
-                                    f"e.g. {acc.tensor}[t + 1, i] from {acc.tensor}[t, i])")
+                                    f"({acc}); the gradient needs the values as they were read: pass "
+                                    f"checkpoint='store' to keep every value (one copy per step), or write each "
+                                    f"step to a new array (or a new time plane, e.g. {acc.tensor}[t + 1, i] from "
+                                    f"{acc.tensor}[t, i])")
 
 
 def dataflow_order(program: Program) -> Tuple[Statement, ...]:

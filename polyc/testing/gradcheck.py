@@ -36,8 +36,13 @@ class GradCheck:
                    default=0.0)
 
 
-def _output(result: Any, of: str) -> np.ndarray:
-    return np.asarray(result[of] if isinstance(result, dict) else result, dtype=np.float64)
+def _output(result: Any, of: str, args: Mapping[str, Any]) -> np.ndarray:
+    """The value of `of` after a call: returned, or (an array updated in place) in the call's arguments."""
+    if isinstance(result, dict) and of in result:
+        return np.asarray(result[of], dtype=np.float64)
+    if result is None or (isinstance(result, dict) and of not in result):
+        return np.asarray(args[of], dtype=np.float64)
+    return np.asarray(result, dtype=np.float64)
 
 
 def _as_f64(inputs: Mapping[str, Any], kernel) -> Dict[str, Any]:
@@ -54,23 +59,27 @@ def _as_f64(inputs: Mapping[str, Any], kernel) -> Dict[str, Any]:
 
 def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional[Mapping[str, Any]] = None, *,
                directions: int = 3, seed: int = 0, rtol: Optional[float] = None, step: Optional[float] = None,
-               target: str = "c", schedule: Any = None, **kw_inputs: Any) -> GradCheck:
+               target: str = "c", schedule: Any = None, checkpoint: Optional[str] = None,
+               **kw_inputs: Any) -> GradCheck:
     """Check `pc.grad(kernel, of, wrt)` on `inputs` (a dict and/or keyword arrays and scalars).
 
     Raises AssertionError, with both values, when a directional derivative disagrees beyond `rtol`
     (default per the dtype of the `wrt` arrays, `GRAD_TOLERANCES`).  `target`/`schedule` choose how
-    the gradient kernel is compiled.  Returns the comparison."""
+    the gradient kernel is compiled, `checkpoint` is passed to `pc.grad` (an array updated in place
+    may then be `of` or in `wrt`).  Returns the comparison."""
     import polyc as pc
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     given = dict(inputs or {})
     given.update(kw_inputs)
-    g = pc.grad(kernel, of=of, wrt=wrt)
+    g = pc.grad(kernel, of=of, wrt=wrt, checkpoint=checkpoint) if checkpoint else pc.grad(kernel, of=of, wrt=wrt)
     rng = np.random.default_rng(seed)
-    out = _output(kernel(**{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in given.items()}), of)
+    first = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in given.items()}
+    out = _output(kernel(**first), of, first)
     dtype = np.asarray(given[wrt[0]]).dtype
     ybar = rng.standard_normal(out.shape).astype(dtype)
     grad_args = {k: v for k, v in given.items()
-                 if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}}
+                 if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
+                 | set(g.program.sizes)}
     grad_args[g.grad_names.seed] = ybar
     compiled = pc.compile(g, schedule, target=target)
     res = compiled(**grad_args)
@@ -92,7 +101,7 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
             args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
             for x in wrt:
                 args[x] = (base[x] + sign * h * dirs[x]).astype(base[x].dtype)
-            phi.append(float(np.sum(ybar64 * _output(kernel(**args), of))))
+            phi.append(float(np.sum(ybar64 * _output(kernel(**args), of, args))))
         numeric.append((phi[0] - phi[1]) / (2 * h))
         analytic.append(float(sum(np.sum(grads[x] * dirs[x]) for x in wrt)))
     result = GradCheck(tuple(analytic), tuple(numeric), tol)
