@@ -123,7 +123,7 @@ def setup_torch(bench: str, forward: bool, compiled: bool = False, small: bool =
     xs = [t[x] for x in wrt]
     yb = torch.tensor(ybar)
     if compiled:
-        def f_and_b(f):
+        def f_and_b(f: Any) -> Any:
             return torch.autograd.grad(f(**t), xs, yb)
         cf = H.torch_compile(fn, f_and_b)
         return lambda: f_and_b(cf)
