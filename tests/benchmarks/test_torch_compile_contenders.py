@@ -10,6 +10,9 @@ import pytest
 from benchmarks import _harness as H
 from benchmarks import cpu, grad
 
+# importing torch in this process warns about its own deprecated torch.jit internals
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
 
 def result(name: str, seconds: float, ok: bool = True, info=None) -> H.Result:
     return H.Result(name, "bench", ok, samples=[seconds] if ok else [], info=info,
