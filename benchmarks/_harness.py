@@ -314,6 +314,55 @@ def torch_available() -> bool:
         return False
 
 
+class TorchCompileFailed(RuntimeError):
+    """`torch.compile` could not compile a contender here (no C++ compiler, an unsupported
+    operator, ...); the message is the root cause's type and first line, so a table's FAILED line
+    says why."""
+
+
+def root_reason(e: BaseException) -> str:
+    """`Type: first line` of the innermost cause of `e` (following `inner_exception`, which
+    torch's `BackendCompilerFailed` uses, and `__cause__`): the wrapper's own message rarely says
+    what went wrong."""
+    seen = {id(e)}
+    while True:
+        inner = getattr(e, "inner_exception", None) or e.__cause__
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        e = inner
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
+def torch_compile(fn: Callable[..., Any], warm_up: Callable[[Callable[..., Any]], Any]) -> Callable[..., Any]:
+    """`torch.compile(fn)` with the default (inductor) backend, compiled at once by calling
+    `warm_up(compiled)`, so that compilation happens in a contender's setup, outside timing.
+
+    Raises `TorchCompileFailed` naming the root cause when compiling fails."""
+    import torch
+    compiled = torch.compile(fn)
+    try:
+        warm_up(compiled)
+    except Exception as e:  # noqa: BLE001 - any failure to compile is reported the same way
+        raise TorchCompileFailed(root_reason(e)) from e
+    return compiled
+
+
+def torch_inference(fn: Callable[..., Any], args: Mapping[str, Any], compiled: bool = False) -> Callable[[], Any]:
+    """A contender's timed callable: `fn(**args)` without autograd, through `torch_compile` when
+    `compiled` (warmed up here)."""
+    import torch
+
+    def call(f: Callable[..., Any]) -> Any:
+        with torch.no_grad():
+            return f(**args)
+
+    if compiled:
+        fn = torch_compile(fn, call)
+    return lambda: call(fn)
+
+
 def machine_info() -> Dict[str, Any]:
     info: Dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
                             "cpus": os.cpu_count()}
@@ -377,6 +426,13 @@ def _fmt(v: Any) -> str:
             return f"{v:.2f}"
         return f"{v:.3f}"
     return str(v)
+
+
+def time_cell(r: Optional[Result]) -> str:
+    """A table's time cell: the median, FAILED for a contender that failed, - for one not run."""
+    if r is None:
+        return "-"
+    return fmt_time(r.median) if r.ok else "FAILED"
 
 
 def fmt_time(s: float) -> str:

@@ -1,14 +1,18 @@
-"""CPU benchmarks: polyc `schedule="auto"` against numpy/OpenBLAS, PyTorch (when importable) and
-the same loops as naive C (polyc's source-order schedule at `-O3 -march=native`).
+"""CPU benchmarks: polyc `schedule="auto"` against numpy/OpenBLAS, PyTorch eager and
+`torch.compile` (when PyTorch is importable) and the same loops as naive C (polyc's source-order
+schedule at `-O3 -march=native`).
 
     python -m benchmarks.cpu            # everything, 1 and 2 threads
     python -m benchmarks.cpu --quick    # a short run: 1024^3 matmuls and the small benchmarks
     python -m benchmarks.cpu --only matmul --threads 2
+    python -m benchmarks.cpu --no-compile   # without torch.compile (saves its compile time)
 
 Every contender runs in its own worker process, interleaved round by round (see `_harness`).
 Before timing, each polyc result is compared with numpy's.  The table gives median times and
 ratios: `vs BLAS` is OpenBLAS time / polyc-auto time (1.0 = as fast as OpenBLAS), `vs naive` is
-naive time / auto time.  Target (reported, not asserted): matmul 1024^3 float32 at 2 threads >=
+naive time / auto time, `vs compile` is torch.compile time / auto time (default inductor backend,
+compiled in the worker's setup, outside timing; a contender that cannot compile here is reported
+FAILED with its reason and the table still prints).  Target (reported, not asserted): matmul 1024^3 float32 at 2 threads >=
 0.7x OpenBLAS.  Results go to `benchmarks/results/cpu-<time>.json`.
 """
 from __future__ import annotations
@@ -66,9 +70,13 @@ def _library_kernel(module: str, name: str):
     raise KeyError(f"{name} in {module}")
 
 
-def _inputs(bench: str) -> tuple:
+def _inputs(bench: str, small: bool = False) -> tuple:
+    """The library kernel, its inputs and dtype; `small`: at the kernel's `small` sizes (a smoke test
+    of the machinery, no measurement)."""
     module, name, sizes, dtype = BENCHMARKS[bench]
     lk = _library_kernel(module, name)
+    if small:
+        sizes = lk.sizes["small"]
     inputs = lk.make_inputs(sizes, dtype, np.random.default_rng(0))
     return lk, inputs, dtype
 
@@ -79,9 +87,9 @@ def _threads() -> int:
 
 # -- worker setups ------------------------------------------------------------------------------
 
-def setup_polyc(bench: str, schedule: str) -> Dict[str, Any]:
+def setup_polyc(bench: str, schedule: str, small: bool = False) -> Dict[str, Any]:
     import polyc as pc
-    lk, inputs, _ = _inputs(bench)
+    lk, inputs, _ = _inputs(bench, small)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if schedule == "naive":
@@ -109,9 +117,9 @@ def setup_polyc(bench: str, schedule: str) -> Dict[str, Any]:
     return {"run": lambda: f(**inputs, **given), "check": check}
 
 
-def setup_numpy(bench: str) -> Any:
+def setup_numpy(bench: str, small: bool = False) -> Any:
     _, name, sizes, _ = BENCHMARKS[bench]
-    lk, inputs, _ = _inputs(bench)
+    lk, inputs, _ = _inputs(bench, small)
     if name in ("matmul", "batched_matmul"):
         a, b = inputs["A"], inputs["B"]
         out = np.matmul(a, b)
@@ -123,31 +131,58 @@ def setup_numpy(bench: str) -> Any:
     return lambda: lk.reference(**inputs)  # conv2d (im2col einsum on BLAS), softmax, layernorm
 
 
-def setup_torch(bench: str) -> Any:
+def _torch_fn(name: str, inputs: Dict[str, Any]):
+    """The PyTorch formulation of library kernel `name`, a function of its array inputs by name."""
+    import torch
+    F = torch.nn.functional
+    if name == "layernorm":
+        eps = float(inputs["eps"])
+        return lambda X, gamma, beta: F.layer_norm(X, (X.shape[1],), gamma, beta, eps=eps)
+    return {
+        "matmul": lambda A, B: torch.matmul(A, B),
+        "batched_matmul": lambda A, B: torch.matmul(A, B),
+        "matvec": lambda A, x: torch.mv(A, x),
+        "row_sum": lambda A: A.sum(dim=1),
+        "row_max": lambda A: A.amax(dim=1),
+        "conv2d": lambda X, K: F.conv2d(X, K),
+        "softmax": lambda X: torch.softmax(X, dim=1),
+    }[name]
+
+
+def setup_torch(bench: str, compiled: bool = False, small: bool = False) -> Any:
+    """PyTorch eager, or `torch.compile` (inductor, compiled here) when `compiled`."""
     import torch
     torch.set_num_threads(_threads())
     _, name, sizes, _ = BENCHMARKS[bench]
-    lk, inputs, _ = _inputs(bench)
+    lk, inputs, _ = _inputs(bench, small)
     t = {k: torch.from_numpy(v) for k, v in inputs.items() if isinstance(v, np.ndarray)}
-    F = torch.nn.functional
-    with torch.no_grad():
-        if name in ("matmul", "batched_matmul"):
+    if name in ("matmul", "batched_matmul") and not compiled:  # eager into a preallocated output
+        with torch.no_grad():
             out = torch.matmul(t["A"], t["B"])
-            return lambda: torch.matmul(t["A"], t["B"], out=out)
-        if name == "matvec":
-            return lambda: torch.mv(t["A"], t["x"])
-        if name == "row_sum":
-            return lambda: t["A"].sum(dim=1)
-        if name == "row_max":
-            return lambda: t["A"].amax(dim=1)
-        if name == "conv2d":
-            return lambda: F.conv2d(t["X"], t["K"])
-        if name == "softmax":
-            return lambda: torch.softmax(t["X"], dim=1)
-        if name == "layernorm":
-            n = t["X"].shape[1]
-            return lambda: F.layer_norm(t["X"], (n,), t["gamma"], t["beta"], eps=float(inputs["eps"]))
-    raise KeyError(name)
+        return lambda: torch.matmul(t["A"], t["B"], out=out)
+    return H.torch_inference(_torch_fn(name, inputs), t, compiled=compiled)
+
+
+#: the contenders whose times the table shows, in its column order
+TIMED = ("polyc-ordered", "numpy", "torch", "torch.compile", "naive-C")
+#: ratio columns: (header, contender) -- contender time / polyc-auto time
+RATIOS = (("vs BLAS", "numpy"), ("vs BLAS[CT]", "numpy["), ("vs torch", "torch"), ("vs compile", "torch.compile"),
+          ("vs naive", "naive-C"), ("vs ordered", "polyc-ordered"))
+HEADER = ["benchmark", "thr", "polyc auto", "ordered", "numpy", "torch", "torch.compile", "naive C"] + \
+    [h for h, _ in RATIOS] + ["max err"]
+
+
+def table_row(bench: str, threads: int, results: List[H.Result]) -> list:
+    """One table row from one benchmark's results (see HEADER)."""
+    by = {r.name: r for r in results}
+    auto = by.get("polyc-auto")
+    err = auto.info.get("max_rel_err") if auto is not None and isinstance(auto.info, dict) else None
+    row: list = [bench, threads, H.time_cell(auto)] + [H.time_cell(by.get(nm)) for nm in TIMED]
+    for _, nm in RATIOS:
+        peer = by.get(nm) if not nm.endswith("[") else next((r for n, r in by.items() if n.startswith(nm)), None)
+        row.append(H.ratio(auto, peer) if auto is not None and peer is not None else float("nan"))
+    row.append(f"{err:.1e}" if err is not None else "-")
+    return row
 
 
 def main(argv=None) -> int:
@@ -159,6 +194,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--naive-all", action="store_true", help="also time naive C on the 2048^3 matmuls")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--small", action="store_true",
+                    help="every benchmark at its kernel's small sizes: checks the machinery, measures nothing")
     args = ap.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",") if t]
     rounds = args.rounds or (3 if args.quick else 5)
@@ -169,56 +207,45 @@ def main(argv=None) -> int:
     have_torch = H.torch_available()
     print(f"CPU benchmarks, threads {threads}, {rounds} rounds; PyTorch: {'yes' if have_torch else 'not importable'}"
           + (f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}" if os.environ.get("OPENBLAS_CORETYPE") else "")
-          + (f"; preloaded {', '.join(loaded)}" if loaded else ""))
+          + (f"; preloaded {', '.join(loaded)}" if loaded else "")
+          + ("; SMALL SIZES (a check of the machinery, not a measurement)" if args.small else ""))
 
     all_results: Dict[str, List[H.Result]] = {}
     rows = []
     for bench in names:
         for t in threads:
             env = H.thread_env(t)
-            cs = [H.Contender("polyc-auto", "benchmarks.cpu:setup_polyc", dict(bench=bench, schedule="auto"),
-                              env, bench)]
+            kw = dict(bench=bench, small=True) if args.small else dict(bench=bench)
+            cs = [H.Contender("polyc-auto", "benchmarks.cpu:setup_polyc", dict(kw, schedule="auto"), env, bench)]
             if args.ordered:
                 cs.append(H.Contender("polyc-ordered", "benchmarks.cpu:setup_polyc",
-                                      dict(bench=bench, schedule="auto-ordered"), env, bench))
+                                      dict(kw, schedule="auto-ordered"), env, bench))
             for nm, e in H.openblas_variants("numpy", env):
-                cs.append(H.Contender(nm, "benchmarks.cpu:setup_numpy", dict(bench=bench), e, bench))
+                cs.append(H.Contender(nm, "benchmarks.cpu:setup_numpy", kw, e, bench))
             if have_torch:
-                cs.append(H.Contender("torch", "benchmarks.cpu:setup_torch", dict(bench=bench), env, bench))
+                cs.append(H.Contender("torch", "benchmarks.cpu:setup_torch", kw, env, bench))
+                if not args.no_compile:
+                    cs.append(H.Contender("torch.compile", "benchmarks.cpu:setup_torch", dict(kw, compiled=True),
+                                          env, bench))
             if bench not in SLOW_NAIVE or args.naive_all:
-                cs.append(H.Contender("naive-C", "benchmarks.cpu:setup_polyc", dict(bench=bench, schedule="naive"),
+                cs.append(H.Contender("naive-C", "benchmarks.cpu:setup_polyc", dict(kw, schedule="naive"),
                                       env, bench))
             res = H.measure(cs, rounds=rounds, min_sample_s=0.1 if args.quick else 0.3, max_calls=20,
                             label=f"{bench} {t}t")
             all_results[f"{bench} / {t}t"] = res
-            by = {r.name: r for r in res}
             for r in res:
                 if not r.ok:
                     print(f"  {bench} {t}t {r.name} FAILED: {(r.error or '').strip().splitlines()[0]}")
-            auto = by.get("polyc-auto")
-            blas = by.get("numpy")
-            err = auto.info.get("max_rel_err") if auto is not None and isinstance(auto.info, dict) else None
-            row = [bench, t, H.fmt_time(auto.median) if auto else "-"]
-            for nm in ("polyc-ordered", "numpy", "torch", "naive-C"):
-                r = by.get(nm)
-                row.append(H.fmt_time(r.median) if r is not None and r.ok else "-")
-            coretype = [r for n, r in by.items() if n.startswith("numpy[")]
-            row.append(H.ratio(auto, blas) if auto and blas else float("nan"))
-            row.append(H.ratio(auto, coretype[0]) if auto and coretype else float("nan"))
-            row.append(H.ratio(auto, by["torch"]) if auto and "torch" in by else float("nan"))
-            row.append(H.ratio(auto, by["naive-C"]) if auto and "naive-C" in by else float("nan"))
-            row.append(H.ratio(auto, by["polyc-ordered"]) if auto and "polyc-ordered" in by else float("nan"))
-            row.append(f"{err:.1e}" if err is not None else "-")
-            rows.append(row)
-    header = ["benchmark", "thr", "polyc auto", "ordered", "numpy", "torch", "naive C", "vs BLAS", "vs BLAS[CT]",
-              "vs torch", "vs naive", "vs ordered", "max err"]
+            rows.append(table_row(bench, t, res))
+    header = HEADER
     print(H.format_table(header, rows))
     target = [r for r in rows if r[0] == "matmul 1024 f32" and r[1] == 2]
     if target:
-        print(f"matmul 1024^3 f32, 2 threads: polyc auto at {target[0][7]:.2f}x OpenBLAS speed (target >= 0.7x)")
+        vs_blas = target[0][header.index("vs BLAS")]
+        print(f"matmul 1024^3 f32, 2 threads: polyc auto at {vs_blas:.2f}x OpenBLAS speed (target >= 0.7x)")
     path = H.write_results("cpu", {"threads": threads, "rounds": rounds, "table": {"header": header, "rows": rows},
                                    "results": all_results})
-    print(f"results: {path.relative_to(H.ROOT)}")
+    print(f"results: {os.path.relpath(path, H.ROOT)}")
     return 0
 
 

@@ -3,6 +3,7 @@
     python -m benchmarks.grad                # matmul, conv2d, softmax, layernorm; 1 and 2 threads
     python -m benchmarks.grad --quick        # 3 rounds
     python -m benchmarks.grad --only softmax --threads 1
+    python -m benchmarks.grad --small --rounds 1   # the kernels' small sizes: checks the machinery
 
 Each contender runs in its own worker process, interleaved round by round, medians reported (see
 `_harness`).  Contenders:
@@ -12,9 +13,13 @@ Each contender runs in its own worker process, interleaved round by round, media
   forward intermediates it needs (softmax's row maxima and sums, layernorm's mean and variance);
 - `torch bwd`: `torch.autograd.grad(y, inputs, ybar, retain_graph=True)` on a graph built once,
   i.e. the backward pass alone, reusing the intermediates autograd saved;
-- `torch f+b`: forward and backward together (what the polyc kernel does, recomputation included).
+- `torch f+b`: forward and backward together (what the polyc kernel does, recomputation included);
+- `torch.compile f+b`: the same through `torch.compile` (default inductor backend): the forward is
+  compiled and `torch.autograd.grad` runs the backward graph AOTAutograd compiled with it.  Both
+  are compiled in the worker's setup, outside timing; where compiling fails here the contender is
+  reported FAILED with its reason (`--no-compile` skips it).
 
-`vs bwd` / `vs f+b` are torch time / polyc time (>= 1.0: polyc is faster).  Before timing, the
+`vs bwd` / `vs f+b` / `vs compile` are torch time / polyc time (>= 1.0: polyc is faster).  Before timing, the
 polyc worker checks its gradients against torch autograd (column `max err`, relative).  Results go to
 `benchmarks/results/grad-<time>.json`.  PyTorch is required for the comparison columns.
 """
@@ -39,10 +44,14 @@ BENCHMARKS: Dict[str, tuple] = {
 }
 
 
-def _case(bench: str):
+def _case(bench: str, small: bool = False):
+    """(library kernel, output, inputs to differentiate, input values, output adjoint); `small`: at
+    the kernel's small sizes."""
     from kernels import by_name
     name, sizes = BENCHMARKS[bench]
     lk = by_name(name)
+    if small:
+        sizes = lk.sizes["small"]
     prog = lk.kernel.program
     of = next(t.name for t in prog.tensors if t.role == "output")
     wrt = [t.name for t in prog.tensors if t.role == "input"]
@@ -77,9 +86,9 @@ def _torch_grads(lk, wrt, inputs, ybar) -> Dict[str, np.ndarray]:
 
 # -- worker setups ------------------------------------------------------------------------------
 
-def setup_polyc(bench: str) -> Dict[str, Any]:
+def setup_polyc(bench: str, small: bool = False) -> Dict[str, Any]:
     import polyc as pc
-    lk, of, wrt, inputs, ybar = _case(bench)
+    lk, of, wrt, inputs, ybar = _case(bench, small)
     g = pc.grad(lk.kernel, of=of, wrt=wrt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -103,18 +112,41 @@ def setup_polyc(bench: str) -> Dict[str, Any]:
     return {"run": lambda: f(**args), "check": check}
 
 
-def setup_torch(bench: str, forward: bool) -> Any:
+def setup_torch(bench: str, forward: bool, compiled: bool = False, small: bool = False) -> Any:
+    """The backward alone on a graph built once, or (`forward`) forward and backward; `compiled`:
+    forward and backward through `torch.compile`, compiled here."""
     import torch
     torch.set_num_threads(_threads())
-    lk, of, wrt, inputs, ybar = _case(bench)
+    lk, of, wrt, inputs, ybar = _case(bench, small)
     t = {k: torch.tensor(v, requires_grad=k in wrt) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
     fn = _torch_forward(lk.name)
     xs = [t[x] for x in wrt]
     yb = torch.tensor(ybar)
+    if compiled:
+        def f_and_b(f: Any) -> Any:
+            return torch.autograd.grad(f(**t), xs, yb)
+        cf = H.torch_compile(fn, f_and_b)
+        return lambda: f_and_b(cf)
     if forward:
         return lambda: torch.autograd.grad(fn(**t), xs, yb)
     y = fn(**t)
     return lambda: torch.autograd.grad(y, xs, yb, retain_graph=True)
+
+
+#: (header, contender) for each time column after polyc's, then the ratio columns: contender / polyc
+PEERS = (("torch bwd", "vs bwd"), ("torch f+b", "vs f+b"), ("torch.compile f+b", "vs compile"))
+HEADER = ["backward", "thr", "polyc auto"] + [n for n, _ in PEERS] + [h for _, h in PEERS] + ["max err"]
+
+
+def table_row(bench: str, threads: int, results: List[H.Result]) -> list:
+    """One table row from one benchmark's results (see HEADER)."""
+    by = {r.name: r for r in results}
+    p = by.get("polyc")
+    err = p.info.get("max_rel_err") if p is not None and isinstance(p.info, dict) else None
+    row: list = [bench, threads, H.time_cell(p)] + [H.time_cell(by.get(nm)) for nm, _ in PEERS]
+    row += [H.ratio(p, by[nm]) if p is not None and nm in by else float("nan") for nm, _ in PEERS]
+    row.append(f"{err:.1e}" if err is not None else "-")
+    return row
 
 
 def main(argv=None) -> int:
@@ -124,46 +156,42 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--cpu-time", action="store_true", help="time by CPU time (robust on a busy machine, 1 thread)")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--small", action="store_true",
+                    help="every benchmark at its kernel's small sizes: checks the machinery, measures nothing")
     args = ap.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",") if t]
     rounds = args.rounds or (3 if args.quick else 5)
     names = [n for n in BENCHMARKS if not args.only or any(p in n for p in args.only.split(","))]
     have_torch = H.torch_available()
     print(f"gradient benchmarks (float32), threads {threads}, {rounds} rounds; PyTorch: "
-          f"{'yes' if have_torch else 'not importable (polyc times only)'}")
+          f"{'yes' if have_torch else 'not importable (polyc times only)'}"
+          + ("; SMALL SIZES (a check of the machinery, not a measurement)" if args.small else ""))
     rows: List[list] = []
     all_results: Dict[str, Any] = {}
     for bench in names:
         for t in threads:
             env = H.thread_env(t)
-            cs = [H.Contender("polyc", "benchmarks.grad:setup_polyc", dict(bench=bench), env, bench)]
+            kw = dict(bench=bench, small=True) if args.small else dict(bench=bench)
+            cs = [H.Contender("polyc", "benchmarks.grad:setup_polyc", kw, env, bench)]
             if have_torch:
-                cs.append(H.Contender("torch bwd", "benchmarks.grad:setup_torch", dict(bench=bench, forward=False),
-                                      env, bench))
-                cs.append(H.Contender("torch f+b", "benchmarks.grad:setup_torch", dict(bench=bench, forward=True),
-                                      env, bench))
+                cs.append(H.Contender("torch bwd", "benchmarks.grad:setup_torch", dict(kw, forward=False), env, bench))
+                cs.append(H.Contender("torch f+b", "benchmarks.grad:setup_torch", dict(kw, forward=True), env, bench))
+                if not args.no_compile:
+                    cs.append(H.Contender("torch.compile f+b", "benchmarks.grad:setup_torch",
+                                          dict(kw, forward=True, compiled=True), env, bench))
             res = H.measure(cs, rounds=rounds, min_sample_s=0.1 if args.quick else 0.3, max_calls=20,
                             label=f"{bench} {t}t", timer="cpu" if args.cpu_time else "wall")
             all_results[f"{bench} / {t}t"] = res
-            by = {r.name: r for r in res}
             for r in res:
                 if not r.ok:
                     print(f"  {bench} {t}t {r.name} FAILED: {(r.error or '').strip().splitlines()[0]}")
-            p = by["polyc"]
-            err = p.info.get("max_rel_err") if isinstance(p.info, dict) else None
-            row = [bench, t, H.fmt_time(p.median) if p.ok else "-"]
-            for nm in ("torch bwd", "torch f+b"):
-                r = by.get(nm)
-                row.append(H.fmt_time(r.median) if r is not None and r.ok else "-")
-            for nm in ("torch bwd", "torch f+b"):
-                row.append(H.ratio(p, by[nm]) if nm in by else float("nan"))
-            row.append(f"{err:.1e}" if err is not None else "-")
-            rows.append(row)
-    header = ["backward", "thr", "polyc auto", "torch bwd", "torch f+b", "vs bwd", "vs f+b", "max err"]
+            rows.append(table_row(bench, t, res))
+    header = HEADER
     print(H.format_table(header, rows))
     path = H.write_results("grad", {"threads": threads, "rounds": rounds, "table": {"header": header, "rows": rows},
                                     "results": all_results})
-    print(f"results: {path.relative_to(H.ROOT)}")
+    print(f"results: {os.path.relpath(path, H.ROOT)}")
     return 0
 
 

@@ -91,16 +91,7 @@ def setup_torch(bench: str, quick: bool = False, compiled: bool = False) -> Any:
     torch.set_num_threads(_threads())
     _, a = _inputs(bench, quick)
     t = {k: torch.from_numpy(v) for k, v in a.items()}
-    fn = _torch_fn(bench)
-    if compiled:
-        fn = torch.compile(fn)
-    with torch.no_grad():
-        fn(**t)
-
-    def run():
-        with torch.no_grad():
-            return fn(**t)
-    return run
+    return H.torch_inference(_torch_fn(bench), t, compiled=compiled)
 
 
 def main(argv=None) -> int:
