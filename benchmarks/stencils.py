@@ -22,7 +22,10 @@ count fixed there (see `_harness`), interleaved round by round, medians reported
   sweep's outer spatial loop (time steps in sequence), built at run time with
   `gcc -O3 -march=native -fopenmp` into a shared library and called through ctypes;
 - `torch.compile` [torch]: one compiled function per time step of the slicing formulation (where
-  PyTorch imports), `torch.set_num_threads(threads)`.
+  PyTorch imports), `torch.set_num_threads(threads)`;
+- `naive OpenMP short spin` [omp-spin], only when asked for: the naive OpenMP library with the
+  short libgomp spin (`GOMP_SPINCOUNT=10000`) that polyc sets for its own kernels, where the naive
+  OpenMP contender gets libgomp's default (what a user compiling it gets).
 
 Before timing, every contender's result at the benchmark size is compared with a numpy reference
 (computed once here, in the same order of additions); a mismatch is shown as FAILED and never
@@ -166,7 +169,10 @@ STENCILS: Dict[str, Stencil] = {
 
 #: contender key -> the name shown in the table
 CONTENDERS: Dict[str, str] = {"auto": "polyc auto", "naive": "naive C", "omp": "naive OpenMP",
-                              "torch": "torch.compile"}
+                              "torch": "torch.compile", "omp-spin": "naive OpenMP short spin"}
+#: Timed unless --contenders says otherwise (omp-spin: the naive OpenMP library with the short
+#: libgomp spin polyc sets for its own kernels, to tell the schedule's gain from the wait policy's).
+DEFAULT_CONTENDERS = ("auto", "naive", "omp", "torch")
 #: Relative tolerance of the check (the float64 results agree to the bit when the order of
 #: additions is kept; a contender that reassociates may differ in the last bits).
 RTOL = 1e-9
@@ -273,6 +279,7 @@ def _torch_step(name: str) -> Callable[[Any, Any], None]:
 #: replace an entry, as the tests do to check that a wrong result is caught).
 RUNNERS: Dict[str, Callable[[Stencil, Dict[str, Any]], Callable[[], None]]] = {
     "auto": _polyc_runner("auto"), "naive": _polyc_runner(None), "omp": _omp_runner, "torch": _torch_runner,
+    "omp-spin": _omp_runner,
 }
 
 
@@ -301,6 +308,10 @@ def setup(contender: str, kernel: str, size: str, reference_file: str) -> Dict[s
 
 def contender_env(key: str, threads: int) -> Dict[str, Optional[str]]:
     env = H.thread_env(threads)
+    if key == "omp-spin":
+        from polyc.runtime.loader import OMP_WAIT_DEFAULTS
+        env.update(OMP_WAIT_DEFAULTS)
+        env["OMP_WAIT_POLICY"] = None  # the short spin alone, as polyc's own kernels get it
     if key == "torch":
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no pool of compile workers on a small machine
     return env
@@ -365,8 +376,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--sizes", default="full", choices=("full", "small"),
                     help="full: the sizes of issue #16; small: tiny sizes to check the machinery")
-    ap.add_argument("--contenders", default=",".join(CONTENDERS),
-                    help=f"comma-separated subset of {', '.join(CONTENDERS)} (torch only where importable)")
+    ap.add_argument("--contenders", default=",".join(DEFAULT_CONTENDERS),
+                    help=f"comma-separated subset of {', '.join(CONTENDERS)} (default {','.join(DEFAULT_CONTENDERS)}; "
+                         "torch only where importable; omp-spin: naive OpenMP with polyc's short libgomp spin)")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time 1-thread runs by the worker's CPU time (robust on a busy machine); 2 threads "
                          "stay wall-clock")

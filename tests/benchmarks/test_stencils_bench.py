@@ -129,3 +129,12 @@ def test_torch_compile_contender_computes_the_reference():
         work = stencil.inputs("small")
         S._torch_runner(stencil, work)()
         assert S.mismatch(work, S.reference(stencil, "small")) is None, stencil.name
+
+
+def test_the_short_spin_variant_gets_polycs_libgomp_spin_and_the_naive_one_libgomps_default():
+    from polyc.runtime.loader import OMP_WAIT_DEFAULTS
+    spin, plain = S.contender_env("omp-spin", 2), S.contender_env("omp", 2)
+    assert spin["OMP_NUM_THREADS"] == plain["OMP_NUM_THREADS"] == "2"
+    assert spin["GOMP_SPINCOUNT"] == OMP_WAIT_DEFAULTS["GOMP_SPINCOUNT"] and spin["OMP_WAIT_POLICY"] is None
+    assert "GOMP_SPINCOUNT" not in plain and "OMP_WAIT_POLICY" not in plain
+    assert "omp-spin" not in S.DEFAULT_CONTENDERS and S.RUNNERS["omp-spin"] is S.RUNNERS["omp"]
