@@ -383,9 +383,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="time 1-thread runs by the worker's CPU time (robust on a busy machine); 2 threads "
                          "stay wall-clock")
     args = ap.parse_args(argv)
-    threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    try:
+        threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    except ValueError:
+        threads = []
     if not threads or min(threads) < 1:
-        ap.error("--threads wants positive thread counts, e.g. 1,2")
+        ap.error(f"--threads wants positive thread counts, e.g. 1,2, not {args.threads!r}")
+    if args.rounds is not None and args.rounds < 1:
+        ap.error("--rounds wants at least 1")
     rounds = args.rounds or (3 if args.quick else 5)
     keys = parse_list(args.contenders, list(CONTENDERS), "contender", ap)
     names = [n for n in STENCILS if not args.only or any(p.strip() in n for p in args.only.split(",") if p.strip())]

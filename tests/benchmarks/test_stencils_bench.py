@@ -119,6 +119,10 @@ def test_unknown_contenders_and_kernels_are_usage_errors(capsys):
     with pytest.raises(SystemExit):
         S.main(["--only", "heat"])
     assert "matches no kernel" in capsys.readouterr().err
+    for bad in (["--threads", "two"], ["--threads", "0"], ["--rounds", "0"]):
+        with pytest.raises(SystemExit):
+            S.main(bad)
+        assert "wants" in capsys.readouterr().err
 
 
 @pytest.mark.slow
