@@ -115,12 +115,15 @@ def _ids(e) -> set:
 
 class _Emitter:
     def __init__(self, program: Program, typing: Typing, names: CNames, plans=None,
-                 parallel_loops=frozenset(), fixed_sizes=None, row_buffers=None, shared_reductions=None):
+                 parallel_loops=frozenset(), fixed_sizes=None, row_buffers=None, shared_reductions=None,
+                 private_temporaries=None):
         self.program = program
         #: reduction-parallel loop -> the tensors two of its iterations update at one element (None:
         #: not known, every tensor updated inside counts); see `schedule.storage.shared_reductions`.
         self.shared_reductions: Dict[str, Optional[frozenset]] = dict(shared_reductions or {})
         self._racing: frozenset = frozenset()    # tensors updated by several threads at once (atomically)
+        #: parallel loop -> intermediates each thread keeps a copy of (`storage.private_temporaries`)
+        self.private_temporaries: Dict[str, frozenset] = dict(private_temporaries or {})
         #: tensor -> (dimension fixed by the loop, parallel loop): each iteration of that loop may
         #: keep the tensor's row in a buffer of its own (`schedule.storage.row_buffers`).
         self.row_buffers: Dict[str, Tuple[int, str]] = dict(row_buffers or {})
@@ -216,6 +219,10 @@ class _Emitter:
                 pragmas.append(c.Pragma("omp simd"))
             elif not dim.unroll.is_none:  # a full unroll isl could not write out: the compiler's turn
                 pragmas.append(c.Pragma(f"GCC unroll {dim.unroll.hint or 64}"))
+            if parallel_here and not simd and not reduction_here:
+                private = self.private_temporaries.get(dim.name)
+                if private:
+                    return self._private_temporaries(n, private)
             self._atomic_depth += reduction_here
             it = self.names.id(n.iterator)
             self._scope.append(it)
@@ -363,29 +370,55 @@ class _Emitter:
     def _statements_in(self, n: Node) -> List:
         return [self.statements[x.statement] for x in walk(n) if isinstance(x, Call)]
 
+    def _size_text(self, t: str) -> str:
+        printer = CExprPrinter(self.typing, {}, _array_access, self.names)
+        return " * ".join(f"({strip_parens(printer.affine(x))})" for x in self.program.tensor(t).shape or ()) or "1"
+
     def _privately_reduced(self, n: Loop, private: frozenset) -> List:
         """Reduction-parallel loop `n` with each thread updating a private copy of the tensors
         `private` (on its stack, starting at the update's identity) and adding it to the tensor
         once at the end, one thread at a time: per-thread partials instead of an atomic update per
         element.  The copies are used when every one holds at most `PRIVATE_COPY_BYTES` and the loop
         does enough work to go parallel; otherwise the loop runs on the calling thread."""
-        printer = CExprPrinter(self.typing, {}, _array_access, self.names)
         params = {p.name: p.c_name for p in self.signature.params if p.kind == "array"}
         ops = {self.statements[x.statement].target.tensor: self.statements[x.statement].update
                for x in walk(n) if isinstance(x, Call)}
-        fits, decls, combine, copies = [], [], [], {}
+        fits, setup, combine, copies = [], [], [], {}
         e = "pc_e"
         for t in sorted(private):
             ctype = self.typing.tensors[t].c_name
-            size = " * ".join(f"({strip_parens(printer.affine(x))})" for x in self.program.tensor(t).shape or ()) or "1"
+            size = self._size_text(t)
             copy = f"pc_private_{mangle(TENSOR, t)}"
             copies[params[t]] = copy
             identity = "0" if ops[t] == "+" else "1"
             fits.append(f"({size}) <= {PRIVATE_COPY_BYTES} / (int64_t)sizeof({ctype})")
-            decls += [c.Line(f"{ctype} {copy}[{size}];"),
+            setup += [c.Line(f"{ctype} {copy}[{size}];"),
                       c.For(f"int64_t {e} = 0", f"{e} < {size}", f"{e}++", c.Line(f"{copy}[{e}] = {identity};"))]
             combine.append(c.For(f"int64_t {e} = 0", f"{e} < {size}", f"{e}++",
                                  c.Line(f"{params[t]}[{e}] {ops[t]}= {copy}[{e}];")))
+        return self._region(n, copies, setup, [c.Pragma("omp critical"), c.Block(combine)], fits)
+
+    def _private_temporaries(self, n: Loop, private: frozenset) -> List:
+        """Parallel loop `n` with each thread keeping its own copy of the intermediates `private`
+        (`storage.private_temporaries`: the loop reuses them, no value crosses iterations) on its
+        stack, when each holds at most `PRIVATE_COPY_BYTES`; otherwise the loop runs on the calling
+        thread with the tensors themselves."""
+        params = {p.name: p.c_name for p in self.signature.params if p.kind == "array"}
+        setup, fits, copies = [], [], {}
+        for t in sorted(private):
+            ctype = self.typing.tensors[t].c_name
+            copy = f"pc_private_{mangle(TENSOR, t)}"
+            copies[params[t]] = copy
+            size = self._size_text(t)
+            fits.append(f"({size}) <= {PRIVATE_COPY_BYTES} / (int64_t)sizeof({ctype})")
+            setup.append(c.Line(f"{ctype} {copy}[{size}];"))
+        return self._region(n, copies, setup, [], fits)
+
+    def _region(self, n: Loop, copies: Dict[str, str], setup: List, finish: List, fits: List[str]) -> List:
+        """`#pragma omp parallel` around `setup`, the iterations of `n` shared out (`omp for`) as
+        calls of its outlined body with the kernel's arrays `copies` replaced by each thread's
+        copies, then `finish`; when the loop does too little work or `fits` fails, the loop on the
+        calling thread with the arrays themselves."""
         it = self.names.id(n.iterator)
         self._scope.append(it)
         try:
@@ -397,10 +430,11 @@ class _Emitter:
 
         def loop(replace) -> c.For:
             return self._for(n, c.Block([c.Statement(f"{name}({', '.join([replace.get(a, a) for a in args] + scope)})")]))
-        region = c.Block(decls + [c.Pragma("omp for schedule(static)"), loop(copies),
-                                  c.Pragma("omp critical"), c.Block(combine)])
+        region = c.Block(setup + [c.Pragma("omp for schedule(static)"), loop(copies)] + finish)
         condition = parallel_condition(n, self.statements, self._c)
         when = " && ".join(([f"({condition})"] if condition else []) + fits)
+        if not when:
+            return [c.Pragma("omp parallel"), region]
         return [c.If(when, c.Block([c.Pragma("omp parallel"), region]), c.Block([loop({})]))]
 
     def _access(self, acc: Access, printer: CExprPrinter) -> str:
@@ -496,7 +530,7 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     parallel = frozenset(d.name for d in schedule.dims if d.is_loop and d.runs(LoopKind.PARALLEL))
     from ..schedule.storage import row_buffers
     emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes,
-                       row_buffers(schedule), _shared_reductions(schedule))
+                       row_buffers(schedule), _shared_reductions(schedule), _private_temporaries(schedule))
     return GeneratedC(emitter.function(loops, signature), signature)
 
 
@@ -511,4 +545,17 @@ def _shared_reductions(schedule: Schedule) -> Dict[str, Optional[frozenset]]:
                 out[d.name] = shared_reductions(schedule, k)
             except PolycError:
                 out[d.name] = None
+    return out
+
+
+def _private_temporaries(schedule: Schedule) -> Dict[str, frozenset]:
+    """For each parallel loop (threads only), the intermediates each thread needs a copy of: the
+    loop was proven parallel on that condition (`legality.check_mark`)."""
+    from ..schedule.storage import private_temporaries
+    out: Dict[str, frozenset] = {}
+    for k, d in enumerate(schedule.dims):
+        if d.is_loop and d.kinds == frozenset({LoopKind.PARALLEL}) and not d.reduction:
+            private = private_temporaries(schedule, k)   # as proven: a failure here must not pass silently
+            if private:
+                out[d.name] = private
     return out

@@ -357,8 +357,19 @@ def check_mark(schedule: Schedule, deps: Dependences, loop: str, what: Optional[
         return
     what = what or f"running loop {loop!r} as {', '.join(d.labels())}"
     program = schedule.model.program
-    check_parallel(schedule, deps, loop, what,
-                   ignore=(lambda dep: is_reduction_dependence(program, dep)) if d.reduction else None)
+    reduction = (lambda dep: is_reduction_dependence(program, dep)) if d.reduction else None
+    try:
+        check_parallel(schedule, deps, loop, what, ignore=reduction)
+    except IllegalScheduleError:
+        # CPU threads may each keep a private copy of an intermediate the loop merely reuses
+        # (`storage.private_temporaries`; the C generator allocates the copies).
+        if d.kinds != frozenset({LoopKind.PARALLEL}) or d.reduction:
+            raise
+        from .storage import private_temporaries
+        private = private_temporaries(schedule, schedule.dim_index(loop))
+        if not private:
+            raise
+        check_parallel(schedule, deps, loop, what, ignore=lambda dep: dep.array in private and dep.kind != "flow")
 
 
 def with_proven_mark(schedule: Schedule, loop: str, kind: LoopKind, note: str,
