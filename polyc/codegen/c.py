@@ -551,7 +551,7 @@ def _shared_reductions(schedule: Schedule) -> Dict[str, Optional[frozenset]]:
 def _private_temporaries(schedule: Schedule) -> Dict[str, frozenset]:
     """For each parallel loop (threads only), the intermediates each thread needs a copy of: the
     loop was proven parallel on that condition (`legality.check_mark`)."""
-    from ..schedule.storage import private_temporaries
+    from ..schedule.legality import private_temporaries
     out: Dict[str, frozenset] = {}
     for k, d in enumerate(schedule.dims):
         if d.is_loop and d.kinds == frozenset({LoopKind.PARALLEL}) and not d.reduction:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 import islpy as isl
 
-from ..errors import IllegalScheduleError
+from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly.dependences import Dependence, Dependences
-from ..poly.islutil import isl_budget, sample_point_values
+from ..poly.islutil import fixed_value, isl_budget, sample_point_values
 from ..poly.reduction import is_reduction_dependence
 from .state import PARALLEL_KINDS, LoopKind
 from .state import ScheduleState as Schedule
@@ -365,7 +365,6 @@ def check_mark(schedule: Schedule, deps: Dependences, loop: str, what: Optional[
         # (`storage.private_temporaries`; the C generator allocates the copies).
         if d.kinds != frozenset({LoopKind.PARALLEL}) or d.reduction:
             raise
-        from .storage import private_temporaries
         private = private_temporaries(schedule, schedule.dim_index(loop))
         if not private:
             raise
@@ -390,3 +389,54 @@ def with_proven_dims(schedule: Schedule, dims, note: str, deps: Optional[Depende
         if d.kinds != old.kinds or d.reduction != old.reduction:
             check_mark(new, deps, d.name, f"{note}: marking loop {d.name!r} {', '.join(d.labels())}")
     return new
+
+
+# -- temporaries private to the threads of a parallel loop ------------------------------------------
+
+def _within_iteration(schedule: Schedule, dep, level: int) -> bool:
+    """Whether every pair of `dep` runs in the same iteration of every loop up to `level` (equal
+    schedule coordinates 0..level): the value never crosses from one iteration to another."""
+    model = schedule.model
+    src = schedule.statement_map(dep.source).intersect_domain(model.domains[dep.source])
+    dst = schedule.statement_map(dep.sink).intersect_domain(model.domains[dep.sink])
+    times = dep.relation.apply_domain(src).apply_range(dst).intersect_params(model.context)
+    n = times.dim(isl.dim_type.in_)
+    times = times.project_out(isl.dim_type.in_, level + 1, n - level - 1)
+    times = times.project_out(isl.dim_type.out, level + 1, n - level - 1)
+    deltas = times.deltas()
+    zero = isl.Set.universe(deltas.get_space())
+    for k in range(level + 1):
+        zero = zero.fix_val(isl.dim_type.set, k, isl.Val.zero(zero.get_ctx()))
+    return deltas.is_subset(zero)
+
+
+def private_temporaries(schedule: Schedule, level: int) -> FrozenSet[str]:
+    """Intermediates that loop dimension `level` reuses from one iteration to the next (it carries
+    anti and output dependences on them) but whose values never cross iterations: every
+    value-based flow dependence on them stays inside one iteration of every loop up to `level`,
+    and only statements inside the loop touch them.  Each thread running the loop in parallel can
+    then keep a copy of its own (array privatization), so those dependences do not forbid it: an
+    operator program's contracted row buffers (`program.contraction`), a per-row scalar.  isl
+    decides; a tensor it cannot decide within its budget is left out."""
+    model = schedule.model
+    program = model.program
+    temps = {t.name for t in program.tensors if t.role == "temp"}
+    deps = list(model.dependences)
+    reuse = [d for d in deps if d.array in temps and d.kind in ("anti", "output")]
+    if not reuse:
+        return frozenset()
+    out = set()
+    with isl_budget(f"proving which intermediates loop {schedule.dims[level].name!r} can privatise"):
+        candidates = {d.array for d, _ in carried_at(schedule, reuse, level)}
+        for t in sorted(candidates):
+            touching = [st for st in program.statements
+                        if st.target.tensor == t or t in {a.tensor for a in st.value.accesses()}]
+            if not all(any(fixed_value(p, level) is None for p in schedule.statement_map(st.name).get_basic_maps())
+                       for st in touching):   # every statement touching it loops along `level`
+                continue
+            try:
+                if all(_within_iteration(schedule, d, level) for d in deps if d.array == t and d.kind == "flow"):
+                    out.add(t)
+            except (IslBudgetError, PolycError, isl.Error):
+                continue
+    return frozenset(out)
