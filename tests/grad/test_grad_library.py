@@ -8,6 +8,8 @@ Refused library kernels (each raises `GradError` with its reason, checked below)
 - kernels with no read-only input (correlation, covariance, cholesky, lu, gramschmidt, adi, the
   stencils, floyd-warshall): every array is updated in place, so there is nothing to differentiate
   with respect to (pc.grad differentiates with respect to inputs).
+Every one of them with float data differentiates with `checkpoint="store"` (with respect to the
+values passed in, `test_every_float_polybench_kernel_differentiates_with_store` below, slow group).
 """
 from __future__ import annotations
 
@@ -57,6 +59,24 @@ def test_polybench_kernels_that_overwrite_values_are_refused_with_the_reason(nam
     with pytest.raises(pc.GradError, match=POLYBENCH_REFUSED[name]) as err:
         pc.grad(lk.kernel, of=of, wrt=wrt)
     assert "line" in str(err.value) or "in place" in str(err.value) or "no gradient" in str(err.value)
+
+
+INTEGER_POLYBENCH = ("nussinov", "floyd-warshall")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(k.name for k in all_kernels("polybench") if k.name not in INTEGER_POLYBENCH))
+def test_every_float_polybench_kernel_differentiates_with_store(name):
+    """`checkpoint="store"`: gradients with respect to every array whose values the kernel reads
+    (inputs and arrays updated in place), of its first output, against finite differences."""
+    from polyc.grad.expansion import expand
+    lk = by_name(name)
+    prog = lk.kernel.program
+    of = next(t.name for t in prog.tensors if t.role in ("output", "inout"))
+    wrt = [t.name for t in expand(prog).program.tensors if t.role == "input" and t.dtype.is_float]
+    dtype = "f32" if name == "deriche" else "f64"       # deriche is defined in float32 only
+    check_grad(lk.kernel, of, wrt, lk.make_inputs(lk.sizes["MINI"], dtype, np.random.default_rng(3)),
+               directions=2, checkpoint="store")
 
 
 def test_check_grad_catches_a_wrong_gradient(monkeypatch):
