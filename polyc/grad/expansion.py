@@ -8,7 +8,9 @@ different element (single assignment; Feautrier's array expansion).  Each read i
 instance that wrote the value it reads, by isl's exact dataflow analysis (the last write before the
 read): a read may get its value from different statements, or from the array passed in, in
 different parts of its domain, so a statement is split into pieces, one per combination of sources.
-Updates (`X[i] += e`) become definitions that read the value they update (`X_S[..] = X_src + e`).
+Updates (`X[i] += e`) become definitions that read the value they update (`X_S[..] = X_src + e`),
+except a sum accumulated in place, alone in its innermost loops (`a[i] += W[i, j] * h[j]`): it keeps
+one running value per instance of its outer loops, started by a copy of the value it adds to.
 What the kernel returns is gathered at the end from the last write of each element
 (`X_final[e] = X_W[..]`), or from the array passed in where nothing writes it.
 
@@ -59,11 +61,11 @@ def _fresh(base: str, taken: set) -> str:
     return name
 
 
-def _bounds(model: PolyModel, st: Statement) -> Tuple[Tuple[Affine, Affine], ...]:
-    """(lowest value, extent) of each iterator of `st` as affine functions of the sizes."""
+def _bounds(model: PolyModel, st: Statement, depth: int) -> Tuple[Tuple[Affine, Affine], ...]:
+    """(lowest value, extent) of the first `depth` iterators of `st` as affine functions of the sizes."""
     dom = model.domains[st.name].intersect_params(model.context)
     out = []
-    for k, it in enumerate(st.iterators):
+    for k, it in enumerate(st.iterators[:depth]):
         lo = pw_aff_to_affine(dom.dim_min(k), model.context)
         hi = pw_aff_to_affine(dom.dim_max(k), model.context)
         if lo is None or hi is None or set(lo.variables) - set(model.program.sizes) \
@@ -99,10 +101,14 @@ class _Expander:
         self.taken = taken
         self.name: Dict[str, str] = {st.name: _fresh(f"{st.target.tensor}_{st.name}", taken)
                                      for st in program.statements}
-        self.bounds = {st.name: _bounds(self.model, st) for st in program.statements}
+        #: statement -> how many of its (outer) loops index its array: all of them, or for a sum
+        #: accumulated in place (`_sum_depth`) the loops outside the summed ones.
+        self.depth = {st.name: _sum_depth(program, st) or len(st.iterators) for st in program.statements}
+        self.bounds = {st.name: _bounds(self.model, st, self.depth[st.name]) for st in program.statements}
 
     def element(self, writer: Statement, instance: Sequence[Affine]) -> Access:
-        """The element of `writer`'s own array holding the value its instance `instance` wrote."""
+        """The element of `writer`'s own array holding the value its instance `instance` wrote (a
+        sum's running value lives in one element for all its summed iterations)."""
         return Access(self.name[writer.name], tuple(v - lo for v, (lo, _) in zip(instance, self.bounds[writer.name])))
 
     def sources(self, what: str, sink: isl.Map, acc: Access, domain: isl.Set,
@@ -137,16 +143,50 @@ class _Expander:
             out.append((rest, acc))
         return out
 
-    def statement(self, st: Statement) -> Statement:
+    def statement(self, st: Statement) -> List[Statement]:
         """`st` as the definition of its own array, each read of a written array replaced by the
-        value's source, chosen by an affine condition where it depends on the instance."""
+        value's source, chosen by an affine condition where it depends on the instance.  A sum
+        accumulated in place (`_sum_depth`) stays an update of one element per instance of its outer
+        loops, started by a copy of the value it adds to (a statement of its own, just before)."""
         written = set(self.writers)
-        value = _as_update_value(st, st.target)
+        depth = self.depth[st.name]
+        summed = depth < len(st.iterators)
+        value = st.value if summed else _as_update_value(st, st.target)
         domain = self.model.domains[st.name].intersect_params(self.model.context)
         for acc in sorted({a for a in value.accesses() if a.tensor in written}, key=str):
             pieces = self.sources(describe(st), self.model.access_map(st, acc), acc, domain, self.model.schedule_map)
             value = _replace_access(value, acc, _chosen(pieces, domain, describe(st)))
-        return st.with_(target=self.element(st, [Affine.var(i) for i in st.iterators]), value=value, update=None)
+        target = self.element(st, [Affine.var(i) for i in st.iterators])
+        if not summed:
+            return [st.with_(target=target, value=value, update=None)]
+        return [self._start(st, target, domain), st.with_(target=target, value=value, reduction=())]
+
+    def _start(self, st: Statement, target: Access, domain: isl.Set) -> Statement:
+        """`X_S[outer] = <the value X[e] held before the sum's first update>`, over the instances of
+        the sum's outer loops; the sources come from the dataflow of the updates' own read of `e`
+        (those not reading the sum's running value are its first updates)."""
+        depth = self.depth[st.name]
+        n = len(st.iterators)
+        pieces = self.sources(describe(st), self.model.access_map(st, st.target), st.target, domain,
+                              self.model.schedule_map)
+        outer = domain.project_out(isl.dim_type.set, depth, n - depth)
+        starts = []
+        for piece, src in pieces:
+            if src.tensor == target.tensor:
+                continue                       # the running sum itself
+            if any(set(e.variables) & set(st.iterators[depth:]) for e in src.indices):
+                raise GradError(f"{describe(st)}: the value a sum starts from depends on the summed loops; "
+                                f"checkpoint='store' does not support this kernel")
+            starts.append((piece.project_out(isl.dim_type.set, depth, n - depth).coalesce(), src))
+        if not starts:
+            raise GradError(f"{describe(st)}: no value found for the sum to start from")
+        conj = [_constraints(b) for b in outer.remove_redundancies().coalesce().get_basic_sets()]
+        if not conj or any(c is None for c in conj):
+            raise GradError(f"{describe(st)}: the loops around the sum are not described without integer divisions; "
+                            f"checkpoint='store' does not support this kernel")
+        return Statement(name=f"{st.name}_start", iterators=st.iterators[:depth], domain=tuple(conj), target=target,
+                         value=_chosen(starts, outer, describe(st)), order=st.order[:depth] + (-1,),
+                         location=st.location, text=st.text)
 
     def finals(self, tensor: TensorDecl, order0: int) -> Tuple[List[Statement], str]:
         """`X_final[e] = <last value of X[e]>` for every element of `tensor`, after everything."""
@@ -202,6 +242,31 @@ def _chosen(pieces, domain: isl.Set, what: str):
     return expr
 
 
+def _sum_depth(program: Program, st: Statement) -> int:
+    """For a sum accumulated in place, `X[e] += v` with `e` and `v`'s reads of X free of its innermost
+    loops, alone in those loops: the number of loops outside them (its array then keeps one running
+    value per instance of those, not one per summed iteration: a matrix-vector product inside a
+    time loop stores T * N values, not T * N * N).  0 for any other statement."""
+    if st.update != "+" or st.divisions or st.target.tensor in {a.tensor for a in st.value.accesses()}:
+        return 0
+    used = {v for e in st.target.indices for v in e.variables}
+    depth = len(st.iterators)
+    while depth > 0 and st.iterators[depth - 1] not in used:
+        depth -= 1
+    if depth == len(st.iterators) or any(set(e.variables) & set(st.iterators[depth:]) for e in st.target.indices):
+        return 0
+    prefix = st.order[:depth + 1]
+    if any(o is not st and o.order[:depth + 1] == prefix and len(o.iterators) > depth for o in program.statements):
+        return 0        # another statement shares the summed loops: its reads would see partial sums
+    return depth
+
+
+def _next_position(start: Statement, statements: Sequence[Statement]) -> int:
+    """The position at its loop depth of the sum `start` starts (the statement after it)."""
+    k = statements.index(start)
+    return statements[k + 1].order[len(start.iterators)]
+
+
 def _pieces(pma: isl.PwMultiAff) -> List[Tuple[isl.Set, isl.MultiAff]]:
     out: List[Tuple[isl.Set, isl.MultiAff]] = []
     pma.foreach_piece(lambda s, ma: out.append((s, ma)))
@@ -223,7 +288,7 @@ def expand(program: Program) -> Expanded:
     try:
         with isl_budget("expanding the kernel's arrays (checkpoint='store')"):
             ex = _Expander(program)
-            statements: List[Statement] = [ex.statement(st) for st in program.statements]
+            statements: List[Statement] = [x for st in program.statements for x in ex.statement(st)]
             last = 1 + max(st.order[0] for st in program.statements)
             finals: List[Tuple[str, str]] = []
             for t in program.tensors:
@@ -246,6 +311,10 @@ def expand(program: Program) -> Expanded:
     for t, final in finals:
         decl = program.tensor(t)
         tensors.append(TensorDecl(final, decl.dtype, decl.shape, "output", declared=True))
-    statements = [st.with_(name=f"S{k}") for k, st in enumerate(statements)]
+    # A sum's start runs just before its loop: positions are doubled to make room (`order` -1 above).
+    statements = [st.with_(name=f"S{k}", order=tuple(2 * c for c in st.order[:-1]) +
+                           ((2 * st.order[-1]) if st.order[-1] >= 0 else
+                            (2 * _next_position(st, statements) - 1),))
+                  for k, st in enumerate(statements)]
     out = program.with_(tensors=tuple(tensors), statements=tuple(statements), frontend="python")
     return Expanded(out, tuple(finals))

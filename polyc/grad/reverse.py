@@ -81,7 +81,8 @@ def reverse_program(expanded: Expanded, of: str, wrt: Sequence[str], name: str) 
         own: List[Statement] = []
         if t in adj:
             seed_expr = Access(adj[t], st.target.indices)
-            stored = st.target if t != of_t else None
+            # The element holds this statement's value only for a definition (a sum's holds the total).
+            stored = st.target if t != of_t and st.update is None else None
             guards = _guards(st.value)
             for acc, coeff in local_adjoints(st.value, seed_expr, stored):
                 if acc.tensor in adj and acc.tensor in active:

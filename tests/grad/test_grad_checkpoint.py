@@ -94,3 +94,26 @@ def test_cuda_emu_runs_the_reverse_sweep():
     rng = np.random.default_rng(5)
     check_grad(JACOBI_1D.kernel, "A", ["A"], dict(A=rng.random(10), B=rng.random(10), TSTEPS=3),
                checkpoint="store", target="cuda-emu")
+
+
+def rnn(W: pc.f64["N", "N"], h: pc.f64["N"], a: pc.f64["N"], T: int):
+    for t in range(T):
+        for i in range(N):
+            a[i] = 0.0
+            for j in range(N):
+                a[i] += W[i, j] * h[j]
+        for i in range(N):
+            h[i] = np.tanh(a[i])
+
+
+def test_a_recurrent_network_stores_one_sum_per_step_not_one_per_term():
+    """`a[i] += W[i, j] * h[j]` accumulates in place: its stored values are T x N (a running sum
+    per step and row, started by a copy of `a[i] = 0`), not T x N x N."""
+    k = pc.kernel(rnn)
+    ex = expand(k.program)
+    shapes = {t.name: tuple(str(e) for e in t.shape) for t in ex.program.tensors if t.role == "temp"}
+    assert all(len(s) == 2 for s in shapes.values()), shapes
+    rng = np.random.default_rng(6)
+    inputs = dict(W=rng.standard_normal((7, 7)) * 0.4, h=rng.standard_normal(7), a=np.zeros(7), T=5)
+    for schedule in (None, "auto"):
+        check_grad(k, "h", ["W", "h"], inputs, checkpoint="store", schedule=schedule)
