@@ -12,7 +12,6 @@ from typing import Dict, List, Optional, Tuple
 
 import cgen as c
 
-from ..errors import PolycError
 from ..ir import Access, Program
 from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Dim, LoopKind, Schedule
@@ -528,34 +527,11 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     from ..schedule.packing import packing_plans
     plans = packing_plans(schedule)
     parallel = frozenset(d.name for d in schedule.dims if d.is_loop and d.runs(LoopKind.PARALLEL))
-    from ..schedule.storage import row_buffers
+    from ..schedule.storage import storage_plan
+    storage = storage_plan(schedule)
     emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes,
-                       row_buffers(schedule), _shared_reductions(schedule), _private_temporaries(schedule))
+                       {t: (d, loop) for t, d, loop in storage.row_buffers},
+                       {loop: None if ts is None else frozenset(ts) for loop, ts in storage.reductions},
+                       {loop: frozenset(ts) for loop, ts in storage.private})
     return GeneratedC(emitter.function(loops, signature), signature)
 
-
-def _shared_reductions(schedule: Schedule) -> Dict[str, Optional[frozenset]]:
-    """For each reduction-parallel loop, the tensors its iterations share (None where isl could not
-    tell within its budget: then every tensor updated inside counts as shared)."""
-    from ..schedule.storage import shared_reductions
-    out: Dict[str, Optional[frozenset]] = {}
-    for k, d in enumerate(schedule.dims):
-        if d.is_loop and d.runs(LoopKind.PARALLEL) and d.reduction:
-            try:
-                out[d.name] = shared_reductions(schedule, k)
-            except PolycError:
-                out[d.name] = None
-    return out
-
-
-def _private_temporaries(schedule: Schedule) -> Dict[str, frozenset]:
-    """For each parallel loop (threads only), the intermediates each thread needs a copy of: the
-    loop was proven parallel on that condition (`legality.check_mark`)."""
-    from ..schedule.legality import private_temporaries
-    out: Dict[str, frozenset] = {}
-    for k, d in enumerate(schedule.dims):
-        if d.is_loop and d.kinds == frozenset({LoopKind.PARALLEL}) and not d.reduction:
-            private = private_temporaries(schedule, k)   # as proven: a failure here must not pass silently
-            if private:
-                out[d.name] = private
-    return out

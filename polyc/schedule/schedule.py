@@ -126,6 +126,13 @@ class Schedule(ScheduleState):
 
     # -- views ---------------------------------------------------------------------------------
     @property
+    def storage(self):
+        """The storage this schedule implies on the C target (`storage.StoragePlan`: row buffers,
+        per-thread copies of reused intermediates and of reduced arrays), each proven by isl."""
+        from .storage import storage_plan
+        return storage_plan(self)
+
+    @property
     def tree(self) -> str:
         """The schedule-tree view as nested outline text (sequence / loop / mark / statement)."""
         return tree_text(self)

@@ -11,6 +11,7 @@ each (`row_buffers`): written and read in L1 instead of streaming a full tempora
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
 import islpy as isl
@@ -149,3 +150,52 @@ def private_copies(shared: Iterable[str], inside: Iterable[Statement]) -> Option
         if st.update not in PRIVATE_OPERATORS or ops.setdefault(t, st.update) != st.update:
             return None
     return frozenset(ops)
+
+
+# -- the storage a schedule implies, as one typed value ----------------------------------------------
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """The storage a schedule implies on the C target, each decision proven by isl on the schedule:
+
+    - `row_buffers`: (tensor, dimension fixed, parallel loop): the intermediate lives inside one
+      iteration of the loop, which keeps its row in a stack buffer per iteration (`row_buffers`);
+    - `private`: (parallel loop, tensors): intermediates the loop reuses, no value crossing its
+      iterations; each thread keeps a copy (`legality.private_temporaries`);
+    - `reductions`: (reduction-parallel loop, tensors): arrays that several iterations update at one
+      element (`shared_reductions`); the C generator gives each thread a copy added at the end where
+      `private_copies` allows, else atomic updates; None where isl could not tell.
+
+    `Schedule.storage` gives it; the C generator reads it; `str()` lists it."""
+
+    row_buffers: Tuple[Tuple[str, int, str], ...] = ()
+    private: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    reductions: Tuple[Tuple[str, Optional[Tuple[str, ...]]], ...] = ()
+
+    def __str__(self) -> str:
+        lines = [f"{t}: a row per iteration of parallel loop {loop!r} (dimension {d} fixed)"
+                 for t, d, loop in self.row_buffers]
+        lines += [f"{', '.join(ts)}: a copy per thread of parallel loop {loop!r}" for loop, ts in self.private]
+        lines += [f"{', '.join(ts) if ts is not None else 'every array updated inside'}: reduced across the "
+                  f"iterations of loop {loop!r}" for loop, ts in self.reductions]
+        return "\n".join(lines) if lines else "no storage decisions (every tensor in full, shared)"
+
+
+def storage_plan(schedule: Schedule) -> StoragePlan:
+    """The `StoragePlan` of `schedule` (see `StoragePlan`)."""
+    from .legality import private_temporaries
+    rows = tuple(sorted((t, d, loop) for t, (d, loop) in row_buffers(schedule).items()))
+    private, reductions = [], []
+    for k, d in enumerate(schedule.dims):
+        if not (d.is_loop and LoopKind.PARALLEL in d.kinds):
+            continue
+        if d.reduction:
+            try:
+                reductions.append((d.name, tuple(sorted(shared_reductions(schedule, k)))))
+            except PolycError:
+                reductions.append((d.name, None))
+        elif d.kinds == frozenset({LoopKind.PARALLEL}):
+            ts = private_temporaries(schedule, k)   # as proven: a failure here must not pass silently
+            if ts:
+                private.append((d.name, tuple(sorted(ts))))
+    return StoragePlan(rows, tuple(private), tuple(reductions))

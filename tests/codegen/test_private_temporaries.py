@@ -51,4 +51,18 @@ def test_the_attention_programs_fused_row_loop_is_parallel():
     fused = [f for key, f in prog._compiled.items() if "relayout_matmul5_C" in key]
     assert fused and any("parallel" in d.labels() for d in fused[0].schedule.dims if d.name)
     assert "pc_private_" in fused[0].source
+    assert fused[0].schedule.storage.private      # the contracted rows, one copy per thread
     np.testing.assert_allclose(got, prog.reference(**args), rtol=1e-4, atol=1e-5)
+
+
+def test_the_schedule_states_its_storage_decisions():
+    """`Schedule.storage`: one typed value with the row buffers, per-thread copies and reductions
+    across threads that the C generator then emits."""
+    from kernels import by_name
+    f = pc.compile(by_name("softmax").kernel, "auto")
+    plan = f.schedule.storage
+    assert [t for t, _, _ in plan.row_buffers] == ["e"] and "e: a row per iteration" in str(plan)
+    k = pc.kernel("g[j] +=! A[i, j]", name="colsum")
+    s = k.schedule().interchange("j", "i").parallel("i", reduction=True)
+    assert s.storage.reductions == (("i", ("g",)),)
+    assert pc.kernel("y[i] = 2.0 * x[i]").schedule().storage.private == ()
