@@ -126,6 +126,23 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
 NAMED_SCHEDULES: Dict[str, Callable[[Kernel, Target], Optional[Schedule]]] = {}
 
 
+def _expanded_for_auto(k: Kernel) -> Kernel:
+    """`k`, or the kernel `"auto"` compiles instead: with a temporary that outer loops reuse expanded
+    where that makes a statement a contraction (`polyc.schedule.expansion`; same parameters, same
+    results).  `expansion_notes` on the result says what was expanded.  Decided once per kernel."""
+    with k._lock:
+        if not hasattr(k, "_auto_kernel"):
+            from .schedule.expansion import expand_for_contraction
+            program, notes = expand_for_contraction(k.program)
+            if notes:
+                expanded = Kernel(program, k.function)
+                expanded.expansion_notes = notes  # type: ignore[attr-defined]
+                k._auto_kernel = expanded  # type: ignore[attr-defined]
+            else:
+                k._auto_kernel = k  # type: ignore[attr-defined]
+        return k._auto_kernel  # type: ignore[attr-defined]
+
+
 def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: Target,
                       reassociate: Optional[bool] = None) -> Schedule:
     if target.is_gpu:
@@ -179,6 +196,8 @@ def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
     tgt = _resolve_target(target)
     from .runtime.compiler import normalise_flags
     flags = normalise_flags(flags)  # a string is split like a shell would; anything else refused
+    if schedule == "auto" and tgt.is_cpu:
+        k = _expanded_for_auto(k)
     sched = _resolve_schedule(k, schedule, tgt, reassociate)
     if tgt.is_cpu:
         from .runtime.ckernel import CCompiledKernel
@@ -196,6 +215,8 @@ def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
     Undeclared dtypes come from `dtypes` (tensor name -> pc.f32/...), else float32.
     """
     tgt = _resolve_target(target)
+    if schedule == "auto" and tgt.is_cpu:
+        k = _expanded_for_auto(k)
     sched = _resolve_schedule(k, schedule, tgt, reassociate)
     from .codegen.typing import resolve_typing
     typing = resolve_typing(k.program, dict(dtypes or {}), require_inputs=False)

@@ -12,26 +12,14 @@ from typing import Optional, Sequence, Tuple
 import islpy as isl
 
 from ..ir import Affine, Constraint, Statement
-from ..poly.islutil import conjunction_str, disjunction_str, isl_budget, params_str, user_name
+from ..poly.islutil import basic_set_constraints, conjunction_str, disjunction_str, isl_budget, params_str, user_name
 from ..poly.model import tuple_str
 
 DNF = Tuple[Tuple[Constraint, ...], ...]
 
 
 def _constraints(bset: isl.BasicSet) -> Optional[Tuple[Constraint, ...]]:
-    if bset.dim(isl.dim_type.div) > 0:
-        return None
-    out = []
-    for c in bset.get_constraints():
-        coeffs = {}
-        for kind in (isl.dim_type.param, isl.dim_type.set):
-            for k in range(c.dim(kind)):
-                v = c.get_coefficient_val(kind, k).to_python()
-                if v:
-                    coeffs[user_name(c.get_dim_name(kind, k))] = int(v)
-        out.append(Constraint("eq" if c.is_equality() else "ge",
-                              Affine.from_dict(coeffs, int(c.get_constant_val().to_python()))))
-    return tuple(out)
+    return basic_set_constraints(bset)
 
 
 def simplify_domain(st: Statement, sizes: Sequence[str], assumptions: Sequence[Constraint]) -> Statement:

@@ -5,23 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Optional, Set
 
-from ..ir import Access, Affine, Binary, Call, Cast, Expr, IndexExpr, Program, Select, Unary
+from ..ir import Access, Affine, Expr, IndexExpr, Program, rebuild
 
 
 def _rebuild(e: Expr, leaf: Callable[[Expr], Optional[Expr]]) -> Expr:
-    """`e` with every node `leaf` answers (not None) replaced by the answer, the rest rebuilt."""
-    got = leaf(e)
-    if got is not None:
-        return got
-    if isinstance(e, (Unary, Cast)):
-        return replace(e, operand=_rebuild(e.operand, leaf))
-    if isinstance(e, Binary):
-        return replace(e, lhs=_rebuild(e.lhs, leaf), rhs=_rebuild(e.rhs, leaf))
-    if isinstance(e, Call):
-        return replace(e, args=tuple(_rebuild(a, leaf) for a in e.args))
-    if isinstance(e, Select):
-        return Select(_rebuild(e.cond, leaf), _rebuild(e.if_true, leaf), _rebuild(e.if_false, leaf))
-    return e
+    """`e` with every node `leaf` answers (not None) replaced by the answer (`polyc.ir.rebuild`)."""
+    return rebuild(e, leaf)
 
 
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:

@@ -132,3 +132,21 @@ class Cast(Expr):
 
     def children(self):
         return (self.operand,)
+
+
+def rebuild(e: Expr, leaf) -> Expr:
+    """`e` with every node for which `leaf(node)` answers an expression (not None) replaced by the
+    answer, the rest rebuilt around the replacements (a pure function: `e` is unchanged)."""
+    from dataclasses import replace
+    got = leaf(e)
+    if got is not None:
+        return got
+    if isinstance(e, (Unary, Cast)):
+        return replace(e, operand=rebuild(e.operand, leaf))
+    if isinstance(e, Binary):
+        return replace(e, lhs=rebuild(e.lhs, leaf), rhs=rebuild(e.rhs, leaf))
+    if isinstance(e, Call):
+        return replace(e, args=tuple(rebuild(a, leaf) for a in e.args))
+    if isinstance(e, Select):
+        return Select(rebuild(e.cond, leaf), rebuild(e.if_true, leaf), rebuild(e.if_false, leaf))
+    return e

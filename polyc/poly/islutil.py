@@ -289,3 +289,28 @@ def fixed_value(m: Union[isl.Map, isl.BasicMap], k: int) -> Optional[int]:
     varies: the one way polyc reads a statement's constant schedule positions."""
     v = m.plain_get_val_if_fixed(isl.dim_type.out, k)
     return None if v.is_nan() else int(v.to_python())
+
+
+def basic_set_constraints(bset: isl.BasicSet) -> Optional[Tuple[Constraint, ...]]:
+    """The constraints of a basic set over parameters and named set dimensions (IR names), or None
+    when it has integer divisions (existentials) the IR cannot state."""
+    if bset.dim(isl.dim_type.div) > 0:
+        return None
+    out = []
+    for c in bset.get_constraints():
+        coeffs = {}
+        for kind in (isl.dim_type.param, isl.dim_type.set):
+            for k in range(c.dim(kind)):
+                v = c.get_coefficient_val(kind, k).to_python()
+                if v:
+                    coeffs[user_name(c.get_dim_name(kind, k))] = int(v)
+        out.append(Constraint("eq" if c.is_equality() else "ge",
+                              Affine.from_dict(coeffs, int(c.get_constant_val().to_python()))))
+    return tuple(out)
+
+
+def set_dnf(s: isl.Set) -> Optional[Tuple[Tuple[Constraint, ...], ...]]:
+    """`s` as a disjunction of conjunctions of IR constraints (isl's simplest form), or None when a
+    piece needs integer divisions."""
+    pieces = [basic_set_constraints(b) for b in s.remove_redundancies().coalesce().get_basic_sets()]
+    return None if any(p is None for p in pieces) else tuple(pieces)
