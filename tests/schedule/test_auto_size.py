@@ -10,7 +10,7 @@ import pytest
 import polyc as pc
 from polyc.schedule.auto import AutoRequest, auto_schedule
 from polyc.schedule.auto_size import PARALLEL_REGION_WORK, region_work, size_key, working_set_bytes
-from polyc.schedule.legality import check_legal, check_parallel
+from polyc.schedule.legality import check_legal, check_mark
 
 
 def _pb(name):
@@ -30,11 +30,14 @@ def _copy(inputs):
 
 
 def _proven(kernel, sched):
+    """Every dependence kept, every parallel or vector loop proven (`check_mark`: the same proof
+    the scheduler used, reductions and per-thread copies included) on `kernel` (what was compiled:
+    `f.kernel`, which `"auto"` may have expanded)."""
     deps = kernel.dependences()
     check_legal(sched, deps, "sized schedule")
     for d in sched.dims:
         if d.name is not None and d.marks & {"parallel", "vector"}:
-            check_parallel(sched, deps, d.name, "sized mark")
+            check_mark(sched, deps, d.name, "sized mark")
 
 
 def _compiled_and_checked(lk, preset):
@@ -154,4 +157,4 @@ def _every_polybench():
 def test_every_polybench_size_class_schedule_is_proven_and_correct(name, preset):
     lk = _every_polybench()[name]
     f, sched = _compiled_and_checked(lk, preset)
-    _proven(lk.kernel, sched)
+    _proven(f.kernel, sched)
