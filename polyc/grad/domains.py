@@ -7,19 +7,15 @@ generation and the automatic scheduler then work on the smaller description.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import islpy as isl
 
-from ..ir import Affine, Constraint, Statement
-from ..poly.islutil import basic_set_constraints, conjunction_str, disjunction_str, isl_budget, params_str, user_name
+from ..ir import Constraint, Statement
+from ..poly.islutil import basic_set_constraints, conjunction_str, set_dnf, disjunction_str, isl_budget, params_str, user_name
 from ..poly.model import tuple_str
 
 DNF = Tuple[Tuple[Constraint, ...], ...]
-
-
-def _constraints(bset: isl.BasicSet) -> Optional[Tuple[Constraint, ...]]:
-    return basic_set_constraints(bset)
 
 
 def simplify_domain(st: Statement, sizes: Sequence[str], assumptions: Sequence[Constraint]) -> Statement:
@@ -34,7 +30,7 @@ def simplify_domain(st: Statement, sizes: Sequence[str], assumptions: Sequence[C
         pieces = dom.get_basic_sets()
         out = []
         for b in pieces:
-            cs = _constraints(b)
+            cs = basic_set_constraints(b)
             if cs is None:
                 return st
             out.append(cs)
@@ -71,15 +67,14 @@ def split_interior(st: Statement, sizes: Sequence[str], assumptions: Sequence[Co
         interior = xs.subtract(missing).gist_params(ctx).coalesce()
         if interior.is_empty() or missing.is_empty() or interior.n_basic_set() != 1:
             return (st,)
-        cx = _constraints(interior.get_basic_sets()[0])
+        cx = basic_set_constraints(interior.get_basic_sets()[0])
         if cx is None:
             return (st,)
         inner = isl.Set(f"{p} -> {{ {space} : {conjunction_str(cx)} }}")
         parts = []
         for piece in (dom.intersect(inner), dom.subtract(inner)):
-            piece = piece.gist_params(ctx).remove_redundancies().coalesce()
-            conj = [_constraints(b) for b in piece.get_basic_sets()]
-            if not conj or any(c is None for c in conj):
+            conj = set_dnf(piece.gist_params(ctx))
+            if not conj:
                 return (st,)
-            parts.append(tuple(conj))
+            parts.append(conj)
     return tuple(st.with_(domain=d) for d in parts)

@@ -22,18 +22,19 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import islpy as isl
 
 from ..errors import GradError, IslBudgetError
-from ..ir import Access, Affine, Binary, Call, Const, Constraint, IndexExpr, Program, Select, Statement, TensorDecl
-from ..poly.islutil import aff_to_affine, affine_str, isl_budget, isl_name, pw_aff_to_affine
+from ..ir import (Access, Affine, Binary, Call, Const, Constraint, IndexExpr, Program, Select, Statement,
+                  TensorDecl, rebuild)
+from ..poly.islutil import (aff_to_affine, affine_str, basic_set_constraints, isl_budget, isl_name,
+                            pw_aff_to_affine, set_dnf)
 from ..poly.model import PolyModel, tuple_str
 from .analysis import describe
 from .derivative import ZERO
-from .domains import _constraints
-from .exprs import _rebuild
+from .gather import fresh_name
 
 #: A statement split into more pieces than this (combinations of the sources of its reads) is refused.
 MAX_PIECES = 64
@@ -51,14 +52,6 @@ class Expanded:
 
     def final_name(self, tensor: str) -> str:
         return dict(self.final)[tensor]
-
-
-def _fresh(base: str, taken: set) -> str:
-    name, k = base, 2
-    while name in taken:
-        name, k = f"{base}{k}", k + 1
-    taken.add(name)
-    return name
 
 
 def _bounds(model: PolyModel, st: Statement, depth: int) -> Tuple[Tuple[Affine, Affine], ...]:
@@ -87,7 +80,7 @@ def _as_update_value(st: Statement, old: Access):
 
 
 def _replace_access(e, old: Access, new: Access):
-    return _rebuild(e, lambda x: new if x == old else None)
+    return rebuild(e, lambda x: new if x == old else None)
 
 
 class _Expander:
@@ -99,7 +92,7 @@ class _Expander:
             self.writers.setdefault(st.target.tensor, []).append(st)
         taken = {t.name for t in program.tensors} | set(program.sizes) | {s.name for s in program.scalars}
         self.taken = taken
-        self.name: Dict[str, str] = {st.name: _fresh(f"{st.target.tensor}_{st.name}", taken)
+        self.name: Dict[str, str] = {st.name: fresh_name(f"{st.target.tensor}_{st.name}", taken)
                                      for st in program.statements}
         #: statement -> how many of its (outer) loops index its array: all of them, or for a sum
         #: accumulated in place (`_sum_depth`) the loops outside the summed ones.
@@ -180,11 +173,11 @@ class _Expander:
             starts.append((piece.project_out(isl.dim_type.set, depth, n - depth).coalesce(), src))
         if not starts:
             raise GradError(f"{describe(st)}: no value found for the sum to start from")
-        conj = [_constraints(b) for b in outer.remove_redundancies().coalesce().get_basic_sets()]
-        if not conj or any(c is None for c in conj):
+        conj = set_dnf(outer)
+        if not conj:
             raise GradError(f"{describe(st)}: the loops around the sum are not described without integer divisions; "
                             f"checkpoint='store' does not support this kernel")
-        return Statement(name=f"{st.name}_start", iterators=st.iterators[:depth], domain=tuple(conj), target=target,
+        return Statement(name=f"{st.name}_start", iterators=st.iterators[:depth], domain=conj, target=target,
                          value=_chosen(starts, outer, describe(st)), order=st.order[:depth] + (-1,),
                          location=st.location, text=st.text)
 
@@ -200,9 +193,9 @@ class _Expander:
         when = isl.Map(f"{m.pstr} -> {{ {space} -> [{', '.join([str(order0)] + ['0'] * (n_out - 1))}] }}")
         schedule = m.schedule_map.union(isl.UnionMap.from_map(when.intersect_domain(domain)))
         sink = isl.Map(f"{m.pstr} -> {{ {space} -> {tuple_str(tensor.name, its)} }}")
-        pieces = self.sources(f"the end of the kernel", sink, Access(tensor.name, tuple(Affine.var(i) for i in its)),
+        pieces = self.sources("the end of the kernel", sink, Access(tensor.name, tuple(Affine.var(i) for i in its)),
                               domain, schedule)
-        final = _fresh(f"{tensor.name}_final", self.taken)
+        final = fresh_name(f"{tensor.name}_final", self.taken)
         if tensor.role != "inout":
             # never written: an output keeps its zeros
             pieces = [(p, a) for p, a in pieces if a.tensor != tensor.name] + [(domain, ZERO)]
@@ -219,7 +212,7 @@ def _condition(piece: isl.Set, domain: isl.Set, what: str):
     simple = piece.gist(domain).coalesce()
     terms = []
     for b in simple.get_basic_sets():
-        conj = _constraints(b)
+        conj = basic_set_constraints(b)
         if conj is None:
             raise GradError(f"{what}: the instances reading each source are not described without integer "
                             f"divisions; checkpoint='store' does not support this kernel")

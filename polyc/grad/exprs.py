@@ -3,14 +3,9 @@ iterator values, and the tensors an expression reads."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Mapping, Optional, Set
+from typing import Mapping, Optional, Set
 
 from ..ir import Access, Affine, Expr, IndexExpr, Program, rebuild
-
-
-def _rebuild(e: Expr, leaf: Callable[[Expr], Optional[Expr]]) -> Expr:
-    """`e` with every node `leaf` answers (not None) replaced by the answer (`polyc.ir.rebuild`)."""
-    return rebuild(e, leaf)
 
 
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
@@ -21,7 +16,7 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
         if isinstance(x, IndexExpr):
             return IndexExpr(x.value.substitute(mapping))
         return None
-    return _rebuild(e, leaf)
+    return rebuild(e, leaf)
 
 
 def tensors_read(e: Expr) -> Set[str]:
@@ -31,7 +26,7 @@ def tensors_read(e: Expr) -> Set[str]:
 
 def rename_tensors(e: Expr, names: Mapping[str, str]) -> Expr:
     """`e` with the tensors in `names` read under their new names."""
-    return _rebuild(e, lambda x: Access(names.get(x.tensor, x.tensor), x.indices) if isinstance(x, Access) else None)
+    return rebuild(e, lambda x: Access(names.get(x.tensor, x.tensor), x.indices) if isinstance(x, Access) else None)
 
 
 def program_with_tensor_names(program: Program, names: Mapping[str, str]) -> Program:

@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import GradError
-from ..ir import Access, Affine, Constraint, Program, ScalarRef, Statement, TensorDecl
+from ..ir import Access, Program, ScalarRef, Statement, TensorDecl
 from ..ir.guards import DNF, conjoin, guarded_accesses
-from .adjoint import GradNames
+from .adjoint import GradNames, _Builder
 from .analysis import active_tensors
-from .derivative import ZERO, local_adjoints
+from .derivative import local_adjoints
 from .expansion import Expanded
 from .exprs import tensors_read
 from .gather import fresh_name
@@ -45,10 +45,6 @@ def _guards(value) -> Dict[Access, Optional[DNF]]:
         else:
             out[acc] = guard if acc not in out else out[acc] + guard
     return out
-
-
-def _range(name: str, extent: Affine) -> Tuple[Constraint, Constraint]:
-    return (Constraint("ge", Affine.var(name)), Constraint("ge", extent - Affine.var(name) - 1))
 
 
 def reverse_program(expanded: Expanded, of: str, wrt: Sequence[str], name: str) -> Tuple[Program, GradNames]:
@@ -112,13 +108,10 @@ def reverse_program(expanded: Expanded, of: str, wrt: Sequence[str], name: str) 
         if st.target.tensor in needed and st.target.tensor != of_t:
             statements.append(st.with_(order=tuple(spread * c for c in st.order)))
     fills = [t for t in sorted(adj) if adj[t] != seed]
+    zeroes = _Builder(prog)
     for k, t in enumerate(fills):
-        shape = decls[t].shape or ()
-        its = tuple(fresh_name(f"i{d}", set(taken)) for d in range(len(shape)))
-        dom = tuple(c for it, e in zip(its, shape) for c in _range(it, e))
-        statements.append(Statement(name="", iterators=its, domain=(dom,),
-                                    target=Access(adj[t], tuple(Affine.var(i) for i in its)),
-                                    value=ZERO, order=(spread * top + k,) + (0,) * len(its)))
+        zero = zeroes.fill(adj[t], decls[t].shape or (), prog.statements[0])
+        statements.append(zero.with_(order=(spread * top + k,) + (0,) * len(zero.iterators)))
     base = spread * top + len(fills)
     for st, own in reversed(list(zip(forward, contributions))):
         flipped = tuple(i for i in st.iterators if i not in st.descending)

@@ -22,7 +22,7 @@ parameters; `pc.compile(k, "auto")` compiles the expanded kernel (`f.kernel`) an
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import islpy as isl
 
@@ -31,6 +31,7 @@ from ..ir import Access, Affine, Program, Statement, TensorDecl, rebuild
 from ..poly.contraction import contraction_form
 from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine, set_dnf
 from ..poly.model import PolyModel, tuple_str
+from .rewrite import fresh_name
 
 
 def _common_depth(statements: Sequence[Statement]) -> int:
@@ -169,7 +170,7 @@ class _Candidate:
             return None
         index = tuple(v - lo for v, (lo, _) in zip(point, bounds)) + tuple(Affine.var(e) for e in elems)
         taken = {st.name for st in self.program.statements}
-        return Statement(name=_fresh(f"S{len(taken)}", taken), iterators=tuple(elems), domain=dnf,
+        return Statement(name=fresh_name(f"S{len(taken)}", taken), iterators=tuple(elems), domain=dnf,
                          target=Access(t.name, tuple(Affine.var(e) for e in elems)), value=Access(name, index),
                          order=(position,) + (0,) * len(elems))
 
@@ -186,7 +187,7 @@ def expand_for_contraction(program: Program) -> Tuple[Program, Tuple[str, ...]]:
         try:
             with isl_budget(f"deciding whether to expand {t.name}"):
                 model = PolyModel(program)
-                name = _fresh(f"{t.name}_x", taken)
+                name = fresh_name(f"{t.name}_x", taken)
                 out = _Candidate(program, model, t).expanded(name)
         except (IslBudgetError, PolycError, isl.Error):
             out = None
@@ -196,10 +197,3 @@ def expand_for_contraction(program: Program) -> Tuple[Program, Tuple[str, ...]]:
                          f"so a statement updating it runs as a packed contraction")
     return program, tuple(notes)
 
-
-def _fresh(base: str, taken: set) -> str:
-    name, k = base, 2
-    while name in taken:
-        name, k = f"{base}{k}", k + 1
-    taken.add(name)
-    return name
