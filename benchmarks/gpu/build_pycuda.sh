@@ -25,8 +25,9 @@ if ! ls .whl/pycuda-*.whl >/dev/null 2>&1; then
   CURAND=()
   CUDA_ROOT=$(dirname "$(dirname "$NVCC")")
   [ -e "$CUDA_ROOT/include/curand.h" ] || CURAND=(--config-settings=--build-option=--conf:CUDA_ENABLE_CURAND=False)
+  # setuptools shlex-splits --build-option: the inner quotes keep the list item a Python string literal
   PYTHONPATH="$SITE" $PY -m pip wheel -q --no-deps --no-index --no-build-isolation --find-links .whl -w .whl \
-    --config-settings=--build-option=--conf:CUDADRV_LIB_DIR=["$LIBDIR"] "${CURAND[@]}" .whl/pycuda-*.tar.gz
+    "--config-settings=--build-option=--conf:CUDADRV_LIB_DIR=[\"'$LIBDIR'\"]" "${CURAND[@]}" .whl/pycuda-*.tar.gz
 fi
 $PY -m pip install -q --no-deps --no-index --target "$SITE" .whl/pycuda-*.whl
 PYTHONPATH="$SITE" $PY -c "import pycuda.autoprimaryctx, pycuda.driver as d; print('pycuda OK on', d.Context.get_device().name())"

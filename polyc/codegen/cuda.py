@@ -40,6 +40,8 @@ CUDA_PREAMBLE = """\
 static __device__ __forceinline__ int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
 static __device__ __forceinline__ int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
 static __device__ __forceinline__ int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
+#define pc_vload4(T, p, d0, d1, d2, d3) do { const T pc_v = *(const T *)(p); d0 = pc_v.x; d1 = pc_v.y; d2 = pc_v.z; d3 = pc_v.w; } while (0)
+#define pc_vload2(T, p, d0, d1) do { const T pc_v = *(const T *)(p); d0 = pc_v.x; d1 = pc_v.y; } while (0)
 """ + expression_helpers("static __device__ __forceinline__")
 
 EMU_PREAMBLE = """\
@@ -50,6 +52,9 @@ EMU_PREAMBLE = """\
 static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
 static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
 static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
+/* 16-byte vector loads (CUDA) read the same elements one by one here */
+#define pc_vload4(T, p, d0, d1, d2, d3) do { d0 = (p)[0]; d1 = (p)[1]; d2 = (p)[2]; d3 = (p)[3]; } while (0)
+#define pc_vload2(T, p, d0, d1) do { d0 = (p)[0]; d1 = (p)[1]; } while (0)
 """ + expression_helpers("static inline")
 
 _AXES = "xyz"

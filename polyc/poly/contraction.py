@@ -127,13 +127,18 @@ def contraction_form(program: Program, name: str) -> Union[Contraction, str]:
 
 @dataclass(frozen=True)
 class TiledContraction:
-    """The roles of a statement `C[b?, i, j] += f(A[.. i, k ..], B[.. k, j ..])` over a box, for the
-    CUDA tiled kernel: `extents` gives, per iterator, E in `0 <= it < E` (affine in the sizes)."""
+    """The roles of a statement `C[.., b?, .., i.., .., j.., ..] += f(A[.. i.., k.. ..], B[.. k.., j.. ..])`
+    over a box, for the CUDA tiled kernel (an implicit matrix product): `i` are the target's loops
+    only `a` reads (the rows, in the target's index order), `j` those only `b` reads (the columns;
+    `b` reads the target's last loop), `k` the reduction loops both read (in loop order), `batch`
+    the one target loop both read, if any.  A group of several loops is one dimension of the
+    product, enumerated row-major (a convolution: rows f, columns (n, h, w), k (c, kh, kw)).
+    `extents` gives, per iterator, E in `0 <= it < E` (affine in the sizes)."""
 
     statement: str
-    i: str
-    j: str
-    k: str
+    i: Tuple[str, ...]
+    j: Tuple[str, ...]
+    k: Tuple[str, ...]
     batch: Optional[str]
     a: Access
     b: Access
@@ -141,6 +146,11 @@ class TiledContraction:
 
     def extent(self, iterator: str) -> Affine:
         return dict(self.extents)[iterator]
+
+    @property
+    def grouped(self) -> bool:
+        """Whether some dimension of the product is several loops."""
+        return max(len(self.i), len(self.j), len(self.k)) > 1
 
 
 def box_extents(model: PolyModel, st: Statement) -> Optional[Dict[str, Affine]]:
@@ -167,8 +177,10 @@ def tiled_contraction(model: PolyModel, name: str) -> Optional[TiledContraction]
     """The CUDA tiled-contraction roles of statement `name`, or None when it is not one.
 
     The value reads exactly two arrays, neither the target nor written by any statement (scalars are
-    fine); the target is `C[b?, i, j]` (plain, distinct iterators); `loop_groups` puts `i` on one
-    factor only, `j` on the other only, one reduction loop `k` on both; the domain is a box."""
+    fine); the target's subscripts are distinct plain loops; every loop is a row loop (target and
+    one factor), a column loop (target and the other factor, the one that reads the target's last
+    loop), a reduction loop (both factors, not the target) or the one batch loop (all three); there
+    is at least one of each but batch; the domain is a box."""
     program = model.program
     st = program.statement(name)
     if st.update != "+" or len(st.target.indices) < 2:
@@ -176,28 +188,24 @@ def tiled_contraction(model: PolyModel, name: str) -> Optional[TiledContraction]
     tvars = [e.as_single_var() for e in st.target.indices]
     if any(v is None or e.coeff(v) != 1 or e.constant for v, e in zip(tvars, st.target.indices)):
         return None
-    if len(set(tvars)) != len(tvars) or len(tvars) > 3 or any(isinstance(e, IndexExpr) for e in st.value.walk()):
+    if len(set(tvars)) != len(tvars) or any(isinstance(e, IndexExpr) for e in st.value.walk()):
         return None
     reads = list(st.value.accesses())
     if len(reads) != 2 or any(r.tensor == st.target.tensor for r in reads):
         return None
-    i, j = tvars[-2], tvars[-1]
-    batch = tvars[0] if len(tvars) == 3 else None
     a, b = reads
-    if j in iterators_in(a, st.iterators):
+    if tvars[-1] in iterators_in(a, st.iterators):
         a, b = b, a
     g = loop_groups(st, a, b)
-    if len(g.reduction) != 1 or i not in g.left_only or j not in g.right_only:
+    if not g.left_only or not g.right_only or not g.reduction or len(g.batch) > 1 or g.unclassified:
         return None
-    k = g.reduction[0]
-    if set(st.iterators) - {i, j, k} - ({batch} if batch else set()):
-        return None
-    if set(g.unclassified) - {batch}:
-        return None
+    order = {v: n for n, v in enumerate(tvars)}
+    i = tuple(sorted(g.left_only, key=order.__getitem__))
+    j = tuple(sorted(g.right_only, key=order.__getitem__))
     written = {s.target.tensor for s in program.statements}
     if a.tensor in written or b.tensor in written:
         return None
     extents = box_extents(model, st)
     if extents is None:
         return None
-    return TiledContraction(name, i, j, k, batch, a, b, tuple(extents.items()))
+    return TiledContraction(name, i, j, g.reduction, g.batch[0] if g.batch else None, a, b, tuple(extents.items()))

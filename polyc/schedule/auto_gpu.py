@@ -28,8 +28,34 @@ from .schedule import Schedule
 
 
 #: Tile of C per block (BM x BN), K step (BK) and register tile per thread (TM x TN): 256 threads,
-#: each an 8 x 8 tile (measured on H100: 128 registers, two blocks per SM).
+#: each an 8 x 8 tile; the A and B tiles are double-buffered in shared memory.  Eight-byte elements
+#: take half the K step, so both buffers stay within the 48 KB of static shared memory.
 TILE = (128, 128, 16, 8, 8)
+TILE_WIDE = (128, 128, 8, 8, 8)
+
+
+#: Static shared memory a kernel may declare (CUDA's limit without the dynamic opt-in).
+STATIC_SHARED_BYTES = 48 * 1024
+
+
+def tile_for(elem_bytes: int) -> Tuple[int, int, int, int, int]:
+    """The contraction tile for elements of `elem_bytes` bytes."""
+    return TILE_WIDE if elem_bytes > 4 else TILE
+
+
+def staged_shared_bytes(tile: Tuple[int, int, int, int, int], elem_bytes: int) -> int:
+    """Shared memory of the kernel's two buffers of the A (padded by 4 columns) and B tiles."""
+    bm, bn, bk, _, _ = tile
+    return 2 * (bk * (bm + 4) + bk * bn) * elem_bytes
+
+
+def k_step(tile: Tuple[int, int, int, int, int], elem_bytes: int) -> int:
+    """The K step the kernel uses for `elem_bytes`-byte elements: the tile's, halved while the
+    buffers would exceed static shared memory (a plan made before the element type was known)."""
+    bk = tile[2]
+    while bk > 1 and staged_shared_bytes(tile[:2] + (bk,) + tile[3:], elem_bytes) > STATIC_SHARED_BYTES:
+        bk //= 2
+    return bk
 
 
 @dataclass(frozen=True)
@@ -66,10 +92,10 @@ def _fusable_init(schedule: Schedule, c: TiledContraction) -> Optional[str]:
     st, init = program.statement(c.statement), program.statements[idx - 1]
     if init.update is not None or not isinstance(init.value, Const) or init.target != st.target:
         return None
-    if set(init.iterators) != set(st.iterators) - {c.k}:
+    if set(init.iterators) != set(st.iterators) - set(c.k):
         return None
     own = dict(c.extents)
-    return init.name if box_extents(schedule.model, init) == {v: e for v, e in own.items() if v != c.k} else None
+    return init.name if box_extents(schedule.model, init) == {v: e for v, e in own.items() if v not in c.k} else None
 
 
 def _alone_at_top(schedule: Schedule, name: str) -> bool:
@@ -81,28 +107,31 @@ def _alone_at_top(schedule: Schedule, name: str) -> bool:
 
 def fits_device(tile: Tuple[int, int, int, int, int], elem_bytes: int, target: Optional[Target]) -> bool:
     """Whether the tiled contraction kernel of `tile` for `elem_bytes`-byte elements fits within
-    `target`'s per-block limits (None: current GPUs): shared memory for the A and B tiles (A padded
-    by 4 columns against bank conflicts), threads per block, and registers (a TM x TN accumulator
-    tile, TM + TN operands and some addressing per thread; doubles take two 32-bit registers)."""
+    `target`'s per-block limits (None: current GPUs): shared memory for two buffers of the A and B
+    tiles (A padded by 4 columns against bank conflicts), threads per block, and registers (a
+    TM x TN accumulator tile, TM + TN operands, the next K tile's share per thread and some
+    addressing; doubles take two 32-bit registers)."""
     if target is None:
         return True
+    tile = tile[:2] + (k_step(tile, elem_bytes),) + tile[3:]
     bm, bn, bk, tm, tn = tile
     threads = (bm // tm) * (bn // tn)
-    shared = (bk * (bm + 4) + bk * bn) * elem_bytes
+    shared = staged_shared_bytes(tile, elem_bytes)
     words = max(1, elem_bytes // 4)
-    registers = threads * ((tm * tn + tm + tn) * words + 32)
+    staged = (bm * bk + bk * bn) // threads
+    registers = threads * ((tm * tn + tm + tn + staged) * words + 48)
     return (shared <= target.shared_memory_bytes and threads <= target.max_threads_per_block
             and registers <= target.registers_per_block)
 
 
-def _element_bytes(schedule: Schedule, statement: str) -> int:
+def _element_bytes(schedule: Schedule, statement: str) -> Optional[int]:
     """The widest declared element size among the tensors of `statement` (an undeclared output takes
-    its operands' type), or 8, the widest a call may pass, when none is declared."""
+    its operands' type), or None when none is declared (a call may pass up to 8-byte elements)."""
     program = schedule.model.program
     st = program.statement(statement)
     dtypes = [program.tensor(a.tensor).dtype for a in (st.target,) + tuple(st.value.accesses())]
     known = [d.bits // 8 for d in dtypes if d is not None]
-    return max(known) if known else 8
+    return max(known) if known else None
 
 
 def contraction_plans(schedule: Schedule, target: Optional[Target] = None) -> Tuple[GPUContractionPlan, ...]:
@@ -117,14 +146,16 @@ def contraction_plans(schedule: Schedule, target: Optional[Target] = None) -> Tu
         c = tiled_contraction(schedule.model, st.name)
         if c is None or not _alone_at_top(schedule, st.name):
             continue
-        if not fits_device(TILE, _element_bytes(schedule, st.name), target):
+        declared = _element_bytes(schedule, st.name)
+        tile = tile_for(declared or 4)
+        if not fits_device(tile, declared or 8, target):
             continue
         init = _fusable_init(schedule, c)
         if init is not None and not _alone_at_top(schedule, init):
             init = None
         value = program.statement(init).value if init is not None else None
         names = (st.name,) + ((init,) if init else ())
-        plans.append(GPUContractionPlan(c, init, value, tuple((n, maps[n]) for n in names)))
+        plans.append(GPUContractionPlan(c, init, value, tuple((n, maps[n]) for n in names), tile))
     return tuple(plans)
 
 
@@ -145,7 +176,8 @@ def auto_gpu_schedule(schedule: Schedule, target: Optional[Target] = None) -> Sc
     if is_mapped(schedule):
         return schedule
     plans = contraction_plans(schedule, target)
-    mapped = default_gpu_mapping(schedule, row_fusion=not plans)
+    planned = {n for p in plans for n, _ in p.maps}
+    mapped = default_gpu_mapping(schedule, row_fusion=not plans, keep=planned)
     if not plans:
         return mapped
     maps = mapped.map_texts   # the plans hold for the mapped statements' maps

@@ -17,11 +17,12 @@ Serial loops stay inside a thread, or on the host when they enclose parallel wor
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
 from ..errors import PolycError
+from ..ir import Const
 from ..poly.dependences import Dependences
 from ..poly.islutil import fixed_value, isl_budget
 from ..poly.reduction import is_reduction_dependence, is_reduction_update
@@ -368,7 +369,41 @@ def fuse_rows(schedule: Schedule, deps: Dependences) -> Optional[Schedule]:
     return fused
 
 
-def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule:
+def _init_update_pairs(schedule: Schedule, skip: AbstractSet[str]) -> List[Tuple[str, str]]:
+    """(init, update) statement pairs of a source-order program: `T[..] = const` over a box, right
+    before `T[..] op= ...` whose non-reduction loops are exactly the init's (what `op=!` makes)."""
+    program = schedule.model.program
+    sts = program.statements
+    pairs = []
+    for init, upd in zip(sts, sts[1:]):
+        if init.name in skip or upd.name in skip or init.update is not None or upd.update is None:
+            continue
+        if not isinstance(init.value, Const) or init.target != upd.target or not upd.reduction:
+            continue
+        if tuple(v for v in upd.iterators if v not in upd.reduction) != init.iterators:
+            continue
+        pairs.append((init.name, upd.name))
+    return pairs
+
+
+def fuse_inits(schedule: Schedule, skip: AbstractSet[str] = frozenset()) -> Schedule:
+    """Each reduction's `= const` start fused into the reduction's nest (`Schedule.fuse`, proven
+    legal like any fusion), so one thread writes its element's start value and then accumulates
+    into it: the element is written once instead of zero-filled by a launch of its own and read
+    back.  Source-order schedules only; pairs the fusion cannot make legal keep their nests."""
+    from .primitives.fuse import fuse     # the primitives build on this module
+    if schedule.history:
+        return schedule
+    out = schedule
+    for init, upd in _init_update_pairs(schedule, skip):
+        try:
+            out = fuse(out, init, upd)
+        except PolycError:
+            continue
+    return out
+
+
+def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True, keep: AbstractSet[str] = frozenset()) -> Schedule:
     """An automatic CUDA mapping of `schedule` (used for "auto" and for unmapped schedules).
 
     Per loop nest: outermost parallel loops -> blocks, the next ones (after tiling into thread
@@ -376,14 +411,17 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True) -> Schedule
     enclose parallel nests; a loop that only carries a reduction of one statement is spread over
     the threads of a block and tree-reduced (this reassociates `+` and `*` reductions, so float
     sums differ from the serial order by rounding).  With `row_fusion`, the outer loops of a
-    source-order program with row reductions are fused first (`fuse_rows`).  A schedule that
-    already maps some loop is returned unchanged.
+    source-order program with row reductions are fused first (`fuse_rows`); otherwise each
+    reduction's start value is fused into its nest (`fuse_inits`; statements in `keep` keep their
+    nests).  A schedule that already maps some loop is returned unchanged.
     """
     if is_mapped(schedule):
         return schedule
     deps = dependences_of(schedule)
-    if row_fusion:
-        schedule = fuse_rows(schedule, deps) or schedule
+    rows = fuse_rows(schedule, deps) if row_fusion else None
+    schedule = rows or fuse_inits(schedule, keep)
+    if schedule.history:
+        deps = dependences_of(schedule)
     roots = loop_tree(schedule, deps)
     if roots is None:
         return schedule

@@ -19,7 +19,7 @@ def test_matmul_is_both_forms():
     c = contraction_form(k.program, _last(k))
     assert isinstance(c, Contraction) and (c.m, c.n, c.k) == (("i",), ("j",), ("k",))
     t = tiled_contraction(k.model, _last(k))
-    assert t is not None and (t.i, t.j, t.k, t.batch) == ("i", "j", "k", None)
+    assert t is not None and (t.i, t.j, t.k, t.batch) == (("i",), ("j",), ("k",), None)
     assert (t.a.tensor, t.b.tensor) == ("A", "B")
 
 
@@ -35,10 +35,15 @@ def test_the_forms_differ_where_their_kernels_differ():
     k = pc.kernel("C[i, j] +=! max(A[i, k], B[k, j])")
     assert tiled_contraction(k.model, _last(k)) is not None
     assert "product" in contraction_form(k.program, _last(k))
-    # several loops per group pack (im2col); the GPU tile needs one loop each
+    # several loops per group: packed (im2col) on the CPU, an implicit matrix product on the GPU
     conv = pc.kernel("Y[n, f, h, w] +=! X[n, c, h + kh, w + kw] * K[f, c, kh, kw]")
     assert isinstance(contraction_form(conv.program, _last(conv)), Contraction)
-    assert tiled_contraction(conv.model, _last(conv)) is None
+    t = tiled_contraction(conv.model, _last(conv))
+    assert t is not None and t.grouped and (t.a.tensor, t.b.tensor) == ("K", "X")
+    assert (t.i, t.j, t.k, t.batch) == (("f",), ("n", "h", "w"), ("c", "kh", "kw"), None)
+    # a target loop neither factor reads (a broadcast) is no product
+    bc = pc.kernel("C[i, j, l] +=! A[i, k] * B[k, j]", A=pc.f32["I", "K"], B=pc.f32["K", "J"], C=pc.f32["I", "J", "L"])
+    assert tiled_contraction(bc.model, _last(bc)) is None
 
 
 def test_reading_the_target_or_a_triangle_is_no_tiled_contraction():
