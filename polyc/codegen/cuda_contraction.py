@@ -29,10 +29,10 @@ from typing import Dict, List, Mapping, Optional, Tuple
 from ..errors import PolycError
 from ..ir import Access, Affine, Program
 from ..poly.islutil import isl_name
-from ..schedule.auto_gpu import GPUContractionPlan, k_step
+from ..schedule.auto_gpu import GPUContractionPlan, k_step, threads_of
 from .cexpr import CExprPrinter, literal
 from .cuda_ir import (Barrier, GPUKernel, GPUProgram, HNode, HostGuard, HostLoop, HostSeq, Launch, Mapped, Raw,
-                      Region, ULoop, USeq, flat_index)
+                      Region, UGuard, ULoop, USeq, flat_index)
 from .loop_ast import LExpr, Loop
 from .names import CNames
 from .typing import Typing
@@ -105,16 +105,19 @@ def _product(texts: List[str]) -> str:
     return "(" + " * ".join(f"({t})" for t in texts) + ")"
 
 
-def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typing, symbol: str) -> GPUKernel:
-    """The tiled kernel of a planned contraction (see the module docstring)."""
+def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typing, symbol: str,
+                       tile: Optional[Tuple[int, int, int, int, int]] = None) -> GPUKernel:
+    """The tiled kernel of a planned contraction (see the module docstring), with the plan's tile
+    or one of its `narrow` tiles."""
     m = plan.contraction
     st = program.statement(m.statement)
     dt = typing.tensors[st.target.tensor]
     ct = dt.c_name
     widest = max(typing.tensors[a.tensor].bits // 8 for a in (st.target, m.a, m.b))
-    BM, BN, _, TM, TN = plan.tile
-    BK = k_step(plan.tile, widest)
-    THREADS = plan.threads
+    tile = tile or plan.tile
+    BM, BN, _, TM, TN = tile
+    BK = k_step(tile, widest)
+    THREADS = threads_of(tile)
     ext = dict(m.extents)
     names = CNames.for_program(program)
     sizes = CExprPrinter(typing, {}, lambda a, p: "", names)
@@ -259,21 +262,14 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
                   else {op.group[0]: op.origin, m.k[0]: "1"})
         stride = f"(({offset(op.access, beside)}) - ({corner}))"     # between consecutive vectors' rows
         conditions += [f"((uintptr_t)({data(op.access)} + {corner}) % 16 == 0)", f"({stride} % {lanes} == 0)"]
-    fast = [f"const int pc_fast = {' && '.join(conditions)};"] if vec_ops else []
+    conditions.append(f"{EK} % {BK} == 0")
 
-    def either(op: _Operand, k0: str, vector: List[str], scalar: List[str]) -> List[str]:
-        if not op.vector:
-            return scalar
-        return ([f"if (pc_fast && {k0} + {BK} <= {EK}) {{"] + ["  " + x for x in vector] + ["} else {"]
-                + ["  " + x for x in scalar] + ["}"])
+    def load_tile(k0: str, vector: bool) -> List[str]:
+        """Registers <- the K tile at k0 (16-byte vectors on the fast path)."""
+        return [x for op in ops for x in (load_vector(op) if vector and op.vector else load_scalar(op, k0))]
 
-    def load_tile(k0: str) -> List[str]:
-        """Registers <- the K tile at k0 (vectors where the fast path holds and the tile is whole)."""
-        return [x for op in ops for x in either(op, k0, load_vector(op) if op.vector else [], load_scalar(op, k0))]
-
-    def store_tile(k0: str, buf: str) -> List[str]:
-        return [x for op in ops for x in either(op, k0, store(op, buf, True) if op.vector else [],
-                                                store(op, buf, False))]
+    def store_tile(buf: str, vector: bool) -> List[str]:
+        return [x for op in ops for x in store(op, buf, bool(vector and op.vector))]
 
     ty_tx = [f"const int pc_tcol = (int)$tid % {BN // TN};", f"const int pc_trow = (int)$tid / {BN // TN};"]
     # A thread owns rows ty*4 + {0..3} and BM/2 + ty*4 + {0..3} (same for columns): runs of four
@@ -290,9 +286,6 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
                               f"  for (int pc_n = 0; pc_n < {TN}; pc_n++) {{"]
                      + ["    " + s for s in start] + ["  }"]))
     setup = [x for op in ops for x in row_offsets(op)] if grouped else []
-    if vec_ops:
-        setup += ["if (pc_fast) {"] + ["  " + x for op in vec_ops for x in pointers(op)] + ["}"]
-    prologue = Raw(tuple(fast + setup + load_tile("0") + store_tile("0", "0")))
     step = [f"  {ct} pc_af[{TM}], pc_bf[{TN}];",
             "  #pragma unroll",
             f"  for (int pc_m = 0; pc_m < {TM}; pc_m++) pc_af[pc_m] = pc_As[pc_buf][pc_kk][{rm}];",
@@ -303,20 +296,29 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
             "    #pragma unroll",
             f"    for (int pc_n = 0; pc_n < {TN}; pc_n++)",
             f"      pc_acc[pc_m][pc_n] += {value};"]
-    advance = ([f"if (pc_fast && pc_k0 + {2 * BK} <= {EK}) {{"]
-               + [f"  pc_p{op.tag}[{u}] += {step_of(op)};" for op in vec_ops
-                  for u in range(per_thread[op.tag] // lanes_of[op.tag])] + ["}"]) if vec_ops else []
-    # One K step: the next tile's loads go out first, the current tile (full tiles with a constant
-    # trip count the compiler unrolls) is computed while they are in flight, then the next tile
-    # lands in the other shared buffer; one barrier per step.
-    nxt = f"(pc_k0 + {BK})"
-    compute = Raw(tuple(ty_tx + fast + [f"const int pc_buf = (int)((pc_k0 / {BK}) & 1);",
-                                        f"const int pc_more = pc_k0 + {BK} < {EK};", "if (pc_more) {"]
-                        + ["  " + x for x in advance + load_tile(nxt)] + ["}"]
-                        + [f"if (pc_k0 + {BK} <= {EK}) {{", "#pragma unroll",
-                           f"for (int pc_kk = 0; pc_kk < {BK}; pc_kk++) {{"] + step + ["}", "} else {",
-                           f"for (int pc_kk = 0; pc_kk < {EK} - pc_k0; pc_kk++) {{"] + step + ["}", "}"]
-                        + ["if (pc_more) {"] + ["  " + x for x in store_tile(nxt, "pc_buf ^ 1")] + ["}"]))
+    whole = ["#pragma unroll", f"for (int pc_kk = 0; pc_kk < {BK}; pc_kk++) {{"] + step + ["}"]
+    k_loop = Loop("pc_k0", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pc_k0"), _group_lexpr(m.k, ext))),
+                  BK, None, None)  # type: ignore[arg-type]
+
+    def pipeline(vector: bool) -> USeq:
+        """Tile 0 staged, then one K step per iteration: the next tile's loads go out first, the
+        current tile is computed while they are in flight, then the next tile lands in the other
+        shared buffer; one barrier per step.  The vector pipeline runs only whole K tiles (its
+        condition says so), the general one also a last partial tile."""
+        pointer_setup = [x for op in vec_ops for x in pointers(op)] if vector else []
+        prologue = Raw(tuple(setup + pointer_setup + load_tile("0", vector) + store_tile("0", vector)))
+        advance = [f"pc_p{op.tag}[{u}] += {step_of(op)};" for op in vec_ops
+                   for u in range(per_thread[op.tag] // lanes_of[op.tag])] if vector else []
+        compute = whole if vector else [f"if (pc_k0 + {BK} <= {EK}) {{"] + whole + ["} else {",
+                                        f"for (int pc_kk = 0; pc_kk < {EK} - pc_k0; pc_kk++) {{"] + step + ["}", "}"]
+        nxt = f"(pc_k0 + {BK})"
+        body = Raw(tuple(ty_tx + [f"const int pc_buf = (int)((pc_k0 / {BK}) & 1);",
+                                  f"const int pc_more = pc_k0 + {BK} < {EK};", "if (pc_more) {"]
+                         + ["  " + x for x in advance + load_tile(nxt, vector)] + ["}"] + compute
+                         + ["if (pc_more) {"] + ["  " + x for x in store_tile("pc_buf ^ 1", vector)] + ["}"]))
+        return USeq((Region(prologue, False), Barrier(),
+                     ULoop(k_loop, USeq((Region(body, False), Barrier())), sync=False)))
+
     store_c = Raw(tuple(ty_tx + [
         f"for (int pc_m = 0; pc_m < {TM}; pc_m++)",
         f"  for (int pc_n = 0; pc_n < {TN}; pc_n++) {{",
@@ -325,10 +327,12 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
         f"    if ({row} < {EI} && {col} < {EJ}) {target} = pc_acc[pc_m][pc_n];",
         "  }",
     ]))
-    k_loop = Loop("pc_k0", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pc_k0"), _group_lexpr(m.k, ext))),
-                  BK, None, None)  # type: ignore[arg-type]
-    body = USeq((Region(init, False), Region(prologue, False), Barrier(),
-                 ULoop(k_loop, USeq((Region(compute, False), Barrier())), sync=False), Region(store_c, False)))
+    # The vector pipeline where this block's tiles allow it (uniform per block), else the general one.
+    staged = (UGuard(LExpr("id", value="pc_fast"), pipeline(True), pipeline(False)) if vec_ops
+              else pipeline(False))
+    body = USeq((Region(init, False), staged, Region(store_c, False)))
+    if vec_ops:
+        body = USeq((Raw((f"const int pc_fast = {' && '.join(conditions)};",)), body))
 
     def grid_loop(var: str, tile: int, group: Tuple[str, ...], axis: int, inner) -> Mapped:
         it = f"{var}_tile"
@@ -352,7 +356,7 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
                      statements=(st.name,) + ((plan.init,) if plan.init else ()),
                      shared=(("pc_As", ct, (2, BK, BM + 4)), ("pc_Bs", ct, (2, BK, BN))),
                      private=tuple(private), fixed_block=True,
-                     min_blocks=1)   # one block of up to 255 registers per SM; the prefetch hides latency
+                     min_blocks=max(1, 256 // THREADS))   # up to 255 registers a thread; the prefetch hides latency
 
 
 def with_tiled_contractions(gpu: GPUProgram, plans: Mapping[str, GPUContractionPlan], program: Program,
@@ -381,9 +385,22 @@ def with_tiled_contractions(gpu: GPUProgram, plans: Mapping[str, GPUContractionP
         raise TypeError(n)
 
     def tiled(name: str) -> HNode:
-        kernels.append(contraction_kernel(plans[name], program, typing, f"{symbol}_k{len(kernels)}"))
+        """The launch of the plan's kernel; with narrow tiles, host guards pick one by the sizes."""
+        plan = plans[name]
         done.add(name)
-        return Launch(len(kernels) - 1)
+        ext = dict(plan.contraction.extents)
+        node: Optional[HNode] = None
+        for tile in [plan.tile] + [t for _, t in reversed(plan.narrow)]:
+            kernels.append(contraction_kernel(plan, program, typing, f"{symbol}_k{len(kernels)}", tile))
+            if node is None:
+                node = Launch(len(kernels) - 1)
+                continue
+            group, most = ((plan.contraction.i, tile[0]) if tile[0] < plan.tile[0]
+                           else (plan.contraction.j, tile[1]))
+            small = LExpr("<=", (_group_lexpr(group, ext), LExpr("int", value=most)))
+            node = HostGuard(small, Launch(len(kernels) - 1), node)
+        assert node is not None
+        return node
 
     def launch(index: int) -> Optional[HNode]:
         k = gpu.kernels[index]

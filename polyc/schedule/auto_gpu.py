@@ -64,13 +64,17 @@ class GPUContractionPlan:
 
     `init`: the `C = const` statement fused as the accumulators' start value (None: start from C's
     old values); `maps`: the schedule map texts of the statements when planned (a later primitive
-    that changes them disables the plan, as for `PackPlan`); `tile`: (BM, BN, BK, TM, TN)."""
+    that changes them disables the plan, as for `PackPlan`); `tile`: (BM, BN, BK, TM, TN);
+    `narrow`: tiles for products with few rows or columns, chosen at launch time from the sizes:
+    ("rows", tile) runs when the row extent is at most the tile's BM, ("cols", tile) likewise for
+    the columns (a convolution's 64 output channels would leave half of a 128-row tile idle)."""
 
     contraction: TiledContraction
     init: Optional[str]
     init_value: Optional[Const]
     maps: Tuple[Tuple[str, str], ...]
     tile: Tuple[int, int, int, int, int] = TILE
+    narrow: Tuple[Tuple[str, Tuple[int, int, int, int, int]], ...] = ()
 
     @property
     def statement(self) -> str:
@@ -78,8 +82,19 @@ class GPUContractionPlan:
 
     @property
     def threads(self) -> int:
-        bm, bn, _, tm, tn = self.tile
-        return (bm // tm) * (bn // tn)
+        return threads_of(self.tile)
+
+
+def threads_of(tile: Tuple[int, int, int, int, int]) -> int:
+    """Threads per block of the tiled kernel of `tile`: one per TM x TN register tile."""
+    bm, bn, _, tm, tn = tile
+    return (bm // tm) * (bn // tn)
+
+
+def narrow_tiles(tile: Tuple[int, int, int, int, int]) -> Tuple[Tuple[str, Tuple[int, int, int, int, int]], ...]:
+    """Half-height and half-width versions of `tile` (half the threads, same K step and register tile)."""
+    bm, bn, bk, tm, tn = tile
+    return (("rows", (bm // 2, bn, bk, tm, tn)), ("cols", (bm, bn // 2, bk, tm, tn)))
 
 
 def _fusable_init(schedule: Schedule, c: TiledContraction) -> Optional[str]:
@@ -115,7 +130,7 @@ def fits_device(tile: Tuple[int, int, int, int, int], elem_bytes: int, target: O
         return True
     tile = tile[:2] + (k_step(tile, elem_bytes),) + tile[3:]
     bm, bn, bk, tm, tn = tile
-    threads = (bm // tm) * (bn // tn)
+    threads = threads_of(tile)
     shared = staged_shared_bytes(tile, elem_bytes)
     words = max(1, elem_bytes // 4)
     staged = (bm * bk + bk * bn) // threads
@@ -155,7 +170,8 @@ def contraction_plans(schedule: Schedule, target: Optional[Target] = None) -> Tu
             init = None
         value = program.statement(init).value if init is not None else None
         names = (st.name,) + ((init,) if init else ())
-        plans.append(GPUContractionPlan(c, init, value, tuple((n, maps[n]) for n in names), tile))
+        narrow = tuple(v for v in narrow_tiles(tile) if fits_device(v[1], declared or 8, target))
+        plans.append(GPUContractionPlan(c, init, value, tuple((n, maps[n]) for n in names), tile, narrow))
     return tuple(plans)
 
 

@@ -16,11 +16,20 @@ def _tiled(gen):
     return [k for k in gen.launch.kernels if k.private]
 
 
+def _launched(gen, sizes):
+    """The kernels a call with `sizes` launches, in order (the host side run without a device)."""
+    from polyc.codegen.cuda_ir import walk_host
+    out = []
+    walk_host(gen.launch, sizes, lambda kernel, grid, block, host: out.append(kernel))
+    return out
+
+
 @pytest.mark.parametrize("name", ["matmul", "batched_matmul"])
 def test_library_contractions_use_the_tiled_kernel(name):
     lk = kernels.by_name(name)
     gen = generate_cuda(auto_gpu_schedule(lk.kernel.schedule()), typing_for(lk, "f32"))
-    assert len(_tiled(gen)) == 1 and len(gen.launch.kernels) == 1   # the `= 0` init is fused
+    # one tiled kernel per tile shape (full, fewer rows, fewer columns); the `= 0` init is fused
+    assert len(_tiled(gen)) == len(gen.launch.kernels) == 3
     assert "__syncthreads();" in gen.source and "__shared__" in gen.source
 
 
@@ -68,11 +77,11 @@ LAYOUTS = {"A[i,k] B[k,j]": "C[i, j] +=! A[i, k] * B[k, j]",      # vectors alon
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("ik_kj", [(256, 40, 128), (128, 130, 256)])
+@pytest.mark.parametrize("ik_kj", [(256, 48, 128), (256, 40, 128), (128, 130, 256)])
 def test_whole_tiles_take_the_vector_path_and_stay_exact(layout, dtype, ik_kj):
-    """Whole 128 x 128 tiles of C run the 16-byte-load path (K = 40 ends in a partial K tile read
-    element by element; K = 130 leaves float32 rows misaligned for vectors, so every tile falls back);
-    either way each element equals the serial loop's bit for bit."""
+    """Whole 128 x 128 tiles of C and whole K tiles run the 16-byte-load pipeline (K = 48); K = 40
+    ends in a partial K tile and K = 130 leaves float32 rows misaligned for vectors, so those run
+    the element-wise pipeline; either way each element equals the serial loop's bit for bit."""
     I, K, J = ik_kj
     k = pc.kernel(LAYOUTS[layout], name="mm_layout")
     rng = np.random.default_rng(I + K)
@@ -105,15 +114,17 @@ def test_misaligned_operands_are_read_element_by_element():
                                    dict(N=1, C=7, H=9, W=140, F=130, KH=2, KW=4)])
 def test_convolution_is_one_implicit_matrix_product(sizes):
     """conv2d's loops group into rows f, columns (n, h, w) and reduction (c, kh, kw): one launch of
-    the tiled kernel, no host loop over the batch, equal to the serial loops bit for bit across
-    partial tiles of every dimension."""
+    a tiled kernel (no host loop over the batch), its tile picked by the sizes, equal to the serial
+    loops bit for bit across partial tiles of every dimension."""
     lk = kernels.by_name("conv2d")
     f = pc.compile(lk.kernel, target="cuda-emu")
     inputs = lk.make_inputs(sizes, "f32", np.random.default_rng(sizes["W"]))
     got = f(**inputs)
     gen = f.generated
-    assert len(gen.launch.kernels) == 1 and _tiled(gen)
-    assert type(gen.launch.host).__name__ != "HostLoop" and "pc_kb" in gen.source
+    launched = _launched(gen, sizes)
+    assert len(launched) == 1 and launched[0].private and "pc_kb" in gen.source
+    # F = 5 fits the 64-row tile (128 threads), F = 130 needs the full one
+    assert launched[0].block[0].value == (128 if sizes["F"] <= 64 else 256)
     serial = pc.compile(lk.kernel, openmp=False, flags=["-O3", "-ffp-contract=off"])(**inputs)
     np.testing.assert_array_equal(got, serial)
 
@@ -128,4 +139,21 @@ def test_grouped_operands_keep_their_own_layouts():
     got = f(W=w, X=x)
     assert _tiled(f.generated)
     serial = pc.compile(k, openmp=False, flags=["-O3", "-ffp-contract=off"])(W=w, X=x)
+    np.testing.assert_array_equal(got, serial)
+
+
+@pytest.mark.parametrize("sizes,threads", [(dict(I=40, K=33, J=300), 128), (dict(I=300, K=33, J=50), 128),
+                                           (dict(I=300, K=33, J=300), 256)])
+def test_narrow_products_take_the_half_tiles(sizes, threads):
+    """At most 64 rows (or columns): the half-height (half-width) tile of 128 threads, chosen on
+    the host from the sizes; exact either way."""
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_narrow")
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((sizes["I"], sizes["K"])).astype(np.float32)
+    b = rng.standard_normal((sizes["K"], sizes["J"])).astype(np.float32)
+    f = pc.compile(mm, target="cuda-emu")
+    got = f(A=a, B=b)
+    launched = _launched(f.generated, sizes)
+    assert len(launched) == 1 and launched[0].block[0].value == threads
+    serial = pc.compile(mm, openmp=False, flags=["-O3", "-ffp-contract=off"])(A=a, B=b)
     np.testing.assert_array_equal(got, serial)
