@@ -27,6 +27,7 @@ def test_library_kernel_on_gpu(name):
 
 
 def test_device_arrays_are_used_in_place():
+    import pycuda.autoprimaryctx  # noqa: F401 - device arrays made before any polyc call need a context
     from pycuda import gpuarray
     mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_gpu_inplace")
     rng = np.random.default_rng(0)
@@ -43,6 +44,7 @@ def test_device_arrays_are_used_in_place():
 
 
 def test_non_contiguous_device_array_is_refused():
+    import pycuda.autoprimaryctx  # noqa: F401 - device arrays made before any polyc call need a context
     from pycuda import gpuarray
     mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_gpu_layout")
     A = gpuarray.to_gpu(np.ones((8, 6), np.float32))

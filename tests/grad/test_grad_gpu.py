@@ -31,3 +31,10 @@ def test_gradient_kernels_on_the_gpu(name):
     wrt = [t.name for t in prog.tensors if t.role == "input"]
     check_grad(lk.kernel, of, wrt, lk.make_inputs(lk.sizes["small"], "f64", np.random.default_rng(0)),
                target="cuda")
+
+
+def test_the_store_checkpoint_reverse_sweep_on_the_gpu():
+    lk = by_name("jacobi-1d")
+    rng = np.random.default_rng(5)
+    check_grad(lk.kernel, "A", ["A"], dict(A=rng.random(40), B=rng.random(40), TSTEPS=4),
+               checkpoint="store", target="cuda")
