@@ -140,6 +140,26 @@ def loop_extent(schedule, statements: Iterable[str], position: int, sizes: Mappi
     return largest
 
 
+def member_extent(model, member: Mapping[str, isl.PwAff], sizes: Mapping[str, int]) -> Optional[int]:
+    """The extent (max - min + 1) of a band member's values over its statements' instances at
+    `sizes` (None when unknown or unbounded)."""
+    lo: Optional[int] = None
+    hi: Optional[int] = None
+    for name, pa in member.items():
+        try:
+            dom = model.domains[name].intersect_params(model.context)
+            values = fix_sizes(isl.Map.from_pw_aff(pa).intersect_domain(dom).range(), sizes)
+            if values.is_empty():
+                continue
+            a, b = _constant(values.dim_min(0)), _constant(values.dim_max(0))
+        except isl.Error:
+            return None
+        if a is None or b is None:
+            return None
+        lo, hi = (a if lo is None else min(lo, a)), (b if hi is None else max(hi, b))
+    return None if lo is None or hi is None else hi - lo + 1
+
+
 def working_set_bytes(program, statements: Iterable[str], sizes: Mapping[str, int]) -> int:
     """Bytes of every tensor the statements read or write, at `sizes` (whole tensors)."""
     names = set()

@@ -81,6 +81,27 @@ def test_stencil_gets_time_tiling_with_a_wavefront():
     _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
 
 
+def _wave_terms(sched) -> int:
+    wave = next(line for line in str(sched).splitlines() if line.strip().startswith("for wave"))
+    return wave.split(";")[0].count("floor(")
+
+
+def test_time_tiles_start_in_parallel():
+    """When the call's time loop spans fewer than two time tiles per core, the wavefront of the
+    time-tiled band sums all its tile loops (time, rows, columns), so tiles of different rows and
+    columns share a wave; with many time tiles it keeps the (time, rows) wave and its locality."""
+    lk = PB["jacobi-2d"]
+    two_cores = pc.Target.host().with_(cores=2)
+    sched = auto_schedule(lk.kernel, two_cores, sizes=dict(N=1300, TSTEPS=20))
+    assert _wave_terms(sched) == 3, sched        # t, i and j tiles
+    assert _wave_terms(auto_schedule(lk.kernel, two_cores, sizes=dict(N=1300, TSTEPS=1000))) == 2
+    assert _wave_terms(auto_schedule(lk.kernel, two_cores.with_(cores=1), sizes=dict(N=1300, TSTEPS=20))) == 2
+    _assert_proven(lk.kernel, sched)
+    inputs = lk.make_inputs(dict(N=70, TSTEPS=5), "f64")
+    got = pc.compile(lk.kernel, sched)(**_copy(inputs))
+    _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
+
+
 @pytest.mark.parametrize("name", ["gemm", "atax", "bicg", "lu", "seidel-2d", "fdtd-2d", "heat-3d",
                                   "covariance", "trmm", "nussinov"])
 def test_polybench_auto_matches_reference(name):
