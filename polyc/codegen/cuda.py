@@ -59,6 +59,10 @@ static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0)
 
 _AXES = "xyz"
 
+#: Element types whose tree reductions combine within a warp by `__shfl_down_sync` (the types it
+#: takes); others keep the shared-memory tree with a barrier per level.
+_SHUFFLED = ("f32", "f64", "i32", "i64")
+
 
 @dataclass(frozen=True)
 class Dialect:
@@ -196,16 +200,47 @@ class _Printer:
             return [Region(Raw((f"if ($tid == 0)",
                                 f"  for (int64_t {it} = {self._c(lp.init)}; {self._c(lp.cond)}; {it} += {lp.step})",
                                 f"    {printer.statement(st)}")), False)]
-        nodes: List[KNode] = [Region(Raw((
-            f"{dt.c_name} pc_part = {literal(identity, dt)};",
-            f"for (int64_t {it} = {start}; {self._c(lp.cond)}; {it} += {nt}{scale})",
-            f"  pc_part = {comb('pc_part', value)};",
-            f"{red}[$tid] = pc_part;")), False), Barrier()]
+        fold = (f"{dt.c_name} pc_part = {literal(identity, dt)};",
+                f"for (int64_t {it} = {start}; {self._c(lp.cond)}; {it} += {nt}{scale})",
+                f"  pc_part = {comb('pc_part', value)};")
+        if dt.name in _SHUFFLED:
+            return self._warp_tree(fold, red, comb, literal(identity, dt), target, dt.c_name)
+        nodes: List[KNode] = [Region(Raw(fold + (f"{red}[$tid] = pc_part;",)), False), Barrier()]
         half = nt // 2
         while half >= 1:
             nodes += [Region(Raw((f"if ($tid < {half}) {red}[$tid] = {comb(f'{red}[$tid]', f'{red}[$tid + {half}]')};",)),
                              False), Barrier()]
             half //= 2
+        nodes.append(Region(Raw((f"if ($tid == 0) {target} = {comb(target, f'{red}[0]')};",)), False))
+        return nodes
+
+    def _warp_tree(self, fold, red: str, comb, identity: str, target: str, ctype: str) -> List[KNode]:
+        """The tree in two levels: within each warp of 32 threads (offsets 16, 8, 4, 2, 1), then
+        over the warps' results (offsets warps/2 .. 1).  CUDA combines with warp shuffles and two
+        barriers; the emulator combines the same pairs in the same order through shared memory."""
+        warps = REDUCE_THREADS // 32
+        offsets = [16, 8, 4, 2, 1]
+        across = []
+        k = warps // 2
+        while k >= 1:
+            across.append(k)
+            k //= 2
+        if self.d.name == "cuda":
+            def shuffle(v: str, offs) -> Tuple[str, ...]:
+                return tuple(f"{v} = {comb(v, f'__shfl_down_sync(0xffffffffu, {v}, {o})')};" for o in offs)
+            first = Raw(fold + shuffle("pc_part", offsets) + (f"if ($tid % 32 == 0) {red}[$tid / 32] = pc_part;",))
+            last = Raw((f"if ($tid < 32) {{",
+                        f"  {ctype} pc_w = $tid < {warps} ? {red}[$tid] : {identity};")
+                       + tuple("  " + x for x in shuffle("pc_w", across))
+                       + (f"  if ($tid == 0) {target} = {comb(target, 'pc_w')};", "}"))
+            return [Region(first, False), Barrier(), Region(last, False)]
+        nodes: List[KNode] = [Region(Raw(fold + (f"{red}[$tid] = pc_part;",)), False), Barrier()]
+        for o in offsets:
+            nodes += [Region(Raw((f"if ($tid % 32 < {o}) {red}[$tid] = {comb(f'{red}[$tid]', f'{red}[$tid + {o}]')};",)),
+                             False), Barrier()]
+        for o in across:
+            nodes += [Region(Raw((f"if ($tid < {o}) {red}[32 * $tid] = "
+                                  f"{comb(f'{red}[32 * $tid]', f'{red}[32 * ($tid + {o})]')};",)), False), Barrier()]
         nodes.append(Region(Raw((f"if ($tid == 0) {target} = {comb(target, f'{red}[0]')};",)), False))
         return nodes
 

@@ -28,7 +28,7 @@ EXTERNAL = set("""
     memcpy memset free aligned_alloc omp_get_max_threads omp_get_thread_num
     __attribute__ vector_size aligned
     __global__ __device__ __forceinline__ __shared__ __align__ __restrict__ __launch_bounds__ __syncthreads
-    blockIdx threadIdx gridDim blockDim float4 double2 int4 longlong2 uintptr_t
+    blockIdx threadIdx gridDim blockDim float4 double2 int4 longlong2 uintptr_t __shfl_down_sync
 """.split())
 
 _OURS = re.compile(r"(pc_|polyc_)\w*\Z")
