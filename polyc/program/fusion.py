@@ -9,6 +9,10 @@ The rule (greedy, in call order): a node joins the group before it when
    one iteration of the fused loop, proven with isl in `contraction`), so the intermediate never
    makes a round trip through memory.  Fusion never recomputes anything (the polyhedral fuse
    interleaves instances; it does not duplicate them).
+4. neither it nor the group is a matrix product the program keeps apart: fused row by row, a
+   product loses its packed (C) or tiled (CUDA) kernel; attention's QK^T and PV ran 2x slower
+   fused with a contracted softmax than packed around it.  `@pc.program(contract=True)` asks for
+   the memory-lean row-by-row fusion anyway.
 
 A group's kernel is built with the fused order as its source order and its contractible
 intermediates shrunk; isl checks that this order is exactly the proven `fuse` schedule's.
@@ -16,7 +20,7 @@ intermediates shrunk; isl checks that this order is exactly the proven `fuse` sc
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import islpy as isl
 
@@ -137,12 +141,16 @@ def edge_contractible(group: Group, consumer: Node) -> bool:
 
 
 def group_nodes(name: str, nodes: Sequence[Node], handles: Mapping[str, TensorHandle], sizes: Sequence[str],
-                needed_after_all: Mapping[int, Sequence[str]], fuse: bool = True) -> List[List[Node]]:
+                needed_after_all: Mapping[int, Sequence[str]], fuse: bool = True,
+                apart: AbstractSet[int] = frozenset()) -> List[List[Node]]:
     """Partition a run of compiled nodes into fusion groups by the rule of this module.
-    `needed_after_all[i]`: tensors still needed after node i (by later units or as outputs)."""
+    `needed_after_all[i]`: tensors still needed after node i (by later units or as outputs);
+    `apart`: indices of nodes that form groups of their own (matrix products, whose packed or
+    tiled kernels a row-by-row fused loop would lose)."""
     groups: List[List[Node]] = []
     for n in nodes:
-        if fuse and groups and any(p in {q for m in groups[-1] for q in m.outputs} for p in n.inputs):
+        alone = n.index in apart or (groups and any(m.index in apart for m in groups[-1]))
+        if fuse and groups and not alone and any(p in {q for m in groups[-1] for q in m.outputs} for p in n.inputs):
             candidate = groups[-1] + [n]
             trial = build_group(f"{name}_trial", candidate, handles, sizes,
                                 needed_after_all[n.index], fuse=True, contract_storage=False)

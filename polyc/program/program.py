@@ -78,6 +78,9 @@ class OperatorProgram:
         # A contracted buffer is shared by the iterations of the fused loop, so that loop runs
         # serially; on a GPU that loop is the grid: keep full storage there unless asked.
         self.contract = (target == "c") if contract is None else contract
+        # Matrix products form groups of their own (their packed / tiled kernels), unless the
+        # caller asked for contraction explicitly (memory first: products fused row by row).
+        self.products_apart = contract is not True
         self.schedule = schedule
         tracer, inputs, result = trace(function)
         self.inputs = tuple(inputs)
@@ -192,7 +195,9 @@ class OperatorProgram:
             use = self.target == "c" and (self.vendor is True or (self.vendor == "auto" and flops >= VENDOR_FLOPS))
             if use:
                 vendored.append(n.index)
-            why = "BLAS gemm through numpy" if use else "generated code"
+            why = "BLAS gemm through numpy" if use else (
+                "generated code, kept apart from its neighbours (contract=True fuses it row by row)"
+                if self.products_apart else "generated code")
             reason = ("vendor=True" if self.vendor is True else f"{flops / 1e9:.2f} GFLOP "
                       f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.2f}") \
                 if self.target == "c" and self.vendor else f"target {self.target}, vendor={self.vendor}"
@@ -208,7 +213,9 @@ class OperatorProgram:
             def flush() -> None:
                 if not run:
                     return
-                for members in group_nodes(self.name, run, self.handles, self.sizes, needed, fuse=self.fuse):
+                apart = {n.index for n in run if gemms[n.index] is not None} if self.products_apart else set()
+                for members in group_nodes(self.name, run, self.handles, self.sizes, needed, fuse=self.fuse,
+                                           apart=apart):
                     gname = f"{self.name}_g{len(units)}"
                     g = build_group(gname, members, self.handles, self.sizes, needed[members[-1].index],
                                     fuse=self.fuse, contract_storage=self.contract)

@@ -10,8 +10,21 @@ from kernels import programs as P
 TOL = dict(rtol=2e-4, atol=2e-5)
 
 
-def test_attention_head_fuses_everything_and_contracts_to_rows():
+def test_attention_head_keeps_its_products_apart_by_default():
+    """Fused row by row, the two products would lose their packed kernels (2x slower at S=1024):
+    by default each product is a group of its own and scale + softmax fuse between them."""
     prog = P.attention()
+    arrays = P.inputs(prog, dict(S=40, D=8))
+    np.testing.assert_allclose(prog(**arrays), prog.reference(**arrays), **TOL)
+    names = [[n.kernel.name for n in g.nodes] for g in prog.groups]
+    assert names == [["relayout_transpose"], ["relayout_matmul"], ["scale", "softmax"], ["matmul"]]
+    assert {t for t, _, _ in prog.groups[2].contracted} >= {"scale1_Y", "softmax2_e"}
+    assert "kept apart" in prog.explain()
+
+
+def test_attention_head_fuses_everything_and_contracts_to_rows():
+    """`contract=True` asks for memory first: the products fuse row by row too."""
+    prog = P.attention(contract=True)
     arrays = P.inputs(prog, dict(S=40, D=8))
     got = prog(**arrays)
     np.testing.assert_allclose(got, prog.reference(**arrays), **TOL)
@@ -32,7 +45,7 @@ def test_attention_head_fuses_everything_and_contracts_to_rows():
 
 
 def test_attention_without_relayout_fuses_the_transposed_product():
-    prog = P.attention(relayout=False)
+    prog = P.attention(relayout=False, contract=True)
     arrays = P.inputs(prog, dict(S=24, D=8), seed=5)
     np.testing.assert_allclose(prog(**arrays), prog.reference(**arrays), **TOL)
     (group,) = prog.groups
@@ -44,7 +57,11 @@ def test_mlp_block_small_fuses_large_binds_blas():
     prog = P.mlp()
     small = P.inputs(prog, dict(B=12, D=6, H=10))
     np.testing.assert_allclose(prog(**small), prog.reference(**small), **TOL)
-    assert len(prog.groups) == 1 and not prog.explain().count("BLAS")
+    # generated code for both products, each its own group; bias + GELU fused between them
+    assert [len(g.nodes) for g in prog.groups] == [1, 2, 1] and not prog.explain().count("BLAS")
+    lean = P.mlp(contract=True)
+    np.testing.assert_allclose(lean(**small), prog.reference(**small), **TOL)
+    assert len(lean.groups) == 1
     forced = P.mlp(vendor=True)
     np.testing.assert_allclose(forced(**small), prog.reference(**small), **TOL)
     kinds = [type(u).__name__ for u in forced.groups]
