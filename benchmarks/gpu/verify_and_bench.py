@@ -216,12 +216,46 @@ def bench(backend: str, quick: bool) -> None:
              f"{nbytes / t['polyc'] / 1e6:.0f} GB/s vs copy {nbytes / t['copy'] / 1e6:.0f} GB/s")
 
 
+def bench_programs(quick: bool, compiled: bool) -> None:
+    """Operator programs (`kernels.programs`) on target "cuda" with device inputs (PyTorch CUDA
+    tensors; intermediates in device buffers from the memory plan), against PyTorch eager and,
+    with `compiled`, `torch.compile` on the same tensors.  TF32 off (set by `bench`)."""
+    import torch
+    from benchmarks import programs as BP
+    from kernels import programs as P
+    timer = Timer("torch")
+    sizes = {"attention": dict(S=4096, D=64), "mlp": dict(B=4096, D=1024, H=4096),
+             "ln_residual_gelu": dict(M=8192, N=1024)}
+    print()
+    for name, sz in sizes.items():
+        if quick:
+            sz = {k: max(8, v // 4) for k, v in sz.items()}
+        prog = getattr(P, name)(target="cuda")
+        host = P.inputs(prog, sz)
+        dev = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
+        fn = BP._torch_fn(name)
+        out = prog(**dev)
+        want = fn(**dev)
+        err = float((torch.as_tensor(out.get(), device="cuda") - want).abs().max())
+        contenders = {"polyc": lambda: prog(**dev), "torch": lambda: fn(**dev)}
+        if compiled:
+            cfn = torch.compile(fn)
+            cfn(**dev)
+            contenders["torch.compile"] = lambda: cfn(**dev)
+        t = interleaved(timer, contenders, rounds=7, repeat=2)
+        extra = f"  torch.compile {t['torch.compile']:.3f} ms ({t['torch.compile'] / t['polyc']:.2f}x)" if compiled else ""
+        print(f"program {name:<18} polyc {t['polyc']:8.3f} ms   PyTorch {t['torch']:8.3f} ms "
+              f"({t['torch'] / t['polyc']:.2f}x){extra}  max err {err:.1e}; {prog.memory.summary()}")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller benchmark sizes")
     p.add_argument("--only", nargs="*", help="verify only these kernels")
     p.add_argument("--no-verify", action="store_true")
     p.add_argument("--no-bench", action="store_true")
+    p.add_argument("--programs", action="store_true", help="also time the operator programs (needs PyTorch)")
+    p.add_argument("--compile", action="store_true", help="with --programs: torch.compile as a contender")
     args = p.parse_args(argv)
     import pycuda.autoprimaryctx  # noqa: F401
     import pycuda.driver as drv
@@ -247,6 +281,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             except Exception:  # noqa: BLE001
                 traceback.print_exc()
                 failures += 1
+    if args.programs:
+        try:
+            bench_programs(args.quick, args.compile)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            failures += 1
     return 1 if failures else 0
 
 

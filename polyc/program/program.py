@@ -26,7 +26,9 @@ import numpy as np
 from ..api import Kernel, TARGETS
 from ..errors import ArgumentError, PolycError
 from ..frontend.reference import bind_sizes
+from ..runtime.cuda_arrays import is_device_array
 from .combine import combined_program, node_internal_tensors
+from .device import DeviceMemory, check_device_inputs, stand_in
 from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
 from .layout import relayout_transposed_operands
@@ -154,6 +156,9 @@ class OperatorProgram:
             if name not in arrays:
                 raise ArgumentError(f"missing array argument {name} of program {self.name}")
             a = arrays[name]
+            if is_device_array(a):
+                check_device_inputs(self.target, name, a)
+                a = stand_in(name, a)
             if not isinstance(a, np.ndarray):
                 raise ArgumentError(f"argument {name} must be a numpy array, got {type(a).__name__}")
             want = self.handles[name].dtype
@@ -281,17 +286,22 @@ class OperatorProgram:
         dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
         plan = self._plan(sizes, self._element_bytes(env))
         self._last = plan
-        pool = [np.empty(n, dtype=np.uint8) for n in plan.memory.slot_bytes]
+        # on the GPU every buffer is device memory and intermediates stay there (`device`)
+        gpu = DeviceMemory({k: arrays[k] for k in self.inputs}) if self.target == "cuda" else None
+        if gpu is not None:
+            env = dict(gpu.inputs)
+        pool = gpu.pool(plan.memory.slot_bytes) if gpu else [np.empty(n, dtype=np.uint8) for n in plan.memory.slot_bytes]
         outs = {p for _, p in self.outputs}
 
-        def buffer(name: str) -> np.ndarray:
+        def buffer(name: str) -> Any:
             h = self.handles[name]
             dt = h.dtype.numpy if h.dtype is not None else dtype
             shape = tuple(d.evaluate(sizes) for d in h.shape)
             if name in outs:
-                return np.empty(shape, dtype=dt)
+                return gpu.empty(shape, dt) if gpu else np.empty(shape, dtype=dt)
             n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-            return pool[plan.memory.slot_of[name]][:n].view(dt).reshape(shape)
+            slot = pool[plan.memory.slot_of[name]]
+            return DeviceMemory.view(slot, n, shape, dt) if gpu else slot[:n].view(dt).reshape(shape)
 
         for u in plan.units:
             if isinstance(u, VendorCall):
@@ -301,7 +311,7 @@ class OperatorProgram:
             for t in u.outputs:
                 env[t] = kwargs[t] = buffer(t)
             self._compiled_group(u)(**kwargs)
-        return self._result(env)
+        return gpu.result(self._result(env)) if gpu else self._result(env)
 
     # -- views -------------------------------------------------------------------------------------
     @property

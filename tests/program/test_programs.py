@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import polyc as pc
 from kernels import programs as P
 
 TOL = dict(rtol=2e-4, atol=2e-5)
@@ -103,3 +104,16 @@ def test_cuda_emulator(contract):
     arrays = P.inputs(prog, dict(S=20, D=4), seed=1)
     np.testing.assert_allclose(prog(**arrays), prog.reference(**arrays), **TOL)
     assert bool(prog.groups[-1].contracted) == contract
+
+
+def test_gpu_arrays_are_refused_off_the_gpu():
+    """A device array (anything with `__cuda_array_interface__`) passed to a program built for the
+    C target is a typed error naming the argument, not a crash inside numpy."""
+    class FakeDeviceArray:
+        __cuda_array_interface__ = dict(shape=(4, 3), typestr="<f4", data=(0, False), version=3)
+
+    prog = P.ln_residual_gelu()
+    arrays = P.inputs(prog, dict(M=4, N=3))
+    arrays["x"] = FakeDeviceArray()
+    with pytest.raises(pc.ArgumentError, match="x is a GPU array.*target 'c'"):
+        prog(**arrays)

@@ -30,3 +30,14 @@ def test_programs_on_the_gpu(name, contract):
 def test_program_gradient_on_the_gpu():
     prog = P.mlp(target="cuda")
     check_grad(prog, of="out", wrt=["w1", "b1"], inputs=P.inputs(prog, dict(B=3, D=4, H=5)), target="cuda")
+
+
+def test_device_arrays_stay_on_the_device():
+    """Device inputs give device outputs, and every buffer of the plan is device memory: the
+    groups' kernels read and write them in place."""
+    from pycuda import gpuarray
+    prog = P.attention(target="cuda")
+    arrays = P.inputs(prog, SIZES["attention"], seed=3)
+    out = prog(**{k: gpuarray.to_gpu(v) for k, v in arrays.items()})
+    assert isinstance(out, gpuarray.GPUArray)
+    np.testing.assert_allclose(out.get(), prog.reference(**arrays), rtol=2e-4, atol=2e-5)
