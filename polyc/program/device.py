@@ -13,12 +13,10 @@ from ..errors import ArgumentError
 
 
 def stand_in(name: str, value: Any) -> np.ndarray:
-    """A zero-stride numpy array with `value`'s shape and dtype (sizes and dtypes are read from
-    it; no data is touched), for a device array `value`."""
+    """A host array with device array `value`'s shape and dtype (sizes and dtypes are read from
+    it; its pages are never touched)."""
     from ..runtime.cuda_arrays import device_array
-    d = device_array(name, value)
-    shape: Tuple[int, ...] = tuple(d.shape)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, d.dtype), shape=shape, strides=(0,) * len(shape))
+    return device_array(name, value).stand_in()
 
 
 class DeviceMemory:
