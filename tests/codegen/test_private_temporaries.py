@@ -45,7 +45,7 @@ def test_a_value_crossing_iterations_is_never_privatised():
 
 def test_the_attention_programs_fused_row_loop_is_parallel():
     from kernels import programs as P
-    prog = P.attention()
+    prog = P.attention(contract=True)      # products fused row by row, their rows contracted
     args = P.inputs(prog, dict(S=96, D=16))
     got = prog(**args)
     fused = [f for key, f in prog._compiled.items() if "relayout_matmul5_C" in key]

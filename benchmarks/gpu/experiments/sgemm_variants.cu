@@ -60,6 +60,25 @@ __device__ __forceinline__ void store_regs(float (*As)[BM + PAD], float (*Bs)[BN
   }
 }
 
+// The element-wise double-buffered pipeline (v2's loop; the fallback of v3 and v4).
+__device__ __forceinline__ void scalar_pipeline(float (*As)[BK][BM + PAD], float (*Bs)[BK][BN], float acc[8][8],
+                                                const float *A, const float *B, int64_t i0, int64_t j0, int64_t nI,
+                                                int64_t nK, int64_t nJ, int trow, int tcol) {
+  float ra[8], rb[8];
+  load_regs(ra, rb, A, B, i0, j0, 0, nI, nK, nJ);
+  store_regs(As[0], Bs[0], ra, rb);
+  __syncthreads();
+  int buf = 0;
+  for (int64_t k0 = 0; k0 < nK; k0 += BK) {
+    const bool more = k0 + BK < nK;
+    if (more) load_regs(ra, rb, A, B, i0, j0, k0 + BK, nI, nK, nJ);
+    compute_tile(As[buf], Bs[buf], acc, trow, tcol);
+    if (more) store_regs(As[buf ^ 1], Bs[buf ^ 1], ra, rb);
+    __syncthreads();
+    buf ^= 1;
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256, MINB) v0(float *__restrict__ C, const float *__restrict__ A,
                                                        const float *__restrict__ B, int64_t nI, int64_t nK, int64_t nJ) {
   __shared__ __align__(16) float As[BK][BM + PAD];
@@ -104,19 +123,7 @@ extern "C" __global__ void __launch_bounds__(256, MINB) v2(float *__restrict__ C
   float acc[8][8] = {};
   const int tcol = threadIdx.x % 16, trow = threadIdx.x / 16;
   const int64_t i0 = 128 * (int64_t)blockIdx.y, j0 = 128 * (int64_t)blockIdx.x;
-  float ra[8], rb[8];
-  load_regs(ra, rb, A, B, i0, j0, 0, nI, nK, nJ);
-  store_regs(As[0], Bs[0], ra, rb);
-  __syncthreads();
-  int buf = 0;
-  for (int64_t k0 = 0; k0 < nK; k0 += BK) {
-    const bool more = k0 + BK < nK;
-    if (more) load_regs(ra, rb, A, B, i0, j0, k0 + BK, nI, nK, nJ);
-    compute_tile(As[buf], Bs[buf], acc, trow, tcol);
-    if (more) store_regs(As[buf ^ 1], Bs[buf ^ 1], ra, rb);
-    __syncthreads();
-    buf ^= 1;
-  }
+  scalar_pipeline(As, Bs, acc, A, B, i0, j0, nI, nK, nJ, trow, tcol);
   store_c(C, acc, i0, j0, trow, tcol, nI, nJ);
 }
 
@@ -168,19 +175,7 @@ extern "C" __global__ void __launch_bounds__(256, MINB) v3(float *__restrict__ C
       buf ^= 1;
     }
   } else {
-    float ra[8], rb[8];
-    load_regs(ra, rb, A, B, i0, j0, 0, nI, nK, nJ);
-    store_regs(As[0], Bs[0], ra, rb);
-    __syncthreads();
-    int buf = 0;
-    for (int64_t k0 = 0; k0 < nK; k0 += BK) {
-      const bool more = k0 + BK < nK;
-      if (more) load_regs(ra, rb, A, B, i0, j0, k0 + BK, nI, nK, nJ);
-      compute_tile(As[buf], Bs[buf], acc, trow, tcol);
-      if (more) store_regs(As[buf ^ 1], Bs[buf ^ 1], ra, rb);
-      __syncthreads();
-      buf ^= 1;
-    }
+    scalar_pipeline(As, Bs, acc, A, B, i0, j0, nI, nK, nJ, trow, tcol);
   }
   store_c(C, acc, i0, j0, trow, tcol, nI, nJ);
 }
@@ -224,19 +219,7 @@ extern "C" __global__ void __launch_bounds__(256, MINB) v4(float *__restrict__ C
     }
 #undef STORE
   } else {
-    float ra[8], rb[8];
-    load_regs(ra, rb, A, B, i0, j0, 0, nI, nK, nJ);
-    store_regs(As[0], Bs[0], ra, rb);
-    __syncthreads();
-    int buf = 0;
-    for (int64_t k0 = 0; k0 < nK; k0 += BK) {
-      const bool more = k0 + BK < nK;
-      if (more) load_regs(ra, rb, A, B, i0, j0, k0 + BK, nI, nK, nJ);
-      compute_tile(As[buf], Bs[buf], acc, trow, tcol);
-      if (more) store_regs(As[buf ^ 1], Bs[buf ^ 1], ra, rb);
-      __syncthreads();
-      buf ^= 1;
-    }
+    scalar_pipeline(As, Bs, acc, A, B, i0, j0, nI, nK, nJ, trow, tcol);
   }
   store_c(C, acc, i0, j0, trow, tcol, nI, nJ);
 }

@@ -1,6 +1,6 @@
 """Time the SGEMM variants of sgemm_variants.cu against cuBLAS (CuPy, TF32 off) on a lent GPU.
 
-    python3 benchmarks/gpu/experiments/sgemm_variants.py [N ...]
+    PYTHONPATH=$PWD python3 benchmarks/gpu/experiments/sgemm_variants.py [N ...]
 
 Prints, per size and variant: relative error against cuBLAS, median ms of interleaved rounds
 (CUDA events) and the ratio cuBLAS time / variant time.  Inputs are fresh random data per size;
@@ -11,6 +11,8 @@ import sys
 
 import cupy as cp
 import numpy as np
+
+from benchmarks.gpu.verify_and_bench import Timer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = open(os.path.join(HERE, "sgemm_variants.cu")).read()
@@ -26,20 +28,10 @@ def modules():
     return out
 
 
-def time_ms(fn, repeat=3):
-    a, b = cp.cuda.Event(), cp.cuda.Event()
-    cp.cuda.Device().synchronize()
-    a.record()
-    for _ in range(repeat):
-        fn()
-    b.record()
-    b.synchronize()
-    return cp.cuda.get_elapsed_time(a, b) / repeat
-
-
 def main():
     sizes = [int(s) for s in sys.argv[1:]] or [4096, 2048, 4000]
     fns = modules()
+    timer = Timer("cupy")
     for n in sizes:
         rng = np.random.default_rng(n)
         A = cp.asarray(rng.standard_normal((n, n), dtype=np.float32))
@@ -61,7 +53,7 @@ def main():
         names = list(contenders)
         for r in range(12):
             for name in names[r % len(names):] + names[:r % len(names)]:
-                samples[name].append(time_ms(contenders[name]))
+                samples[name].append(timer.time_ms(contenders[name], 3))
         med = {k: statistics.median(v) for k, v in samples.items()}
         for name in names:
             print(f"N={n:5d} {name:<8} err {errs[name]:.1e}  {med[name]:8.3f} ms  "
