@@ -26,16 +26,19 @@ class DeviceMemory:
         import pycuda.autoprimaryctx  # noqa: F401 - polyc's kernels run in the primary context
         from pycuda import gpuarray
         from ..runtime.cuda_arrays import is_device_array
+        from ..runtime.cuda_pycuda import device_allocator
         self.gpuarray = gpuarray
+        self.allocate = device_allocator()
         self.host_inputs = not any(is_device_array(a) for a in arrays.values())
         self.inputs: Dict[str, Any] = {
-            name: a if is_device_array(a) else gpuarray.to_gpu(np.ascontiguousarray(a)) for name, a in arrays.items()}
+            name: a if is_device_array(a) else gpuarray.to_gpu(np.ascontiguousarray(a), allocator=self.allocate)
+            for name, a in arrays.items()}
 
     def pool(self, slot_bytes) -> list:
-        return [self.gpuarray.empty(max(int(n), 1), np.uint8) for n in slot_bytes]
+        return [self.gpuarray.empty(max(int(n), 1), np.uint8, allocator=self.allocate) for n in slot_bytes]
 
     def empty(self, shape: Tuple[int, ...], dtype: np.dtype) -> Any:
-        return self.gpuarray.empty(shape, dtype)
+        return self.gpuarray.empty(shape, dtype, allocator=self.allocate)
 
     @staticmethod
     def view(slot: Any, nbytes: int, shape: Tuple[int, ...], dtype: np.dtype) -> Any:

@@ -97,8 +97,11 @@ def build_group(name: str, nodes: Sequence[Node], handles: Mapping[str, TensorHa
     unfused = Kernel(program)
     statements = program.statements
     fused_schedule: Optional[Schedule] = None
-    note = "one nest" if len({st.order[0] for st in statements}) == 1 else "not fused"
-    if fuse and len({st.order[0] for st in statements}) > 1 and all(st.iterators for st in statements):
+    note = ("one nest" if len({st.order[0] for st in statements}) == 1 else
+            "one operator" if len(nodes) == 1 else "not fused")
+    # A group of one operator keeps its own nests (its `= 0` start apart from its accumulation, as
+    # the CUDA tiled contraction and the CPU packing expect); fusion is between operators.
+    if fuse and len(nodes) > 1 and len({st.order[0] for st in statements}) > 1 and all(st.iterators for st in statements):
         s = unfused.schedule()
         try:
             fused_schedule = s.fuse(*(st.name for st in statements), loop=s.dims[1].name)

@@ -21,6 +21,20 @@ _PREPARE = {"f32": "f", "f64": "d", "i32": "i", "i64": "q"}
 _WRITTEN_ROLES = ("output", "inout")
 
 
+_POOL: Any = None
+
+
+def device_allocator() -> Callable[[int], Any]:
+    """The allocator of the device arrays polyc makes (outputs not passed, programs' buffers):
+    pycuda's memory pool, one per process, so repeated calls reuse freed blocks instead of paying
+    a `cudaMalloc` (and the driver's page mapping) for every output of every call."""
+    global _POOL
+    if _POOL is None:
+        from pycuda.tools import DeviceMemoryPool
+        _POOL = DeviceMemoryPool()
+    return _POOL.allocate
+
+
 def _import_driver():
     try:
         import pycuda  # noqa: F401
@@ -120,7 +134,7 @@ class PyCudaBackend:
             if host is None:                                   # an intermediate: scratch memory
                 mem = self._scratch(gen, p.name, bound._temp(p.name, p.dtype).nbytes)
             elif device and roles[p.name] == "output" and p.name not in passed:
-                arr = gpuarray.zeros(host.shape, host.dtype)   # outputs stay on the device
+                arr = gpuarray.zeros(host.shape, host.dtype, allocator=device_allocator())  # stays on the device
                 results[p.name] = arr
                 pointers[p.name] = int(arr.gpudata)
                 continue
