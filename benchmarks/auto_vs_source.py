@@ -115,7 +115,8 @@ def check(lk, preset: str, fns: Dict[str, Any], limit: int) -> Tuple[str, float]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="", help="comma-separated kernel names")
+    ap.add_argument("--only", default="",
+                    help="comma-separated kernel names, each optionally with one preset (seidel-2d:SMALL)")
     ap.add_argument("--preset", default="", help="comma-separated presets (default: every one up to MEDIUM)")
     ap.add_argument("--threads", type=int, choices=(1, 2), default=1)
     ap.add_argument("--large", action="store_true", help="also LARGE (PolyBench) and bench (core library)")
@@ -128,12 +129,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     lib = library()
-    names = [n.strip() for n in args.only.split(",") if n.strip()] or sorted(lib)
+    only = [n.strip().partition(":") for n in args.only.split(",") if n.strip()]
+    names = list(dict.fromkeys(n for n, _, _ in only)) or sorted(lib)
     unknown = [n for n in names if n not in lib]
     if unknown:
         ap.error(f"unknown kernels: {', '.join(unknown)}")
     wanted = [p.strip() for p in args.preset.split(",") if p.strip()] or None
-    jobs = [(n, p) for n in names for p in presets_of(lib[n], wanted, args.large)]
+    pinned = {n: [p for m, _, p in only if m == n and p] for n in names}
+    jobs = [(n, p) for n in names for p in presets_of(lib[n], pinned[n] or wanted, args.large)]
     if not jobs:
         ap.error("no kernel has the presets asked for")
     # One private compile cache for this run and its workers: gcc runs once per variant.
@@ -146,7 +149,7 @@ def main(argv=None) -> int:
         for n in names:
             lk = lib[n]
             fns = {"auto": compiled(lk, "auto"), "source": compiled(lk, "source")}
-            for p in presets_of(lk, wanted, args.large):
+            for p in presets_of(lk, pinned[n] or wanted, args.large):
                 try:
                     checks[(n, p)] = check(lk, p, fns, args.check_limit)
                 except Exception as e:  # noqa: BLE001 - reported in the table, never fatal
@@ -168,7 +171,7 @@ def main(argv=None) -> int:
         src, auto = r.get("source"), r.get("auto")
         ratio = H.ratio(auto, src) if src and auto else float("nan")
         what, err = checks.get((n, p), ("not checked", 0.0))
-        status = "ok" if err <= 1.0 else "WRONG"
+        status = "-" if what == "not checked" else ("ok" if err <= 1.0 else "WRONG")
         rows.append((ratio, [n, p, src.median * 1e3 if src and src.ok else float("nan"),
                              auto.median * 1e3 if auto and auto.ok else float("nan"), ratio,
                              "<<" if ratio < FLAG_BELOW else "", f"{status} ({what})"]))

@@ -11,7 +11,14 @@ sizes are known (the C runtime specialises a compiled kernel per size class, see
 - time tiling: skewed tiles (stencils, Gauss-Seidel sweeps) exist to keep a working set that does
   not fit in cache from streaming through memory at every time step; when everything the band
   touches fits in the L2 cache they only add loop overhead and serialise the waves, so the band
-  runs in the statements' source order.
+  runs in the statements' source order;
+- register blocking across a loop that cannot run as SIMD lanes (some access moves with a
+  stride along it, as `A[j, k]` along `j`): jamming the reduction loop into it saves only cache
+  lines of those strided accesses (each line is used `JAM` times in a row instead of once per pass
+  of the loop).  That pays only when one pass touches more lines than the L1 cache holds
+  (`jam_pays_across_strides`); below, the jammed body's guards (the reduction's extent is not
+  known to be a multiple of the factor) cost more than it saves (PolyBench syr2k SMALL: 0.7x of
+  the source order jammed, 1.0x not).
 
 Estimates are deliberately coarse (bounding boxes of the iteration domains at the given sizes,
 operations counted as expression nodes) and computed by isl; they only choose between proven
@@ -26,6 +33,10 @@ import islpy as isl
 #: Operations one entry of a parallel loop must do before a second thread pays for its fork/join
 #: (about 50-100 microseconds of work on one core).
 PARALLEL_REGION_WORK = 1 << 18
+
+#: Bytes of a data-cache line: 64 on every CPU the C target serves (x86-64, the usual AArch64
+#: cores); only used to count the lines strided accesses touch (`jam_pays_across_strides`).
+CACHE_LINE_BYTES = 64
 
 
 def fix_sizes(s, sizes: Mapping[str, int]):
@@ -167,6 +178,34 @@ def fits_in_cache(program, statements: Iterable[str], sizes: Optional[Mapping[st
         return working_set_bytes(program, statements, sizes) <= cache_bytes
     except (KeyError, TypeError, ValueError):
         return False  # a shape over a name the sizes do not bind: assume it is large
+
+
+def member_extent(model, member: Mapping[str, isl.PwAff], sizes: Mapping[str, int]) -> Optional[int]:
+    """The bounding-box extent of one schedule member (statement name -> its affine expression
+    over that statement's iterators) over the statements' instances at `sizes`; None when the
+    sizes leave it unbounded."""
+    largest = 0
+    for name, pa in member.items():
+        try:
+            domain = model.domains[name].intersect_params(model.context)
+            values = fix_sizes(isl.Map.from_pw_aff(pa).intersect_domain(domain).range(), sizes)
+            extent = extents(values)[0]
+        except (isl.Error, IndexError, KeyError):
+            return None
+        if extent is None:
+            return None
+        largest = max(largest, extent)
+    return largest
+
+
+def jam_pays_across_strides(strided_accesses: int, extent: Optional[int], l1_bytes: int) -> bool:
+    """Whether unrolling-and-jamming a reduction loop into a loop of `extent` iterations (per tile,
+    at the call's sizes; None: unknown, as large as it gets) along which `strided_accesses`
+    accesses each touch a new cache line per iteration pays: one pass of the loop must touch at
+    least the L1 cache's worth of lines, else the next pass finds them in L1 anyway."""
+    if strided_accesses == 0 or extent is None:
+        return True
+    return extent * strided_accesses * CACHE_LINE_BYTES >= l1_bytes
 
 
 def size_key(sizes: Mapping[str, int]) -> Dict[str, int]:
