@@ -18,7 +18,14 @@ sizes are known (the C runtime specialises a compiled kernel per size class, see
   of the loop).  That pays only when one pass touches more lines than the L1 cache holds
   (`jam_pays_across_strides`); below, the jammed body's guards (the reduction's extent is not
   known to be a multiple of the factor) cost more than it saves (PolyBench syr2k SMALL: 0.7x of
-  the source order jammed, 1.0x not).
+  the source order jammed, 1.0x not);
+- packing a contraction (`Schedule.pack`: operands copied into contiguous panels for a blocked
+  micro-kernel) exists to stream operands that do not stay in L1 without TLB and conflict misses;
+  when every array the statement touches fits in L1 the copies are pure overhead (matmul 7x13x5:
+  0.88x of the source order packed, 0.99x not), so the statement keeps its tiled loops
+  (`pack_pays`) -- unless it reduces over several loops (convolution windows), which only
+  packing turns into one long unit-stride reduction (conv2d 5x13x7 with a 5x3 window: 2.7x
+  packed, 1.7x not).
 
 Estimates are deliberately coarse (bounding boxes of the iteration domains at the given sizes,
 operations counted as expression nodes) and computed by isl; they only choose between proven
@@ -151,8 +158,14 @@ def loop_extent(schedule, statements: Iterable[str], position: int, sizes: Mappi
     return largest
 
 
+#: Bytes per element assumed for a tensor whose dtype comes only with a call's arrays (the widest
+#: float): a working set is never under-counted into "fits in cache".
+UNKNOWN_ELEMENT_BYTES = 8
+
+
 def working_set_bytes(program, statements: Iterable[str], sizes: Mapping[str, int]) -> int:
-    """Bytes of every tensor the statements read or write, at `sizes` (whole tensors)."""
+    """Bytes of every tensor the statements read or write, at `sizes` (whole tensors; a tensor
+    without a declared dtype counts `UNKNOWN_ELEMENT_BYTES` per element)."""
     names = set()
     for name in statements:
         st = program.statement(name)
@@ -161,12 +174,12 @@ def working_set_bytes(program, statements: Iterable[str], sizes: Mapping[str, in
             names.add(acc.tensor)
     total = 0
     for t in program.tensors:
-        if t.name not in names or t.dtype is None:
+        if t.name not in names:
             continue
         elems = 1
         for e in t.shape:
             elems *= max(0, int(e.evaluate(dict(sizes))))
-        total += elems * (t.dtype.bits // 8)
+        total += elems * (UNKNOWN_ELEMENT_BYTES if t.dtype is None else t.dtype.bits // 8)
     return total
 
 
@@ -206,6 +219,16 @@ def jam_pays_across_strides(strided_accesses: int, extent: Optional[int], l1_byt
     if strided_accesses == 0 or extent is None:
         return True
     return extent * strided_accesses * CACHE_LINE_BYTES >= l1_bytes
+
+
+def pack_pays(program, contraction, sizes: Optional[Mapping[str, int]], target) -> bool:
+    """Whether packing `contraction` (a `packing.Contraction`) pays at `sizes` (always when they
+    are unknown): the arrays its statement touches must not all fit in `target`'s L1 cache, unless
+    it reduces over several loops (a convolution's channel and window loops), which packing turns
+    into one long contiguous reduction at any size."""
+    if len(contraction.k) > 1:
+        return True
+    return not fits_in_cache(program, [contraction.statement], sizes, target.l1)
 
 
 def size_key(sizes: Mapping[str, int]) -> Dict[str, int]:
