@@ -41,7 +41,7 @@ from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
-from .auto_size import worth_parallel
+from .auto_size import pack_pays, worth_parallel
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from . import saved_auto, serialize
@@ -257,7 +257,7 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             if cpu:
                 sched = add_marks(sched, deps, search, reassociate, sizes)
                 if pack:
-                    sched = pack_contractions(sched, deps, search, target)
+                    sched = pack_contractions(sched, deps, search, target, sizes)
                 if jam_rows and not search.expired("jamming reduction rows"):
                     sched = jam_reductions(split_reduction_chains(sched))
             return sched
@@ -445,7 +445,7 @@ def jam_reductions(schedule: Schedule) -> Schedule:
 # -- packed contractions ---------------------------------------------------------------------------
 
 def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None,
-                      target: Optional[Target] = None) -> Schedule:
+                      target: Optional[Target] = None, sizes: Optional[Mapping[str, int]] = None) -> Schedule:
     """Run every matmul-like statement that `Schedule.pack` can prove as packed BLAS-style code
     (blocked for `target`, default `Target.host()`), its m-block loop parallel (proven) when the
     target has several cores and no enclosing loop of the
@@ -455,7 +455,8 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
     Packing needs the batch loops outside the contraction's loops; where the scheduler tiled them
     into one band and every other statement only initialises (reads no array), the statement is
     packed from the source order instead (with its proven parallel marks).  Past the `search`
-    deadline no further statement is packed (those packed so far stay)."""
+    deadline no further statement is packed (those packed so far stay).  At a call's `sizes`, a
+    statement whose arrays all fit in the L1 cache is not packed (`auto_size.pack_pays`)."""
     from .packing import BatchLoopsInside, contraction_form
     from .rewrite import statement_varies
     target = Target.resolve(target)
@@ -466,7 +467,7 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
     only_inits = all(not isinstance(forms[st.name], str) or not st.value.accesses()
                      for st in program.statements)
     for st in program.statements:
-        if isinstance(forms[st.name], str):
+        if isinstance(forms[st.name], str) or not pack_pays(program, forms[st.name], sizes, target):
             continue
         if search is not None and search.expired("packing contractions"):
             break
@@ -505,7 +506,7 @@ def fallback_schedule(kernel, deps: Dependences, reason: str, pack: bool = True,
     sched = Schedule.source_order(kernel.model)
     try:
         sched = add_marks(sched, deps, search, reassociate, sizes)
-        return pack_contractions(sched, deps, search, target) if pack else sched
+        return pack_contractions(sched, deps, search, target, sizes) if pack else sched
     except (PolycError, isl.Error):
         return sched
 

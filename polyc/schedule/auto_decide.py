@@ -27,9 +27,9 @@ import islpy as isl
 
 from ..poly.model import PolyModel
 from ..target import Target
-from .auto_cost import (SearchBudget, access_delta, all_unit_or_invariant, direction, footprints, has_reuse,
-                        innermost_score, tile_sizes)
-from .auto_size import fits_in_cache, member_extent
+from .auto_cost import (SearchBudget, access_delta, access_kind, all_unit_or_invariant, direction, footprints,
+                        has_reuse, innermost_score, statement_accesses, tile_sizes)
+from .auto_size import fits_in_cache, jam_pays_across_strides, member_extent
 from .auto_tree import (Band, Leaf, Loop, Nest, Node, Sequence, UnsupportedTree, aff_coefficients,
                         equals_iterator, is_constant)
 from .schedule import Schedule
@@ -270,6 +270,8 @@ class Decider:
         points = [Loop(dict(band.members[k]), names[k][0], role="point", origin=names[k][1],
                        coincident=band.coincident[k]) for k in point]
         jam = self._jam_member(band, point, innermost_band, dirs_for(list(range(n))))
+        if jam is not None and not self._jam_pays(band, point[-1], size_of[point[-1]], dirs_for(list(range(n)))):
+            jam = None
         if jam is not None:
             # Register blocking: strip-mine the reduction member by `JAM` and run the strip inside
             # the vector loop, fully unrolled by isl: each vector of the target is loaded once and
@@ -321,6 +323,25 @@ class Decider:
             if ok:
                 return k
         return None
+
+    def _jam_pays(self, band: Band, inner: int, tile: int, dirs) -> bool:
+        """Whether register blocking into the innermost member `inner` (tiles of `tile`) pays at the
+        call's sizes: always when every access is unit-stride or invariant along it (SIMD lanes,
+        the point of the jam) or when the sizes are unknown; across strided accesses only when a
+        pass of the loop touches more cache lines than L1 holds (`auto_size.jam_pays_across_strides`)."""
+        strided = 0
+        for s in band.statements:
+            v = dirs[s][inner]
+            if v is None:
+                return True
+            st = self.program.statement(s)
+            strided += sum(1 for acc, _ in statement_accesses(self.program, s)
+                           if acc.indices and access_kind(access_delta(acc, st.iterators, v)) == "strided")
+        if not strided or not self.sizes:
+            return True
+        extent = member_extent(self.model, band.members[inner], self.sizes)
+        along = tile if extent is None else min(tile, extent)
+        return jam_pays_across_strides(strided, along, self.target.l1)
 
     def _point_order(self, band: Band, order: List[int], dirs: Dict[str, List], tiled: bool) -> List[int]:
         """`order` with the member that is best innermost moved last.

@@ -11,7 +11,21 @@ sizes are known (the C runtime specialises a compiled kernel per size class, see
 - time tiling: skewed tiles (stencils, Gauss-Seidel sweeps) exist to keep a working set that does
   not fit in cache from streaming through memory at every time step; when everything the band
   touches fits in the L2 cache they only add loop overhead and serialise the waves, so the band
-  runs in the statements' source order.
+  runs in the statements' source order;
+- register blocking across a loop that cannot run as SIMD lanes (some access moves with a
+  stride along it, as `A[j, k]` along `j`): jamming the reduction loop into it saves only cache
+  lines of those strided accesses (each line is used `JAM` times in a row instead of once per pass
+  of the loop).  That pays only when one pass touches more lines than the L1 cache holds
+  (`jam_pays_across_strides`); below, the jammed body's guards (the reduction's extent is not
+  known to be a multiple of the factor) cost more than it saves (PolyBench syr2k SMALL: 0.7x of
+  the source order jammed, 1.0x not);
+- packing a contraction (`Schedule.pack`: operands copied into contiguous panels for a blocked
+  micro-kernel) exists to stream operands that do not stay in L1 without TLB and conflict misses;
+  when every array the statement touches fits in L1 the copies are pure overhead (matmul 7x13x5:
+  0.88x of the source order packed, 0.99x not), so the statement keeps its tiled loops
+  (`pack_pays`) -- unless it reduces over several loops (convolution windows), which only
+  packing turns into one long unit-stride reduction (conv2d 5x13x7 with a 5x3 window: 2.7x
+  packed, 1.7x not).
 
 Estimates are deliberately coarse (bounding boxes of the iteration domains at the given sizes,
 operations counted as expression nodes) and computed by isl; they only choose between proven
@@ -26,6 +40,10 @@ import islpy as isl
 #: Operations one entry of a parallel loop must do before a second thread pays for its fork/join
 #: (about 50-100 microseconds of work on one core).
 PARALLEL_REGION_WORK = 1 << 18
+
+#: Bytes of a data-cache line: 64 on every CPU the C target serves (x86-64, the usual AArch64
+#: cores); only used to count the lines strided accesses touch (`jam_pays_across_strides`).
+CACHE_LINE_BYTES = 64
 
 
 def fix_sizes(s, sizes: Mapping[str, int]):
@@ -140,28 +158,14 @@ def loop_extent(schedule, statements: Iterable[str], position: int, sizes: Mappi
     return largest
 
 
-def member_extent(model, member: Mapping[str, isl.PwAff], sizes: Mapping[str, int]) -> Optional[int]:
-    """The extent (max - min + 1) of a band member's values over its statements' instances at
-    `sizes` (None when unknown or unbounded)."""
-    lo: Optional[int] = None
-    hi: Optional[int] = None
-    for name, pa in member.items():
-        try:
-            dom = model.domains[name].intersect_params(model.context)
-            values = fix_sizes(isl.Map.from_pw_aff(pa).intersect_domain(dom).range(), sizes)
-            if values.is_empty():
-                continue
-            a, b = _constant(values.dim_min(0)), _constant(values.dim_max(0))
-        except isl.Error:
-            return None
-        if a is None or b is None:
-            return None
-        lo, hi = (a if lo is None else min(lo, a)), (b if hi is None else max(hi, b))
-    return None if lo is None or hi is None else hi - lo + 1
+#: Bytes per element assumed for a tensor whose dtype comes only with a call's arrays (the widest
+#: float): a working set is never under-counted into "fits in cache".
+UNKNOWN_ELEMENT_BYTES = 8
 
 
 def working_set_bytes(program, statements: Iterable[str], sizes: Mapping[str, int]) -> int:
-    """Bytes of every tensor the statements read or write, at `sizes` (whole tensors)."""
+    """Bytes of every tensor the statements read or write, at `sizes` (whole tensors; a tensor
+    without a declared dtype counts `UNKNOWN_ELEMENT_BYTES` per element)."""
     names = set()
     for name in statements:
         st = program.statement(name)
@@ -170,12 +174,12 @@ def working_set_bytes(program, statements: Iterable[str], sizes: Mapping[str, in
             names.add(acc.tensor)
     total = 0
     for t in program.tensors:
-        if t.name not in names or t.dtype is None:
+        if t.name not in names:
             continue
         elems = 1
         for e in t.shape:
             elems *= max(0, int(e.evaluate(dict(sizes))))
-        total += elems * (t.dtype.bits // 8)
+        total += elems * (UNKNOWN_ELEMENT_BYTES if t.dtype is None else t.dtype.bits // 8)
     return total
 
 
@@ -187,6 +191,44 @@ def fits_in_cache(program, statements: Iterable[str], sizes: Optional[Mapping[st
         return working_set_bytes(program, statements, sizes) <= cache_bytes
     except (KeyError, TypeError, ValueError):
         return False  # a shape over a name the sizes do not bind: assume it is large
+
+
+def member_extent(model, member: Mapping[str, isl.PwAff], sizes: Mapping[str, int]) -> Optional[int]:
+    """The bounding-box extent of one schedule member (statement name -> its affine expression
+    over that statement's iterators) over the statements' instances at `sizes`; None when the
+    sizes leave it unbounded."""
+    largest = 0
+    for name, pa in member.items():
+        try:
+            domain = model.domains[name].intersect_params(model.context)
+            values = fix_sizes(isl.Map.from_pw_aff(pa).intersect_domain(domain).range(), sizes)
+            extent = extents(values)[0]
+        except (isl.Error, IndexError, KeyError):
+            return None
+        if extent is None:
+            return None
+        largest = max(largest, extent)
+    return largest
+
+
+def jam_pays_across_strides(strided_accesses: int, extent: Optional[int], l1_bytes: int) -> bool:
+    """Whether unrolling-and-jamming a reduction loop into a loop of `extent` iterations (per tile,
+    at the call's sizes; None: unknown, as large as it gets) along which `strided_accesses`
+    accesses each touch a new cache line per iteration pays: one pass of the loop must touch at
+    least the L1 cache's worth of lines, else the next pass finds them in L1 anyway."""
+    if strided_accesses == 0 or extent is None:
+        return True
+    return extent * strided_accesses * CACHE_LINE_BYTES >= l1_bytes
+
+
+def pack_pays(program, contraction, sizes: Optional[Mapping[str, int]], target) -> bool:
+    """Whether packing `contraction` (a `packing.Contraction`) pays at `sizes` (always when they
+    are unknown): the arrays its statement touches must not all fit in `target`'s L1 cache, unless
+    it reduces over several loops (a convolution's channel and window loops), which packing turns
+    into one long contiguous reduction at any size."""
+    if len(contraction.k) > 1:
+        return True
+    return not fits_in_cache(program, [contraction.statement], sizes, target.l1)
 
 
 def size_key(sizes: Mapping[str, int]) -> Dict[str, int]:
