@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import _harness as H
-from .polybench import _copy_inputs, compare
+from .polybench import _copy_inputs, compare, fresh_inputs_contender
 
 #: Presets timed by default, per suite (in increasing size); `--large` adds LARGE_PRESETS.
 PRESETS = ("MINI", "SMALL", "MEDIUM", "small", "primes", "typical")
@@ -79,15 +79,7 @@ def setup(kernel: str, preset: str, schedule: str) -> Dict[str, Any]:
     copies of its inputs before every call (kernels update arrays in place)."""
     lk = library()[kernel]
     f = compiled(lk, schedule)
-    inputs = lk.make_inputs(lk.sizes[preset], lk.dtypes[0])
-    work = _copy_inputs(inputs)
-
-    def prepare() -> None:
-        for k, v in inputs.items():
-            if isinstance(v, np.ndarray):
-                np.copyto(work[k], v)
-
-    return {"run": lambda: f(**work), "prepare": prepare}
+    return fresh_inputs_contender(f, lk.make_inputs(lk.sizes[preset], lk.dtypes[0]))
 
 
 # -- checking (in this process) ------------------------------------------------------------------

@@ -12,9 +12,10 @@ import polyc as pc
 from polyc.schedule.auto import auto_schedule
 from polyc.schedule.auto_size import (CACHE_LINE_BYTES, jam_pays_across_strides, pack_pays,
                                       working_set_bytes)
-from polyc.schedule.legality import check_legal, check_mark
 from polyc.schedule.packing import contraction_form
 from polyc.target import Target
+
+from test_auto_size import _proven  # noqa: E402 - this folder is on sys.path under pytest
 
 
 def _lib(module, name):
@@ -27,14 +28,6 @@ def _lib(module, name):
 def _jammed(sched):
     """Whether some loop of `sched` is a fully unrolled register lane (the jam's signature)."""
     return any(d.name is not None and d.unroll.is_full for d in sched.dims)
-
-
-def _proven(kernel, sched):
-    deps = kernel.dependences()
-    check_legal(sched, deps, "sized schedule")
-    for d in sched.dims:
-        if d.name is not None and d.marks & {"parallel", "vector"}:
-            check_mark(sched, deps, d.name, "sized mark")
 
 
 def _checked(lk, preset):
