@@ -31,6 +31,12 @@ from . import _harness as H
 BENCHMARKS: Dict[str, tuple] = {
     "matmul 1024 f32": ("kernels.linalg", "matmul", dict(I=1024, K=1024, J=1024), "f32"),
     "matmul 1024 f64": ("kernels.linalg", "matmul", dict(I=1024, K=1024, J=1024), "f64"),
+    "matmul 128 f32": ("kernels.linalg", "matmul", dict(I=128, K=128, J=128), "f32"),
+    "matmul 256 f32": ("kernels.linalg", "matmul", dict(I=256, K=256, J=256), "f32"),
+    "matmul 512 f32": ("kernels.linalg", "matmul", dict(I=512, K=512, J=512), "f32"),
+    "matmul 768 f32": ("kernels.linalg", "matmul", dict(I=768, K=768, J=768), "f32"),
+    "matmul skinny 4096x64x4096 f32": ("kernels.linalg", "matmul", dict(I=4096, K=64, J=4096), "f32"),
+    "matmul skinny 64x4096x4096 f32": ("kernels.linalg", "matmul", dict(I=64, K=4096, J=4096), "f32"),
     "matmul 2048 f32": ("kernels.linalg", "matmul", dict(I=2048, K=2048, J=2048), "f32"),
     "matmul 2048 f64": ("kernels.linalg", "matmul", dict(I=2048, K=2048, J=2048), "f64"),
     "batched matmul 16x256 f32": ("kernels.linalg", "batched_matmul", dict(N=16, I=256, K=256, J=256), "f32"),

@@ -87,13 +87,7 @@ class BoundCall:
             # A temp's shape bounds the indices its statements use; below 0 at these sizes, the
             # loops that use it are empty (a local in `range(2, N - 2)` at N = 1): no cells.
             extents = tuple(max(0, e.evaluate(self.sizes)) for e in decl.shape)
-            key = (name, extents, dtype.numpy_name)
-            reused = scratch.get(key) if scratch is not None else None
-            self._temps[name] = reused if reused is not None else np.empty(extents, dtype=dtype.numpy)
-            if scratch is not None:
-                for stale in [k for k in scratch if k[0] == name and k != key]:
-                    del scratch[stale]   # one buffer per intermediate: the latest shape's
-                scratch[key] = self._temps[name]
+            self._temps[name] = scratch_array(scratch, name, extents, dtype.numpy)
         return self._temps[name]
 
     @staticmethod
@@ -103,6 +97,23 @@ class BoundCall:
         except KeyError:
             raise ValueError(f"kernel signature names {what} {name!r}, which the program does not "
                              f"declare (code generator and program disagree)") from None
+
+
+def scratch_array(scratch: Optional[Dict[Tuple[str, Tuple[int, ...], str], np.ndarray]], name: str,
+                  extents: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Uninitialised memory for intermediate `name`: the buffer `scratch` holds for these extents
+    and dtype (an earlier call's), else a new one, which `scratch` then holds instead of any
+    other shape's (one buffer per intermediate)."""
+    if scratch is None:
+        return np.empty(extents, dtype=dtype)
+    key = (name, extents, np.dtype(dtype).name)
+    reused = scratch.get(key)
+    if reused is not None:
+        return reused
+    for stale in [k for k in scratch if k[0] == name]:
+        del scratch[stale]
+    array = scratch[key] = np.empty(extents, dtype=dtype)
+    return array
 
 
 def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
@@ -133,7 +144,7 @@ def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
     sizes, origins = _solve_sizes(program, passed, kwargs, size_names)
     _check_shapes(program, passed, sizes, origins)
     _check_assumptions(program, sizes, origins)
-    _check_aliasing(program, passed)
+    check_aliasing(program, passed)
     scalars = {s.name: _check_scalar(s, kwargs) for s in program.scalars}
 
     arrays: Dict[str, np.ndarray] = {}
@@ -150,7 +161,7 @@ def call_key(kwargs: Mapping[str, Any]) -> Optional[Tuple[Any, ...]]:
     """What `bind_arguments`' checks of a call depend on, apart from memory addresses: per plain
     numpy array its dtype, shape and layout flags, per Python number its type and value.  Two
     calls with the same key pass or fail the same checks (aliasing aside) and get the same sizes,
-    so a checked call can be reused (`CheckedCall.rebind`).  None for anything else (DLPack objects, array
+    so a checked call can be reused (`ready_call.ReadyCall`).  None for anything else (DLPack objects, array
     subclasses, numpy scalars): those calls always take the full checks."""
     parts = []
     for name, value in kwargs.items():
@@ -163,40 +174,6 @@ def call_key(kwargs: Mapping[str, Any]) -> Optional[Tuple[Any, ...]]:
         else:
             return None
     return tuple(parts)
-
-
-@dataclass(frozen=True)
-class CheckedCall:
-    """What a call `bind_arguments` accepted leaves for the next call with the same `call_key`:
-    sizes, scalars and the outputs' layout, holding none of its arrays."""
-
-    program: Program
-    sizes: Dict[str, int]
-    scalars: Dict[str, Number]
-    outputs: Tuple[str, ...]
-    layout: Tuple[Tuple[str, Tuple[int, ...], np.dtype], ...]   # every non-temp tensor, in order
-
-    @classmethod
-    def of(cls, bound: BoundCall) -> "CheckedCall":
-        layout = tuple((name, a.shape, a.dtype) for name, a in bound.arrays.items())
-        return cls(bound.program, bound.sizes, bound.scalars, bound.outputs, layout)
-
-    def rebind(self, kwargs: Mapping[str, Any], fully_written: Collection[str] = ()) -> BoundCall:
-        """This call for the arrays of `kwargs` (whose `call_key` is the one checked): the same
-        sizes and scalars, the passed arrays checked for aliasing (it depends on their
-        addresses), fresh outputs for those not passed."""
-        program = self.program
-        passed = {t.name: kwargs[t.name] for t in program.tensors if t.name in kwargs}
-        _check_aliasing(program, passed)
-        arrays: Dict[str, np.ndarray] = {}
-        for name, shape, dtype in self.layout:
-            if name in passed:
-                arrays[name] = passed[name]
-            elif name in fully_written:
-                arrays[name] = np.empty(shape, dtype=dtype)
-            else:
-                arrays[name] = np.zeros(shape, dtype=dtype)
-        return BoundCall(program, self.sizes, arrays, self.scalars, self.outputs)
 
 
 def passed_dtypes(program: Program, kwargs: Mapping[str, Any]) -> Dict[str, DType]:
@@ -512,7 +489,7 @@ def _check_assumptions(program: Program, sizes: Mapping[str, int], origins: Mapp
 
 # -- aliasing ---------------------------------------------------------------------------------
 
-def _check_aliasing(program: Program, passed: Mapping[str, np.ndarray]) -> None:
+def check_aliasing(program: Program, passed: Mapping[str, np.ndarray]) -> None:
     """Written arrays are `restrict` in C: they must not share memory with any other argument."""
     roles = {t.name: t.role for t in program.tensors}
     names = [t.name for t in program.tensors if t.name in passed]

@@ -8,7 +8,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
 from ..ir import f32
-from .arguments import CheckedCall, bind_arguments, call_key, passed_dtypes
+from .arguments import bind_arguments, call_key, passed_dtypes
+from .ready_call import ReadyCall
 from ..target import Target
 from .compiler import command_flags, compile_c, normalise_flags
 from .loader import load_or_rebuild
@@ -47,7 +48,7 @@ class CCompiledKernel:
         self._variants: Dict[str, Tuple[GeneratedC, Any]] = {}
         self._schedules: Dict[str, Any] = {}  # size-class key -> the schedule decided for it
         self._typings: Dict[Tuple[Tuple[str, str], ...], Typing] = {}  # dtype signature -> typing
-        self._calls: Dict[Tuple[Any, ...], Tuple[Any, GeneratedC, Any]] = {}  # call_key -> checked call
+        self._calls: Dict[Tuple[Any, ...], ReadyCall] = {}  # call_key -> plan of a checked call
         # Per calling thread, the intermediates of its last call, reused by its next call of the
         # same shapes (fresh pages cost a page fault each: a quarter of a 4096^2 softmax).
         self._scratch = threading.local()
@@ -106,27 +107,24 @@ class CCompiledKernel:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, **kwargs: Any) -> Any:
-        program = self.kernel.program
-        fully_written = self.kernel.model.fully_written
-        key = call_key(kwargs)
-        seen = self._calls.get(key) if key is not None else None
-        if seen is not None:
-            # Same dtypes, shapes, layouts and numbers as a call already checked: its sizes and
-            # variant hold; only what depends on the arrays' memory is checked again.
-            checked, gen, fn = seen
-            bound = checked.rebind(kwargs, fully_written)
-        else:
-            typing = self.typing_for(kwargs)
-            bound = bind_arguments(program, kwargs, dtypes=typing.tensors, fully_written=fully_written)
-            gen, fn = self.variant(typing, self.size_class(bound.sizes), bound.sizes)
-            if key is not None:
-                if len(self._calls) >= MAX_REMEMBERED_CALLS:
-                    self._calls.clear()
-                self._calls[key] = (CheckedCall.of(bound), gen, fn)
         scratch = getattr(self._scratch, "temps", None)
         if scratch is None:
             scratch = self._scratch.temps = {}
+        key = call_key(kwargs)
+        ready = self._calls.get(key) if key is not None else None
+        if ready is not None:
+            # Same dtypes, shapes, layouts and numbers as a call already checked: its sizes,
+            # variant and plan hold; only what depends on the arrays' memory is checked again.
+            return ready(kwargs, scratch)
+        fully_written = self.kernel.model.fully_written
+        typing = self.typing_for(kwargs)
+        bound = bind_arguments(self.kernel.program, kwargs, dtypes=typing.tensors, fully_written=fully_written)
+        gen, fn = self.variant(typing, self.size_class(bound.sizes), bound.sizes)
         fn(*bound.c_args(gen.signature, scratch))
+        if key is not None:
+            if len(self._calls) >= MAX_REMEMBERED_CALLS:
+                self._calls.clear()
+            self._calls[key] = ReadyCall.plan(bound, kwargs.keys(), gen.signature, fn.raw, fully_written)
         outputs = {name: bound.arrays[name] for name in bound.outputs}
         if len(outputs) == 1:
             return next(iter(outputs.values()))

@@ -100,6 +100,11 @@ class KernelFunction:
         self.lib_path = lib_path
         self._kinds: Tuple[str, ...] = tuple(p.kind for p in signature.params)
 
+    @property
+    def raw(self) -> Any:
+        """The ctypes function itself: arguments as addresses and numbers, nothing checked."""
+        return self._function
+
     def __call__(self, *args: Any) -> None:
         params = self.signature.params
         if len(args) != len(params):

@@ -1,5 +1,5 @@
 """A compiled kernel called again with the same dtypes, shapes, layouts and numbers reuses the
-checks of the first call (`arguments.call_key`, `CheckedCall`); everything that can differ between
+checks of the first call (`arguments.call_key`, `ready_call.ReadyCall`); everything that can differ between
 such calls is still checked, and every call gets fresh outputs."""
 import numpy as np
 import pytest
@@ -54,3 +54,27 @@ def test_a_read_only_output_is_refused_after_a_writable_one():
     frozen.flags.writeable = False
     with pytest.raises(ArgumentError, match="read-only"):
         f(X=x, Y=frozen, s=1.0)
+
+
+def test_overlapping_views_are_refused_and_adjacent_ones_accepted_on_a_repeated_call():
+    """The repeated-call path checks overlap from addresses: views of one buffer that share an
+    element are refused, views that only touch are fine."""
+    f = pc.compile(INPLACE)
+    f(X=np.arange(4.0), Y=np.ones(4), s=2.0)
+    buf = np.arange(8.0)
+    with pytest.raises(ArgumentError, match="alias"):
+        f(X=buf[3:7], Y=buf[0:4], s=2.0)
+    x, y = buf[4:8], buf[0:4]
+    expected = y * 2.0 + x
+    np.testing.assert_array_equal(f(X=x, Y=y, s=2.0), expected)
+
+
+def test_read_only_inputs_and_returned_outputs_on_repeated_calls():
+    f = pc.compile(SAXPY)
+    x, z = np.arange(6.0), np.ones(6)
+    x.flags.writeable = False
+    for _ in range(3):
+        np.testing.assert_array_equal(f(X=x, Z=z, a=0.5), 0.5 * x + 1)
+    y = np.empty(6)
+    assert f(X=x, Z=z, a=0.5, Y=y) is y      # a passed output is the one returned
+    np.testing.assert_array_equal(y, 0.5 * x + 1)
