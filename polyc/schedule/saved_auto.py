@@ -56,9 +56,9 @@ def check_request(data: Any) -> Dict[str, Any]:
         target = Target.from_dict(data["target"])
     except TargetError as e:
         raise ScheduleFileError(str(e), f"{w}.target.{e.field}" if e.field else f"{w}.target") from None
-    for f in ("tile", "pack", "jam_rows"):
+    for f in ("tile", "pack"):
         schedule_file.expect(data[f], (bool,), f"{w}.{f}", "true or false")
-    for f in ("register_blocking", "reassociate"):
+    for f in ("register_blocking", "jam_rows", "reassociate"):
         _opt(data[f], (bool,), f"{w}.{f}", "true, false or null")
     budget = _opt(data["budget"], (int,), f"{w}.budget", "an integer or null")
     if budget is not None and budget <= 0:

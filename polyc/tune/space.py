@@ -91,7 +91,7 @@ class Space:
             for loop in tiled:
                 genes.append(Gene(f"tile.{loop}", (DEFAULT,) + sizes))
         genes.append(Gene("register_blocking", (DEFAULT, True, False)))
-        genes.append(Gene("jam_rows", (False, True)))
+        genes.append(Gene("jam_rows", (DEFAULT, False, True)))
         if "pack" in prims:
             for st in contraction_statements(self.kernel):
                 genes.extend(self._pack_genes(st, prims["pack"].params))

@@ -56,8 +56,8 @@ def realize_genome(space: Any, genome: Mapping[str, Any]) -> Tuple[Candidate, An
             knobs["tile_sizes"] = tuple(sorted(tiles.items()))
         if genome.get("register_blocking") is not DEFAULT:
             knobs["register_blocking"] = bool(genome["register_blocking"])
-        if genome.get("jam_rows"):
-            knobs["jam_rows"] = True
+        if genome.get("jam_rows", DEFAULT) is not DEFAULT:
+            knobs["jam_rows"] = bool(genome["jam_rows"])
         if packs:
             knobs["pack"] = False
     cand = Candidate(seed, tuple(sorted(knobs.items())))

@@ -48,3 +48,40 @@ def test_reduction_chains_are_split_from_simd_work_legally():
     assert any("unroll_and_jam" in h for h in jammed.history)
     inputs = lk.make_inputs(dict(I=19, J=23), "f64", np.random.default_rng(2))
     np.testing.assert_allclose(pc.compile(lk.kernel, jammed)(**inputs), lk.expected(inputs), rtol=1e-12)
+
+
+def _polybench(name):
+    from kernels.polybench import linear_algebra, datamining
+    return next(k for m in (linear_algebra, datamining) for k in m.KERNELS if k.name == name)
+
+
+def test_auto_jams_ordered_chains_of_loop_kernels_and_keeps_their_order():
+    """atax's row products `tmp[i] += A[i, j] * x[j]` are ordered chains (a loop kernel keeps
+    Python's order): "auto" runs rows side by side, each still summed in its written order."""
+    lk = _polybench("atax")
+    sizes = dict(M=37, N=29)
+    sched = auto_schedule(lk.kernel, sizes=sizes)
+    assert any(h.startswith("unroll_and_jam(") for h in sched.history), sched.history
+    inputs = lk.make_inputs(sizes, "f64")
+    got = pc.compile(lk.kernel, sched, flags=EXACT)(**{k: (v.copy() if hasattr(v, "copy") else v)
+                                                        for k, v in inputs.items()})
+    want = pc.compile(lk.kernel, flags=EXACT)(**inputs)
+    for name in ("y", "tmp"):
+        np.testing.assert_array_equal(got[name], want[name])
+    assert not any(h.startswith("unroll_and_jam(") for h in auto_schedule(lk.kernel, jam_rows=False).history)
+
+
+def test_jamming_leaves_packed_contractions_packed():
+    """covariance: its column means are jammed chains, its product `cov += data * data` is
+    packed; jamming first and skipping the packed statement keeps the pack plan valid (jamming
+    after packing changed every statement's map and silently dropped the plan)."""
+    from polyc.schedule.packing import packing_plans
+    lk = _polybench("covariance")
+    sched = auto_schedule(lk.kernel, sizes=lk.sizes["LARGE"])
+    assert any(h.startswith("unroll_and_jam(") for h in sched.history), sched.history
+    assert packing_plans(sched), sched.history
+
+
+def test_einstein_reductions_are_reassociated_not_jammed():
+    lk = kernels.by_name("softmax")
+    assert not any(h.startswith("unroll_and_jam(") for h in auto_schedule(lk.kernel).history)
