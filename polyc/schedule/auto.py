@@ -29,7 +29,7 @@ import os
 import warnings
 import weakref
 from dataclasses import dataclass, replace
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import islpy as isl
 
@@ -42,6 +42,7 @@ from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
 from .auto_size import pack_pays, worth_parallel
+from .auto_split import split_pinned_loops
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from . import saved_auto, serialize
@@ -257,7 +258,9 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             sched = flatten(model, decided, history=(note,))
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
-                sched = add_marks(sched, deps, search, reassociate, sizes)
+                sched = split_pinned_loops(sched, add_marks(sched, deps, search, reassociate, sizes), deps,
+                                           lambda s: add_marks(s, deps, search, reassociate, sizes), search,
+                                           markable_loops)
                 if jam_rows and not search.expired("jamming reduction rows"):
                     # Before packing, whose plans would not survive a later change of the loops;
                     # the statements packing will take are left to it.
@@ -282,6 +285,22 @@ def reassociate_default(program, reassociate: Optional[bool]) -> str:
 
 
 # -- marks ---------------------------------------------------------------------------------------
+
+def markable_loops(schedule: Schedule) -> Set[str]:
+    """The loops `add_marks` would consider in the marked `schedule`, were they free of
+    dependences: a loop innermost in every statement in it (a vector loop), or one with no parallel
+    loop around or inside it in any of its statements."""
+    _, loops_of = real_loops(schedule)
+    out = set()
+    for p, d in enumerate(schedule.dims):
+        users = [s for s, ps in loops_of.items() if p in ps]
+        if d.name is None or not users:
+            continue
+        if all(loops_of[s][-1] == p for s in users) or \
+                not any(LoopKind.PARALLEL in schedule.dims[q].kinds for s in users for q in loops_of[s]):
+            out.add(d.name)
+    return out
+
 
 def schedule_columns(schedule: Schedule):
     """Per statement: each dimension's expression (PwAff), and the positions that are real loops."""

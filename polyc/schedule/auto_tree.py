@@ -164,8 +164,15 @@ def single_aff(pa: Expr) -> Optional[isl.Aff]:
         return None
     pieces = pa.get_pieces()
     if len(pieces) != 1:
-        affs = {str(a) for _, a in pieces}
+        affs = {str(a): a for _, a in pieces}
         if len(affs) != 1:
+            # Pieces may differ in form only: on a piece where `i == k` (after `index_split`) isl
+            # may write the column `i` as `k`.  One piece's expression that equals `pa` on its
+            # whole domain is the function.
+            domain = pa.domain()
+            for aff in affs.values():
+                if isl.PwAff.from_aff(aff).intersect_domain(domain).is_equal(pa):
+                    return aff
             return None
     return pieces[0][1]
 

@@ -11,13 +11,13 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import PolycError
 from .params import REQUIRED, Param, Primitive, check_arguments
-from .primitives import (distribute, fuse, interchange, map_to_blocks, map_to_threads, pack, parallel, peel, reorder,
-                         reverse, shift, skew, split, tile, unroll, unroll_and_jam, vectorize)
+from .primitives import (distribute, fuse, index_split, interchange, map_to_blocks, map_to_threads, pack, parallel,
+                         peel, reorder, reverse, shift, skew, split, tile, unroll, unroll_and_jam, vectorize)
 
 __all__ = ["PRIMITIVES", "ALIASES", "REQUIRED", "Param", "Primitive", "primitive", "replay_primitive",
            "check_arguments"]
 
-_MODULES = (tile, split, interchange, reorder, skew, reverse, shift, fuse, distribute, peel, unroll, unroll_and_jam,
+_MODULES = (tile, split, interchange, reorder, skew, reverse, shift, fuse, distribute, peel, index_split, unroll, unroll_and_jam,
             parallel, vectorize, pack, map_to_blocks, map_to_threads)
 
 #: Every primitive, in the order the documentation lists them.

@@ -83,6 +83,10 @@ class Schedule(ScheduleState):
         """Run the first `front` and last `back` iterations of `loop` as separate copies."""
         return PRIMITIVES["peel"].apply(self, loop, front, back)
 
+    def index_split(self, loop: str, at: str, offset: int = 0) -> "Schedule":
+        """Run `loop` in three parts: below, equal to and above the enclosing loop `at` (+ `offset`)."""
+        return PRIMITIVES["index_split"].apply(self, loop, at, offset)
+
     def unroll(self, loop: str, factor: Optional[int] = None) -> "Schedule":
         """Unroll `loop` fully (constant trip count) or by `factor` (compiler hint)."""
         return PRIMITIVES["unroll"].apply(self, loop, factor)

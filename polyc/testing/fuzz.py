@@ -17,7 +17,7 @@ from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 #: Primitives the fuzzer draws from, with relative weights.
 PRIMITIVES: Dict[str, int] = {
     "tile": 3, "split": 2, "interchange": 3, "reorder": 1, "skew": 2, "reverse": 2, "shift": 2,
-    "fuse": 2, "distribute": 2, "peel": 1, "unroll": 1, "unroll_and_jam": 1, "parallel": 3,
+    "fuse": 2, "distribute": 2, "peel": 1, "index_split": 1, "unroll": 1, "unroll_and_jam": 1, "parallel": 3,
     "vectorize": 2,
 }
 
@@ -94,6 +94,9 @@ def random_call(schedule, rng: random.Random, primitives: Optional[Mapping[str, 
         return name, (rng.choice([loop, rng.choice(statements)]),), {}
     if name == "peel":
         return name, (loop,), {"front": rng.choice([0, 1, 2]), "back": rng.choice([0, 1])}
+    if name == "index_split":
+        outer = [l for l in loops if schedule.dim_index(l) < schedule.dim_index(loop)]
+        return name, (loop,), {"at": rng.choice(outer or loops), "offset": rng.choice([-1, 0, 0, 1])}
     if name == "unroll":
         inner = [l for l in loops if l.endswith("_inner")]
         if inner and rng.random() < 0.5:
