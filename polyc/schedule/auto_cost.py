@@ -205,6 +205,13 @@ class SearchBudget:
         self.candidates = 0
         self.expired_at: Optional[str] = None   # what was cut short first (for the debug log)
 
+    def restart(self) -> None:
+        """Start the deadline again from now (after isl's scheduler, which its own operation
+        budget bounds: the deadline is for polyc's searches, and marks must not be cut because
+        isl took most of it on a slow machine)."""
+        if self.seconds is not None:
+            self.deadline = self.clock() + self.seconds
+
     def expired(self, what: str = "") -> bool:
         if self.deadline is None or self.clock() < self.deadline:
             return False
