@@ -177,6 +177,11 @@ class TuneRecordError(TuneError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class PackingDroppedWarning(PolycWarning):
+    """A primitive applied after `Schedule.pack` changed a packed statement's loops, so the packed
+    code for it is no longer generated (it runs as ordinary loops).  Pack last, or pack again."""
+
+
 class TuningWarning(PolycWarning):
     """`schedule="tuned"` found no usable tuning record and used `"auto"` instead."""
 

@@ -422,16 +422,4 @@ def _with_plan(before: Schedule, after: Schedule, plan: PackPlan) -> Schedule:
 
 def packing_plans(s: Schedule) -> Dict[str, PackPlan]:
     """The packed contractions of `s` that are still valid (the statement's map is unchanged)."""
-    out = {}
-    if not s.packing:
-        return out
-    statements = set(s.statements)
-    names = set(s.loop_names)
-    for plan in s.packing:
-        if plan.statement not in statements or not all(nm in names for nm in plan.loops):
-            continue
-        text = s.map_text(plan.statement)  # printed for the packed statements only
-        # The same text is the same map (the usual case: plans follow their maps), no isl needed.
-        if text == plan.map_text or s.statement_map(plan.statement).is_equal(isl.Map(plan.map_text)):
-            out[plan.statement] = plan
-    return out
+    return s.valid_packing()  # type: ignore[return-value]

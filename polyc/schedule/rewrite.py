@@ -15,13 +15,14 @@ Dependences are computed once per `PolyModel` and cached (weakly, so models can 
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from dataclasses import dataclass, replace
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import islpy as isl
 
-from ..errors import NameClashError, PolycError, ScheduleArgumentError
+from ..errors import NameClashError, PackingDroppedWarning, PolycError, ScheduleArgumentError
 from ..poly.dependences import Dependence, Dependences
 from ..poly.islutil import fixed_value, isl_budget  # noqa: F401  (fixed_value re-exported)
 from ..poly.model import PolyModel
@@ -170,6 +171,24 @@ def remap(s: Schedule, exprs: Optional[Sequence[str]] = None,
         if t is not None:
             m = m.apply_range(t).coalesce()
         out.append((name, m))
+    return tuple(out)
+
+
+def maps_in_parts(s: Schedule, level: int, parts: Sequence[Tuple[int, isl.Set]], default: int = 1) -> StatementMaps:
+    """Statement maps with a constant dimension inserted before dimension `level`, worth `v` on the
+    time points of each part `(v, points)` (`peel`, `index_split`); a statement that no part holds
+    (it has no instances at all) sits at `default`, a harmless position."""
+    t = time_vars(len(s.dims))
+    at = {v: time_map(s, t[:level] + [str(v)] + t[level:]) for v in [default] + [v for v, _ in parts]}
+    out = []
+    for name, m in s.maps:
+        new = None
+        for v, points in parts:
+            if points.is_empty():
+                continue
+            piece = m.intersect_range(points).apply_range(at[v])
+            new = piece if new is None else new.union(piece)
+        out.append((name, (m.apply_range(at[default]) if new is None else new).coalesce()))
     return tuple(out)
 
 
@@ -368,7 +387,20 @@ def finish(old: Schedule, st: Step, *, maps: Optional[StatementMaps] = None,
     if check:
         with isl_budget(f"checking {st.call_text()}"):
             validate(new, st.call_text(), marking, maps_changed=maps is not None or marking is None)
+    if maps is not None and old.packing:
+        _warn_dropped_packing(old, new, st)
     return new
+
+
+def _warn_dropped_packing(old: Schedule, new: Schedule, st: Step) -> None:
+    """A `PackingDroppedWarning` when step `st` changed the map of a statement `old` packs (its plan
+    no longer applies, so the statement would silently lose its packed code)."""
+    lost = sorted(set(old.valid_packing()) - set(new.valid_packing()))
+    if lost:
+        warnings.warn(PackingDroppedWarning(
+            f"{st.call_text()} changed the loops of packed statement{'s' if len(lost) > 1 else ''} "
+            f"{', '.join(lost)}: {'they run' if len(lost) > 1 else 'it runs'} as ordinary loops now, not "
+            f"packed. Apply pack(...) last, or again after this step."), stacklevel=4)
 
 
 def mark_loop(s: Schedule, loop: str, st: Step, dim: Dim):

@@ -349,6 +349,23 @@ class ScheduleState:
         """The loops of the recorded pack plans (still valid or not: see `packing.packing_plans`)."""
         return frozenset(nm for plan in self.packing for nm in plan.loops)  # type: ignore[attr-defined]
 
+    def valid_packing(self) -> Dict[str, object]:
+        """The pack plans still valid, by statement (the statement's map is the one the plan was
+        made for; `packing.packing_plans`)."""
+        out: Dict[str, object] = {}
+        if not self.packing:
+            return out
+        statements = set(self.statements)
+        names = set(self.loop_names)
+        for plan in self.packing:
+            st, loops, text = plan.statement, plan.loops, plan.map_text  # type: ignore[attr-defined]
+            if st not in statements or not all(nm in names for nm in loops):
+                continue
+            # The same text is the same map (the usual case: plans follow their maps), no isl needed.
+            if self.map_text(st) == text or self.statement_map(st).is_equal(isl.Map(text)):
+                out[st] = plan
+        return out
+
     # -- kinds ---------------------------------------------------------------------------------
     def with_dims(self, dims: Iterable[Dim], note: str):
         return replace(self, dims=tuple(dims), history=self.history + (note,))

@@ -2,12 +2,15 @@
 BLAS-style code whose results equal the source order's bit for bit."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import kernels
 import polyc as pc
 from polyc.schedule.auto import auto_schedule
+from polyc.errors import PackingDroppedWarning
 from polyc.schedule.packing import Contraction, contraction_form, packing_plans
 
 MATMUL = "C[i, j] +=! A[i, k] * B[k, j]"
@@ -207,7 +210,8 @@ def test_a_later_primitive_on_the_packed_loops_disables_the_packed_code():
     mm = pc.kernel(MATMUL, name="mm_later")
     sched = mm.schedule().pack("S1", **TINY)
     assert packing_plans(sched)
-    changed = sched.interchange("i_row", "j_lane")
+    with pytest.warns(PackingDroppedWarning, match="interchange"):
+        changed = sched.interchange("i_row", "j_lane")
     assert not packing_plans(changed)
     assert "S1_packed" not in pc.codegen(mm, changed)
     rng = np.random.default_rng(4)
@@ -246,3 +250,18 @@ def test_auto_packs_polybench_contractions_and_keeps_them_exact(name):
     pc.compile(lk.kernel, sched)(**inputs)
     lk.kernel.reference(**expected)
     np.testing.assert_allclose(inputs["C"], expected["C"], rtol=1e-12)
+
+
+def test_a_step_after_pack_that_drops_the_plan_warns():
+    """A primitive that changes a packed statement's map after `pack` makes its plan stale: the
+    statement would quietly run as ordinary loops; the user is told, naming the step."""
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_drop")
+    packed = mm.schedule().pack("S1")
+    with pytest.warns(PackingDroppedWarning, match=r"tile\(i=4\) changed the loops of packed statement S1"):
+        tiled = packed.tile(i=4)
+    assert "S1" not in packing_plans(tiled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # marks keep the maps; automatic packing of 3mm drops nothing
+        packing_plans(packed.parallel("i_block"))
+        from kernels import by_name
+        assert sorted(packing_plans(pc.compile(by_name("3mm").kernel, "auto").schedule)) == ["S1", "S3", "S5"]

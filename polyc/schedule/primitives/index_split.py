@@ -31,7 +31,7 @@ from ...errors import PolycError
 from ...poly.islutil import isl_budget
 from ..integers import schedule_int
 from ..params import Param, Primitive
-from ..rewrite import Step, finish, loop_index, time_vars
+from ..rewrite import Step, finish, loop_index, maps_in_parts, time_vars
 from ..state import Dim, ScheduleState as Schedule
 from . import obligations
 
@@ -49,34 +49,21 @@ def index_split(s: Schedule, loop: str, at: str, offset: int = 0) -> Schedule:
         enclosing = [d.name for d in s.dims[:level] if d.name is not None]
         raise PolycError(f"index_split: {at!r} must be a loop enclosing {loop!r} "
                          f"({'one of ' + ', '.join(enclosing) if enclosing else 'it has none'})")
-    n = len(s.dims)
-    t = time_vars(n)
-    ts = ", ".join(t)
+    t = time_vars(len(s.dims))
     with isl_budget(f"splitting loop {loop!r} for {st.call_text()}"):
-        out = []
-        for name, m in s.maps:
-            new = None
-            for v, rel in enumerate(PARTS):
-                part = isl.Set(f"{s.model.pstr} -> {{ [{ts}] : {t[level]} {rel} {t[outer]} + {offset} }}")
-                exprs = list(t[:level]) + [str(v)] + list(t[level:])
-                piece = m.intersect_range(part).apply_range(
-                    isl.Map(f"{s.model.pstr} -> {{ [{ts}] -> [{', '.join(exprs)}] }}"))
-                if piece.intersect_domain(s.model.domains[name]).is_empty():
-                    continue
-                new = piece if new is None else new.union(piece)
-            if new is None:  # a statement with no instances at all keeps a harmless position
-                new = m.apply_range(isl.Map(f"{s.model.pstr} -> {{ [{ts}] -> [{', '.join(t[:level] + ['1'] + t[level:])}] }}"))
-            out.append((name, new.coalesce()))
+        parts = [(v, isl.Set(f"{s.model.pstr} -> {{ [{', '.join(t)}] : {t[level]} {rel} {t[outer]} + {offset} }}"))
+                 for v, rel in enumerate(PARTS)]
+        maps = maps_in_parts(s, level, parts)
     dims = list(s.dims)
     dims.insert(level, Dim(None))
-    return finish(s, st, maps=tuple(out), dims=dims)
+    return finish(s, st, maps=maps, dims=dims)
 
 
 PRIMITIVE = Primitive(
     name="index_split",
     params=(Param("loop", "loop", "the loop to split"),
             Param("at", "loop", "an enclosing loop: the split is where `loop` equals its value plus `offset`"),
-            Param("offset", "int", "added to the enclosing loop's value", default=0, minimum=-64, maximum=64)),
+            Param("offset", "int", "added to the enclosing loop's value", default=0)),
     apply=index_split,
     doc=__doc__,
     obligations=obligations.COMMON + (obligations.INSTANCES_ONCE,),

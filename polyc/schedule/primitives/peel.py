@@ -21,7 +21,7 @@ import islpy as isl
 from ...poly.islutil import isl_budget
 from ..integers import schedule_int
 from ..params import Param, Primitive
-from ..rewrite import Step, finish, loop_index, time_set, time_vars
+from ..rewrite import Step, finish, loop_index, maps_in_parts, time_set, time_vars
 from ..state import Dim, ScheduleState as Schedule
 from . import obligations
 
@@ -51,24 +51,10 @@ def peel(s: Schedule, loop: str, front: int = 1, back: int = 0) -> Schedule:
             else times.subtract(times)
         back_part = back_part.subtract(front_part)
         middle = times.subtract(front_part).subtract(back_part)
-        parts = [(0, front_part), (1, middle), (2, back_part)]
-        exprs = {v: list(t[:level]) + [str(v)] + list(t[level:]) for v, _ in parts}
-        ts = ", ".join(t)
-        out = []
-        for name, m in s.maps:
-            new = None
-            for v, part in parts:
-                if part.is_empty():
-                    continue
-                piece = m.intersect_range(part).apply_range(
-                    isl.Map(f"{s.model.pstr} -> {{ [{ts}] -> [{', '.join(exprs[v])}] }}"))
-                new = piece if new is None else new.union(piece)
-            if new is None:  # a statement with no instances at all keeps a harmless position
-                new = m.apply_range(isl.Map(f"{s.model.pstr} -> {{ [{ts}] -> [{', '.join(exprs[1])}] }}"))
-            out.append((name, new.coalesce()))
+        maps = maps_in_parts(s, level, [(0, front_part), (1, middle), (2, back_part)])
     dims = list(s.dims)
     dims.insert(level, Dim(None))
-    return finish(s, st, maps=tuple(out), dims=dims)
+    return finish(s, st, maps=maps, dims=dims)
 
 
 PRIMITIVE = Primitive(
