@@ -174,6 +174,14 @@ def remap(s: Schedule, exprs: Optional[Sequence[str]] = None,
     return tuple(out)
 
 
+def finish_in_parts(s: Schedule, st: "Step", level: int, parts: Sequence[Tuple[int, isl.Set]]):
+    """`finish` for a primitive that runs the loop at `level` in parts (`peel`, `index_split`): a
+    new constant dimension before it orders the parts (`maps_in_parts`)."""
+    dims = list(s.dims)
+    dims.insert(level, Dim(None))
+    return finish(s, st, maps=maps_in_parts(s, level, parts), dims=dims)
+
+
 def maps_in_parts(s: Schedule, level: int, parts: Sequence[Tuple[int, isl.Set]], default: int = 1) -> StatementMaps:
     """Statement maps with a constant dimension inserted before dimension `level`, worth `v` on the
     time points of each part `(v, points)` (`peel`, `index_split`); a statement that no part holds

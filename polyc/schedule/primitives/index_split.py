@@ -31,8 +31,8 @@ from ...errors import PolycError
 from ...poly.islutil import isl_budget
 from ..integers import schedule_int
 from ..params import Param, Primitive
-from ..rewrite import Step, finish, loop_index, maps_in_parts, time_vars
-from ..state import Dim, ScheduleState as Schedule
+from ..rewrite import Step, finish_in_parts, loop_index, time_vars
+from ..state import ScheduleState as Schedule
 from . import obligations
 
 #: The parts, in their order: before the plane, on it, after it.
@@ -53,10 +53,7 @@ def index_split(s: Schedule, loop: str, at: str, offset: int = 0) -> Schedule:
     with isl_budget(f"splitting loop {loop!r} for {st.call_text()}"):
         parts = [(v, isl.Set(f"{s.model.pstr} -> {{ [{', '.join(t)}] : {t[level]} {rel} {t[outer]} + {offset} }}"))
                  for v, rel in enumerate(PARTS)]
-        maps = maps_in_parts(s, level, parts)
-    dims = list(s.dims)
-    dims.insert(level, Dim(None))
-    return finish(s, st, maps=maps, dims=dims)
+        return finish_in_parts(s, st, level, parts)
 
 
 PRIMITIVE = Primitive(

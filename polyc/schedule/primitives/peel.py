@@ -21,8 +21,8 @@ import islpy as isl
 from ...poly.islutil import isl_budget
 from ..integers import schedule_int
 from ..params import Param, Primitive
-from ..rewrite import Step, finish, loop_index, maps_in_parts, time_set, time_vars
-from ..state import Dim, ScheduleState as Schedule
+from ..rewrite import Step, finish, finish_in_parts, loop_index, time_set, time_vars
+from ..state import ScheduleState as Schedule
 from . import obligations
 
 def peel(s: Schedule, loop: str, front: int = 1, back: int = 0) -> Schedule:
@@ -51,10 +51,7 @@ def peel(s: Schedule, loop: str, front: int = 1, back: int = 0) -> Schedule:
             else times.subtract(times)
         back_part = back_part.subtract(front_part)
         middle = times.subtract(front_part).subtract(back_part)
-        maps = maps_in_parts(s, level, [(0, front_part), (1, middle), (2, back_part)])
-    dims = list(s.dims)
-    dims.insert(level, Dim(None))
-    return finish(s, st, maps=maps, dims=dims)
+        return finish_in_parts(s, st, level, [(0, front_part), (1, middle), (2, back_part)])
 
 
 PRIMITIVE = Primitive(
