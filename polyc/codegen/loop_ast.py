@@ -299,10 +299,7 @@ def _check_loops(loops: Node, schedule: Schedule, smap: isl.UnionMap, context: i
     # The statements' own domains, not the schedule's pieces: `unroll_and_jam(separate=True)` and
     # `peel` cut a domain at multiples of a factor, which are divisions too, but not strides isl
     # mis-generates (and checking covariance's jammed rows took 12 s before isl's budget stopped it).
-    domains = isl.UnionSet.empty(smap.get_space().domain())
-    for d in schedule.model.domains.values():
-        domains = domains.union(isl.UnionSet.from_set(d))
-    if not (_strided(domains) or any(st.divisions for st in schedule.model.program.statements)):
+    if not (_strided(schedule.model.domain) or any(st.divisions for st in schedule.model.program.statements)):
         return None
     try:
         with isl_budget(f"checking the generated loops of {schedule.model.program.name}"):

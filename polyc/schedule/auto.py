@@ -193,8 +193,9 @@ def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True,
     reduction loop of contractions into the SIMD loop; `pack=False` leaves matmul-like statements
     to the tiled loops instead of packed BLAS-style code (`Schedule.pack`); `jam_rows` runs rows of
     ordered reduction chains side by side (`jam_reductions`), by default where reductions keep their
-    written order (loop kernels, `reassociate=False`): atax and bicg at LARGE 2.3-2.5x faster.  `deadline`: seconds of searching after which
-    the best schedule found so far is kept (default `AUTO_DEADLINE`; 0: none).
+    written order (loop kernels, `reassociate=False`): atax and bicg at LARGE 2.3-2.5x faster.
+    `deadline`: seconds of searching, counted after isl's scheduler, after which the best schedule
+    found so far is kept (default `AUTO_DEADLINE`; 0: none).
 
     `reassociate`: whether reductions may be reassociated (vector accumulators, OpenMP reduction
     clauses; see `reduction_marks`).  Default: yes for Einstein reductions (`+=!`, `*=!`, `max=!`,
@@ -262,8 +263,8 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
                 sched = split_pinned_loops(sched, add_marks(sched, deps, search, reassociate, sizes), deps,
-                                           lambda s: add_marks(s, deps, search, reassociate, sizes), search,
-                                           markable_loops)
+                                           lambda s: add_marks(s, deps, search, reassociate, sizes),
+                                           markable_loops, search)
                 if jam_rows and not search.expired("jamming reduction rows"):
                     # Before packing, whose plans would not survive a later change of the loops;
                     # the statements packing will take are left to it.

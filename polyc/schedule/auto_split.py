@@ -83,16 +83,16 @@ def _marked(schedule: Schedule, loop: str) -> bool:
 
 
 def split_pinned_loops(schedule: Schedule, marked: Schedule, deps: Dependences,
-                       mark: Callable[[Schedule], Schedule], search: Optional[SearchBudget] = None,
-                       markable: Optional[Callable[[Schedule], Set[str]]] = None) -> Schedule:
+                       mark: Callable[[Schedule], Schedule], markable: Callable[[Schedule], Set[str]],
+                       search: Optional[SearchBudget] = None) -> Schedule:
     """`marked` (= `mark(schedule)`), or the marking of `schedule` with loops index-split where that
     lets `mark` make them parallel or vector (`pinned_plane`).  Loops are tried outermost first;
     each split is kept only if the loop it splits is then marked.  `markable(marked)`: the loops
     `mark` would mark at all were they free of dependences (no parallel loop around them already,
     or innermost loops); others are not looked at."""
-    candidates = markable(marked) if markable is not None else None
+    candidates = markable(marked)
     for loop in [d.name for d in schedule.dims if d.name is not None]:
-        if _marked(marked, loop) or (candidates is not None and loop not in candidates):
+        if _marked(marked, loop) or loop not in candidates:
             continue
         if search is not None and search.expired("splitting loops at pinned dependences"):
             break
@@ -107,5 +107,5 @@ def split_pinned_loops(schedule: Schedule, marked: Schedule, deps: Dependences,
             continue
         if _marked(again, loop):
             schedule, marked = split, again
-            candidates = markable(marked) if markable is not None else None
+            candidates = markable(marked)
     return marked
