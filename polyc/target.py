@@ -278,6 +278,15 @@ class Target:
         """The libmvec functions the generated C may call in vector loops (in `MVEC_FUNCTIONS` order)."""
         return tuple(fn for fn in MVEC_FUNCTIONS if f"libmvec:{fn}" in self.features)
 
+    @property
+    def vector_registers(self) -> int:
+        """SIMD registers the compiler may allocate: 32 on AArch64 and with AVX-512 (zmm0-31, and
+        ymm16-31 under AVX-512VL), 16 on other x86-64 (ymm0-15 / xmm0-15) and on unknown ISAs.
+        Derived from `isa`, `vector_bytes` and `features`, so it is never saved or described."""
+        if self.isa == "aarch64" or self.vector_bytes >= 64 or "avx512f" in self.features:
+            return 32
+        return 16
+
     def lanes(self, elem_bytes: int) -> int:
         """SIMD lanes of an element of `elem_bytes` bytes."""
         return max(1, self.vector_bytes // max(1, elem_bytes))

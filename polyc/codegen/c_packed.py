@@ -73,6 +73,7 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
     for r in range(mr):
         for v in range(nv):
             lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r * nr + v * lanes}, sizeof({vt}));")
+    lines.append("  #pragma GCC unroll 4")
     lines.append(f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{")
     for v in range(nv):
         lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}b + {P}k * {nr} + {v * lanes}, sizeof({vt}));")

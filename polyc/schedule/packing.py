@@ -56,8 +56,12 @@ from .integers import optional_positive_int
 from .rewrite import dependences_of, finish, fresh_name, kernel_names, statement_name, step, time_vars
 from .state import Dim, ScheduleState as Schedule
 
-#: Micro-kernel shape and blocking defaults (measured on AVX-512 and AVX2 machines: an 8-row by
-#: two-vector register tile keeps 16 accumulators plus 2 operands in registers).
+#: Micro-kernel shape and blocking defaults.  The register tile is `mr` rows by `DEFAULT_NV`
+#: vectors: mr * nv accumulators, nv vectors of the n-side panel and one broadcast m-side element
+#: must all stay in SIMD registers (`register_tile`).  With 32 registers (AVX-512, AArch64) that is
+#: the measured 8 x 2 (19 registers); with x86's 16 (AVX2, SSE) 6 x 2 (15): 1024^3 matmul on an AVX2
+#: EPYC ran at 0.55x OpenBLAS (f32) and 0.57x (f64) with 8 x 2, whose 19 registers spill, and at
+#: 0.83x / 0.80x with 6 x 2 (4 x 3: 0.34x, 3 x 4: 0.72x f64, 5 x 2: 0.68x f64).
 DEFAULT_MR = 8
 DEFAULT_NV = 2
 DEFAULT_KC = 256
@@ -258,15 +262,24 @@ def _prefix_fixes_batch(s: Schedule, c: Contraction, p: int) -> bool:
     return prefix.is_single_valued()
 
 
+def register_tile(vector_registers: int) -> Tuple[int, int]:
+    """(mr, nv) of the micro-kernel for a CPU with `vector_registers` SIMD registers: `DEFAULT_NV`
+    vectors per row and as many rows as fit beside them and one broadcast operand (at most
+    `DEFAULT_MR`, the widest tile measured)."""
+    nv = DEFAULT_NV
+    return max(1, min(DEFAULT_MR, (vector_registers - nv - 1) // nv)), nv
+
+
 def default_blocking(elem_bytes: int = 4, target: Optional["Target"] = None) -> Tuple[int, int, int, int, int]:
-    """(mr, nv, kc, mc, nc) for `target`'s caches (default: `Target.host()`): the packed m block
-    (MC x KC) fills a quarter of the L2 cache of a core, the packed n block (KC x NC) a quarter of
-    the L3."""
+    """(mr, nv, kc, mc, nc) for `target` (default: `Target.host()`): the register tile from its
+    SIMD registers (`register_tile`); the packed m block (MC x KC) fills a quarter of the L2 cache
+    of a core, the packed n block (KC x NC) a quarter of the L3."""
     mach = _target(target)
+    mr, nv = register_tile(mach.vector_registers)
     kc = DEFAULT_KC
-    mc = max(DEFAULT_MR, min(256, mach.l2 // (4 * kc * elem_bytes)) // DEFAULT_MR * DEFAULT_MR)
+    mc = max(mr, min(256, mach.l2 // (4 * kc * elem_bytes)) // mr * mr)
     nc = max(256, min(8192, mach.l3 // (4 * kc * elem_bytes)) // 256 * 256)
-    return DEFAULT_MR, DEFAULT_NV, kc, mc, nc
+    return mr, nv, kc, mc, nc
 
 
 def vector_bytes(target: Optional["Target"] = None) -> int:

@@ -115,9 +115,13 @@ def test_a_tampered_target_in_a_schedule_file_is_refused(mm):
 
 
 def test_pack_records_the_blocking_it_used_so_replay_is_machine_independent(mm, monkeypatch):
-    s = mm.schedule().pack("S1", target=Target.host().with_(vector_bytes=32, l2=256 * 1024))
+    avx2 = Target.host().with_(isa="x86_64", vector_bytes=32, l2=256 * 1024,
+                               features=Target.host().features - {"avx512f"})
+    s = mm.schedule().pack("S1", target=avx2)
     step = s.steps[-1]
-    assert dict(step.kwargs)["vector_bytes"] == 32 and dict(step.kwargs)["mc"] == 64
+    # 16 ymm registers: a 6 x 2 register tile, and m blocks a multiple of its 6 rows.
+    assert dict(step.kwargs)["vector_bytes"] == 32 and dict(step.kwargs)["mr"] == 6
+    assert dict(step.kwargs)["mc"] == 60
     text = s.to_json()
     monkeypatch.setattr(target_module, "_host_facts", _other_machine)
     again = pc.Schedule.from_json(mm, text)
@@ -129,3 +133,19 @@ def test_string_targets_still_work(mm):
     assert pc.compile(mm, "auto", target="c").target == Target.host()
     with pytest.raises(pc.TargetError, match="unknown target kind 'opencl'"):
         pc.compile(mm, target="opencl")
+
+
+@pytest.mark.parametrize("description, registers, mr", [
+    ("c isa=x86_64 vector_bytes=32 -avx512f", 16, 6),     # AVX2: 12 accumulators + 2 + 1 of 16
+    ("c isa=x86_64 vector_bytes=16 -avx512f -avx2 -avx", 16, 6),
+    ("c isa=x86_64 vector_bytes=64 +avx512f", 32, 8),     # AVX-512: 16 + 2 + 1 of 32
+    ("c isa=aarch64 vector_bytes=16 -avx512f", 32, 8),
+])
+def test_the_register_tile_fits_the_targets_simd_registers(mm, description, registers, mr):
+    t = Target.from_description(description)
+    assert t.vector_registers == registers
+    step = mm.schedule().pack("S1", target=t).steps[-1]
+    kw = dict(step.kwargs)
+    assert kw["mr"] == mr and kw["nv"] == 2
+    assert kw["mr"] * kw["nv"] + kw["nv"] + 1 <= registers   # accumulators, panel vectors, broadcast
+    assert kw["mc"] % mr == 0
