@@ -59,6 +59,17 @@ class DecideOptions:
         return out
 
 
+#: A parallel tile loop whose tiles split over the cores within this fraction of evenly keeps the
+#: cache model's tile size (`_balanced_tile`); sizes it chooses instead are multiples of `BALANCE_ROUND`.
+BALANCE_SLACK = 0.1
+BALANCE_ROUND = 8
+
+
+def _balance(tiles: int, cores: int) -> float:
+    """The fraction of the cores' time a static schedule of `tiles` equal tiles keeps busy."""
+    return tiles / (-(-tiles // cores) * cores)
+
+
 def _floor_div(pa: isl.PwAff, size: int) -> isl.PwAff:
     return pa.scale_down_val(isl.Val.int_from_si(pa.get_ctx(), size)).floor()
 
@@ -263,9 +274,11 @@ class Decider:
             innermost, min_inner = n - 1, SKEWED_3D_MIN_ROW
         sizes = tile_sizes(fps, n, budget, self._elem_bytes(), innermost=innermost,
                            time_like=time_like, min_inner=min_inner, search=self.search)
-        if self.options.tile_sizes:
-            sizes = tuple(self.options.tile_sizes.get(names[k][0], sz) for k, sz in zip(point, sizes))
         size_of = {k: sz for k, sz in zip(point, sizes)}
+        if not skewed and band.coincident[order[0]]:
+            size_of[order[0]] = self._balanced_tile(band, order[0], size_of[order[0]])
+        if self.options.tile_sizes:
+            size_of = {k: self.options.tile_sizes.get(names[k][0], sz) for k, sz in size_of.items()}
 
         tiles = [Loop({s: _floor_div(band.members[k][s], size_of[k]) for s in band.statements},
                       f"{names[k][0]}_tile", role="tile", origin=names[k][1], coincident=band.coincident[k])
@@ -297,6 +310,30 @@ class Decider:
             rest = [lp for k, lp in zip(point, points) if k != jam]
             points = rest[:pos] + [strip] + rest[pos:] + [lane]
         return Nest(band.statements, tiles + points, self.decide(band.child, inner_outer))
+
+    def _balanced_tile(self, band: Band, member: int, tile: int) -> int:
+        """The size of the outer tile loop `member` (the one that runs in parallel) shrunk so that,
+        at the call's sizes, its tiles split evenly over the cores: with few tiles a static
+        schedule leaves cores idle through the last round (PolyBench trmm LARGE: N = 1200 in
+        tiles of 256 is 5 tiles, 3 on one core and 2 on the other).  The tile grows to a multiple
+        of the cores (1200 in 6 tiles of 200), never larger than the cache model chose, rounded
+        up to a multiple of 8 elements (whole SIMD vectors and cache lines).  Unchanged without
+        sizes, on one core, or when the split is already within `BALANCE_SLACK` of even."""
+        cores = self.target.cores
+        if self.sizes is None or cores < 2:
+            return tile
+        extent = member_extent(self.model, band.members[member], self.sizes)
+        if not extent or extent <= tile:
+            return tile
+        tiles = -(-extent // tile)
+        if _balance(tiles, cores) >= 1 - BALANCE_SLACK:
+            return tile
+        even = -(-tiles // cores) * cores
+        size = -(-extent // even)
+        size = max(BALANCE_ROUND, -(-size // BALANCE_ROUND) * BALANCE_ROUND)
+        if size >= tile or _balance(-(-extent // size), cores) <= _balance(tiles, cores):
+            return tile
+        return size
 
     def _few_time_tiles(self, band: Band, time: int, tile: int) -> bool:
         """Whether a wavefront over (time tile, first spatial tile) would leave the cores idle: at

@@ -14,7 +14,7 @@ from polyc.schedule.legality import check_legal, check_mark
 
 
 def _pb(name):
-    for m in ("medley", "stencils", "linear_algebra", "solvers"):
+    for m in ("medley", "stencils", "linear_algebra", "solvers", "blas"):
         for k in importlib.import_module("kernels.polybench." + m).KERNELS:
             if k.name == name:
                 return k
@@ -162,3 +162,28 @@ def test_every_polybench_size_class_schedule_is_proven_and_correct(name, preset)
     lk = _every_polybench()[name]
     f, sched = _compiled_and_checked(lk, preset)
     _proven(f.kernel, sched)
+
+
+@pytest.mark.parametrize("cores, n, tile", [(2, 600, 152), (2, 1200, 200), (1, 600, 256), (2, 512, 256),
+                                            (4, 1200, 152)])
+def test_the_parallel_tile_loop_splits_evenly_over_the_cores(cores, n, tile):
+    """trmm's column tiles run in parallel: at N = 600 the cache model's 256 gives 3 tiles, 2 on one
+    core and 1 on the other; 4 tiles of 152 keep both busy (1200: 5 tiles -> 6 of 200; on 4
+    cores 8 of 152).  One core, or tiles that already split evenly (512: 2), keep 256."""
+    from polyc.schedule.outline import outline_text
+    lk = _pb("trmm")
+    sizes = {"M": 40, "N": n}
+    target = pc.Target.host().with_(cores=cores)
+    sched = auto_schedule(lk.kernel, target, sizes=sizes)
+    outline = outline_text(sched)
+    assert f"floor((j)/{tile})" in outline, outline
+    if cores > 1:
+        assert "for j_tile [parallel]" in outline
+        tiles = -(-n // tile)
+        assert tiles % cores == 0
+    _proven(lk.kernel, sched)
+    inputs = lk.make_inputs(sizes)
+    got, expected = _copy(inputs), _copy(inputs)
+    pc.compile(lk.kernel, sched)(**got)
+    pc.compile(lk.kernel)(**expected)
+    np.testing.assert_allclose(got["B"], expected["B"], *lk.tol("f64"))
