@@ -21,7 +21,7 @@ from typing import Callable, List, NamedTuple, Tuple
 
 import islpy as isl
 
-from ..ir import Program
+from ..ir import Access, Program
 from ..poly.islutil import isl_name
 from ..schedule.packing import PackPlan
 from .c_omp import PARALLEL_MIN_WORK
@@ -29,6 +29,9 @@ from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .names import INTERNAL, CNames
 from .typing import Typing
+
+#: Panels of the n-side factor packed together, k by k (see `packed_helper`).
+PACK_GROUP_PANELS = 16
 
 #: polyc's local names; user names (iterators `i_k`, sizes `n_K`, ...) never carry this prefix.
 _P = INTERNAL
@@ -200,6 +203,62 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str) -> List[str]:
     ]
 
 
+def _read_along_n(c) -> bool:
+    """Whether the n-side factor's elements are consecutive in memory along the n loops (its
+    arrays' last subscript moves with the last n loop, as `B[k, j]` or a convolution's
+    `X[n, c, h + kh, w + kw]`); else along k (`B[j, k]`), or no array at all."""
+    last = c.n[-1]
+    accesses = [a for a in c.n_factor.walk() if isinstance(a, Access) and a.indices]
+    return bool(accesses) and all(a.indices[-1].coeff(last) != 0 for a in accesses)
+
+
+def _pack_n_side(g: _Groups, nr: int, kc_name: str, ctype: str, n_factor: str, omp_for: List[str],
+                 along_n: bool) -> List[str]:
+    """Lines packing the n-side factor's (n block, k block) into `Bp[panel][k][lane]`, zero past
+    the edge, in the order its memory runs: panel by panel, k inside (runs along k), or, for a
+    factor laid out along n, groups of up to `PACK_GROUP_PANELS` panels read k by k, so each row
+    is read in runs of `PACK_GROUP_PANELS * nr` elements instead of one cache line per row
+    (M = 6, K = N = 4096 f32: 22 -> 13 ms; the panel order on `B[j, k]`: 23 ms, the grouped one 75)."""
+    P = _P
+    kb = f"{P}{kc_name}"
+
+    def one_panel(indent: str) -> List[str]:
+        return [f"{indent}{ctype} *restrict {P}dst = {P}Bp + {P}jp * {kb};",
+                f"{indent}const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};"]
+
+    def copy_row(indent: str) -> List[str]:
+        return [*_run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
+                           lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", indent),
+                f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;"]
+
+    if not along_n:
+        return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge */",
+                *omp_for,
+                f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
+                *one_panel("      "),
+                f"      for (int64_t {P}kk = 0; {P}kk < {kb}; {P}kk++) {{",
+                *_decode(g.k, f"{P}pc + {P}kk", "        "),
+                *copy_row("        "),
+                "      }",
+                "    }"]
+    group = PACK_GROUP_PANELS * nr
+    return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge; groups of panels",
+            "       read k by k, along the factor's rows */",
+            f"    int64_t {P}grp = ({P}nb + {P}threads - 1) / {P}threads;",
+            f"    {P}grp = {P}grp > {group} ? {group} : ({P}grp + {nr - 1}) / {nr} * {nr};",
+            *omp_for,
+            f"    for (int64_t {P}jg = 0; {P}jg < {P}nb; {P}jg += {P}grp) {{",
+            f"      const int64_t {P}gend = {P}nb - {P}jg < {P}grp ? {P}nb : {P}jg + {P}grp;",
+            f"      for (int64_t {P}kk = 0; {P}kk < {kb}; {P}kk++) {{",
+            *_decode(g.k, f"{P}pc + {P}kk", "        "),
+            f"        for (int64_t {P}jp = {P}jg; {P}jp < {P}gend; {P}jp += {nr}) {{",
+            *one_panel("          "),
+            *copy_row("          "),
+            "        }",
+            "      }",
+            "    }"]
+
+
 def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str, params: List[str],
                   prologue: List[str], parallel: bool,
                   access_text, names: CNames) -> str:
@@ -286,18 +345,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"    const int64_t {P}nb = {P}N - {P}jc < {nc} ? {P}N - {P}jc : {nc};",
         f"    for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {P}kmax) {{",
         f"    const int64_t {P}kb = {P}K - {P}pc < {P}kmax ? {P}K - {P}pc : {P}kmax;",
-        "    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge */",
-        *omp_for,
-        f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
-        f"      {ctype} *restrict {P}dst = {P}Bp + {P}jp * {P}kb;",
-        f"      const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};",
-        f"      for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        *_decode(g.k, f"{P}pc + {P}kk", "        "),
-        *_run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
-                   lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", "        "),
-        f"        for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;",
-        "      }",
-        "    }",
+        *_pack_n_side(g, nr, kc_name="kb", ctype=ctype, n_factor=n_factor, omp_for=omp_for,
+                      along_n=_read_along_n(c)),
         *omp_for,
         f"    for (int64_t {P}ic = 0; {P}ic < {P}M; {P}ic += {P}mc) {{",
         f"      const int64_t {P}mb = {P}M - {P}ic < {P}mc ? {P}M - {P}ic : {P}mc;",

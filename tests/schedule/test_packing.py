@@ -123,6 +123,22 @@ def test_parallel_packed_contraction_is_exact(monkeypatch):
     assert "S1_packed_par(" in pc.codegen(mm, sched)
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_the_n_side_factor_is_packed_in_the_order_of_its_memory(monkeypatch, threads):
+    """`B[k, j]` is read row by row in groups of panels, `B[j, k]` panel by panel (each in the
+    order its elements lie in memory); both are exact across groups, partial groups and panels."""
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    rng = np.random.default_rng(11)
+    for text, b_shape, along_rows in ((MATMUL, (29, 203), True), ("C[i, j] +=! A[i, k] * B[j, k]", (203, 29), False)):
+        mm = pc.kernel(text, name="mm_order_" + ("rows" if along_rows else "cols"))
+        sched = mm.schedule().pack("S1", mr=3, nv=1, kc=7, mc=6).parallel("i_block")
+        code = pc.codegen(mm, sched, dtypes={"A": pc.f64, "B": pc.f64})
+        assert ("groups of panels" in code) == along_rows
+        a, b = _rand(rng, (37, 29), np.float64), _rand(rng, b_shape, np.float64)
+        got, want = _same_as_source(mm, sched, A=a, B=b)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_accumulating_gemm_with_scalars_transposes_and_batches():
     rng = np.random.default_rng(2)
     g = pc.kernel("C[i, j] += alpha * A[k, i] * B[j, k]", name="gemm_tt")
