@@ -10,8 +10,9 @@ order the schedule proved legal:
            store the tile
 
 Factors are packed through their own expressions (any affine layout, scalars folded as written);
-panels are padded with zeros to whole micro-tiles, and edge tiles load and store only their valid
-part.  With OpenMP and a `parallel` mark on the m_block loop, the threads share the packed `Bp`
+panels are padded with zeros to whole micro-tiles.  Whole tiles of a row-major target are updated
+in place (`target_rows_direct`); other tiles go through a buffer, edge tiles loading and storing
+only their valid part.  With OpenMP and a `parallel` mark on the m_block loop, the threads share the packed `Bp`
 (packed cooperatively) and each packs its own `Ap`.  The helper returns 0 when it cannot allocate
 its buffers; the caller then runs the plain loops of the same schedule.
 """
@@ -65,17 +66,18 @@ def _condition_c(params_set: str, name: Callable[[str], str]) -> str:
 
 
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
-    """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors)."""
+    """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
+    row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes)."""
     P = _P
-    nr = nv * lanes
     vt = f"{name}_v"
     acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
     lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
              f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
-             f"{ctype} *restrict {P}c) {{"]
+             f"{ctype} *restrict {P}c, int64_t {P}ldc) {{"]
     for r in range(mr):
         for v in range(nv):
-            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r * nr + v * lanes}, sizeof({vt}));")
+            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));")
+    nr = nv * lanes
     lines.append("  #pragma GCC unroll 4")
     lines.append(f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{")
     for v in range(nv):
@@ -88,9 +90,20 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
     lines.append("  }")
     for r in range(mr):
         for v in range(nv):
-            lines.append(f"  memcpy({P}c + {r * nr + v * lanes}, &{acc[r][v]}, sizeof({vt}));")
+            lines.append(f"  memcpy({P}c + {r} * {P}ldc + {v * lanes}, &{acc[r][v]}, sizeof({vt}));")
     lines.append("}")
     return "\n".join(lines)
+
+
+def target_rows_direct(st, c) -> bool:
+    """Whether whole micro-tiles can be updated in the target itself: one m and one n loop, the
+    target's last subscript moving by exactly 1 along n and not with m (its other subscripts not
+    with n), so a tile row is `nr` consecutive elements and rows lie `ldc` apart without overlapping."""
+    if len(c.m) != 1 or len(c.n) != 1 or not st.target.indices:
+        return False
+    (m,), (n,) = c.m, c.n
+    *outer, last = st.target.indices
+    return last.coeff(n) == 1 and last.coeff(m) == 0 and all(ix.coeff(n) == 0 for ix in outer)
 
 
 def _decode(group: Tuple[str, ...], lin: str, indent: str) -> List[str]:
@@ -169,15 +182,17 @@ def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
         *_tile_copy(c, f"{P}h", f"{P}w", load),
         "          }",
         f"          if ({P}any) {{",
-        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
+        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile, {nr});",
         *_tile_copy(c, f"{P}h", f"{P}w", store),
         "          }",
     ]
 
 
-def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str) -> List[str]:
-    """Micro-tile of the whole box: whole tiles copy with constant trip counts, edge tiles only their
-    valid part (the rest of the buffer is zero)."""
+def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool) -> List[str]:
+    """Micro-tile of the whole box.  Whole tiles: with `direct` (`target_rows_direct`) the
+    micro-kernel updates the target in place, rows `ldc` apart; else they go through the tile
+    buffer with constant trip counts.  Edge tiles copy only their valid part (the rest of the
+    buffer is zero)."""
     P = _P
 
     def load(q):
@@ -186,6 +201,19 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str) -> List[str]:
     def store(q):
         return f"{target} = {P}tile[{P}r * {nr} + {q}];"
 
+    call = f"{ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, "
+    edge = [f"            memset({P}tile, 0, sizeof({P}tile));",
+            "            {", *_tile_copy(c, f"{P}h", f"{P}w", load), "            }",
+            f"            {call}{P}tile, {nr});",
+            "            {", *_tile_copy(c, f"{P}h", f"{P}w", store), "            }"]
+    if direct:
+        return [f"          if ({P}h == {mr} && {P}w == {nr}) {{",
+                *_decode(c.m, f"{P}ic + {P}ir", "            "),
+                *_decode(c.n, f"{P}jc + {P}jr", "            "),
+                f"            {call}&{target}, {P}ldc);",
+                "          } else {",
+                *edge,
+                "          }"]
     return [
         f"          const int {P}whole = {P}h == {mr} && {P}w == {nr};",
         f"          if ({P}whole) {{",
@@ -194,7 +222,7 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str) -> List[str]:
         f"            memset({P}tile, 0, sizeof({P}tile));",
         *_tile_copy(c, f"{P}h", f"{P}w", load),
         "          }",
-        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile);",
+        f"          {call}{P}tile, {nr});",
         f"          if ({P}whole) {{",
         *_tile_copy(c, f"{mr}", f"{nr}", store),
         "          } else {",
@@ -307,6 +335,13 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"  const int64_t {P}M = {size(g.m)}, {P}N = {size(g.n)}, {P}K = {size(g.k)};",
         f"  int {P}threads = 1;",
     ]
+    direct = not plan.mask and target_rows_direct(st, c)
+    if direct:
+        # Elements between two target rows (the address moves by `ldc` with the m loop).
+        (m,), (n,) = g.m, g.n
+        lines += [f"  int64_t {P}ldc;",
+                  f"  {{ int64_t {m} = {P}lo_{m}; const int64_t {n} = {P}lo_{n}; const {ctype} *{P}row = &{target};",
+                  f"    {m}++; {P}ldc = (int64_t)(&{target} - {P}row); }}"]
     if parallel:
         # Too little work to pay for waking the thread pool (see c_omp.PARALLEL_MIN_WORK): one thread.
         lines += ["#ifdef _OPENMP", f"  {P}threads = omp_get_max_threads();",
@@ -337,7 +372,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         tid = f"{P}tid"
     omp_for = ["    #pragma omp for schedule(static)"] if parallel else []
     tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
-            else _whole_or_edge_tile(g, mr, nr, target, ukr))
+            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct))
     lines += [
         f"    {ctype} *restrict {P}Ap = (void *)((char *){P}Aall + {P}asize * (size_t){tid});",
         f"    {ctype} {P}tile[{mr * nr}] __attribute__((aligned(64)));",

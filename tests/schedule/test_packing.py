@@ -139,6 +139,21 @@ def test_the_n_side_factor_is_packed_in_the_order_of_its_memory(monkeypatch, thr
         np.testing.assert_array_equal(got, want)
 
 
+def test_whole_micro_tiles_update_the_target_in_place_where_its_rows_allow():
+    """Whole tiles of a row-major target run the micro-kernel on the target itself (rows `ldc`
+    apart); a convolution's target, whose lanes span several loops, goes through the tile buffer."""
+    from polyc.codegen.c_packed import target_rows_direct
+    cases = [(MATMUL, "S1", True), ("C[n, i, j] +=! A[n, i, k] * B[n, k, j]", "S1", True),
+             ("C[j, i] +=! A[i, k] * B[k, j]", "S1", True)]
+    for text, st_name, direct in cases:
+        k = pc.kernel(text, name="direct_probe")
+        form = contraction_form(k.program, st_name)
+        assert target_rows_direct(k.program.statement(st_name), form) == direct, text
+        assert ("pc_ldc" in pc.codegen(k, k.schedule().pack(st_name))) == direct
+    conv = kernels.by_name("conv2d").kernel
+    assert not target_rows_direct(conv.program.statement("S1"), contraction_form(conv.program, "S1"))
+
+
 def test_accumulating_gemm_with_scalars_transposes_and_batches():
     rng = np.random.default_rng(2)
     g = pc.kernel("C[i, j] += alpha * A[k, i] * B[j, k]", name="gemm_tt")
