@@ -18,7 +18,7 @@ its buffers; the caller then runs the plain loops of the same schedule.
 """
 from __future__ import annotations
 
-from typing import Callable, List, NamedTuple, Tuple
+from typing import Callable, List
 
 import islpy as isl
 
@@ -28,22 +28,13 @@ from ..schedule.packing import PackPlan
 from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
-from .names import INTERNAL, CNames
+from .c_packed_inplace import inplace_micro_kernel, inplace_path, reads_in_place
+from .c_packed_parts import P, Groups, decode, run_loop, tile_copy
+from .names import CNames
 from .typing import Typing
 
 #: Panels of the n-side factor packed together, k by k (see `packed_helper`).
 PACK_GROUP_PANELS = 16
-
-#: polyc's local names; user names (iterators `i_k`, sizes `n_K`, ...) never carry this prefix.
-_P = INTERNAL
-
-
-class _Groups(NamedTuple):
-    """The C names of the contraction's m, n and k loops (the statement's iterators)."""
-
-    m: Tuple[str, ...]
-    n: Tuple[str, ...]
-    k: Tuple[str, ...]
 
 
 def packable_types(plan: PackPlan, program: Program, typing: Typing) -> bool:
@@ -68,7 +59,6 @@ def _condition_c(params_set: str, name: Callable[[str], str]) -> str:
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
     row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes)."""
-    P = _P
     vt = f"{name}_v"
     acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
     lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
@@ -106,68 +96,10 @@ def target_rows_direct(st, c) -> bool:
     return last.coeff(n) == 1 and last.coeff(m) == 0 and all(ix.coeff(n) == 0 for ix in outer)
 
 
-def _decode(group: Tuple[str, ...], lin: str, indent: str) -> List[str]:
-    """Declare the loops of `group` at linear position `lin` (last loop fastest, as in the source)."""
-    P = _P
-    if len(group) == 1:
-        x = group[0]
-        return [f"{indent}int64_t {x} = {P}lo_{x} + ({lin});"]
-    out = [f"{indent}int64_t {', '.join(group)};", f"{indent}{{ int64_t {P}t = {lin};"]
-    for x in reversed(group[1:]):
-        out.append(f"{indent}  {x} = {P}lo_{x} + {P}t % {P}e_{x}; {P}t /= {P}e_{x};")
-    out.append(f"{indent}  {group[0]} = {P}lo_{group[0]} + {P}t; }}")
-    return out
-
-
-def _step(group: Tuple[str, ...]) -> str:
-    """Advance the loops of `group` by one linear position (an odometer: no division)."""
-    P = _P
-    if len(group) == 1:
-        return f"{group[0]}++;"
-    text = f"{group[0]}++;"
-    for x in group[1:]:
-        text = f"if (++{x} == {P}lo_{x} + {P}e_{x}) {{ {x} = {P}lo_{x}; {text} }}"
-    return text
-
-
-def _run_loop(group: Tuple[str, ...], lin: str, count: str, pos: str, body, indent: str) -> List[str]:
-    """Lines running `body(position)` for `count` consecutive linear positions of `group` from `lin`
-    (`pos` counts them from 0), with the group's loops declared under their own names.  A group of
-    several loops runs in stretches along its last loop, each a plain affine loop the compiler can
-    vectorise."""
-    P = _P
-    if len(group) == 1:
-        x = group[0]
-        return [f"{indent}for (int64_t {pos} = 0; {pos} < {count}; {pos}++) {{ "
-                f"const int64_t {x} = {P}lo_{x} + ({lin}) + {pos}; {body(pos)} }}"]
-    last = group[-1]
-    return [*_decode(group, lin, indent),
-            f"{indent}for (int64_t {pos} = 0; {pos} < {count}; ) {{",
-            f"{indent}  int64_t {P}run = {P}lo_{last} + {P}e_{last} - {last};",
-            f"{indent}  if ({P}run > {count} - {pos}) {P}run = {count} - {pos};",
-            f"{indent}  const int64_t {P}first = {last};",
-            f"{indent}  for (int64_t {P}t = 0; {P}t < {P}run; {P}t++) {{ "
-            f"const int64_t {last} = {P}first + {P}t; {body(f'{pos} + {P}t')} }}",
-            f"{indent}  {pos} += {P}run; {last} += {P}run - 1; {_step(group)}",
-            f"{indent}}}"]
-
-
-def _tile_copy(c, rows: str, cols: str, body) -> List[str]:
-    """Loops copying between the target and the tile buffer over `rows` x `cols` elements:
-    `body(column position)` is one element's statement."""
-    P = _P
-    return [*_decode(c.m, f"{P}ic + {P}ir", "            "),
-            f"            for (int64_t {P}r = 0; {P}r < {rows}; {P}r++) {{",
-            *_run_loop(c.n, f"{P}jc + {P}jr", cols, f"{P}q", body, "              "),
-            f"              {_step(c.m)}",
-            "            }"]
-
-
 def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
     """Micro-tile of a region (not the whole box): only elements inside it are loaded and stored;
     a tile with none is skipped.  The other lanes compute on in-bounds reads and are dropped.
     `target` is the target element's C text."""
-    P = _P
 
     def load(q):
         return f"if ({inside}) {{ {P}tile[{P}r * {nr} + {q}] = {target}; {P}any = 1; }}"
@@ -179,11 +111,11 @@ def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
         f"          memset({P}tile, 0, sizeof({P}tile));",
         f"          int {P}any = 0;",
         "          {",
-        *_tile_copy(c, f"{P}h", f"{P}w", load),
+        *tile_copy(c, f"{P}h", f"{P}w", load),
         "          }",
         f"          if ({P}any) {{",
         f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile, {nr});",
-        *_tile_copy(c, f"{P}h", f"{P}w", store),
+        *tile_copy(c, f"{P}h", f"{P}w", store),
         "          }",
     ]
 
@@ -193,7 +125,6 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool) -> 
     micro-kernel updates the target in place, rows `ldc` apart; else they go through the tile
     buffer with constant trip counts.  Edge tiles copy only their valid part (the rest of the
     buffer is zero)."""
-    P = _P
 
     def load(q):
         return f"{P}tile[{P}r * {nr} + {q}] = {target};"
@@ -203,13 +134,13 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool) -> 
 
     call = f"{ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, "
     edge = [f"            memset({P}tile, 0, sizeof({P}tile));",
-            "            {", *_tile_copy(c, f"{P}h", f"{P}w", load), "            }",
+            "            {", *tile_copy(c, f"{P}h", f"{P}w", load), "            }",
             f"            {call}{P}tile, {nr});",
-            "            {", *_tile_copy(c, f"{P}h", f"{P}w", store), "            }"]
+            "            {", *tile_copy(c, f"{P}h", f"{P}w", store), "            }"]
     if direct:
         return [f"          if ({P}h == {mr} && {P}w == {nr}) {{",
-                *_decode(c.m, f"{P}ic + {P}ir", "            "),
-                *_decode(c.n, f"{P}jc + {P}jr", "            "),
+                *decode(c.m, f"{P}ic + {P}ir", "            "),
+                *decode(c.n, f"{P}jc + {P}jr", "            "),
                 f"            {call}&{target}, {P}ldc);",
                 "          } else {",
                 *edge,
@@ -217,16 +148,16 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool) -> 
     return [
         f"          const int {P}whole = {P}h == {mr} && {P}w == {nr};",
         f"          if ({P}whole) {{",
-        *_tile_copy(c, f"{mr}", f"{nr}", load),
+        *tile_copy(c, f"{mr}", f"{nr}", load),
         "          } else {",
         f"            memset({P}tile, 0, sizeof({P}tile));",
-        *_tile_copy(c, f"{P}h", f"{P}w", load),
+        *tile_copy(c, f"{P}h", f"{P}w", load),
         "          }",
         f"          {call}{P}tile, {nr});",
         f"          if ({P}whole) {{",
-        *_tile_copy(c, f"{mr}", f"{nr}", store),
+        *tile_copy(c, f"{mr}", f"{nr}", store),
         "          } else {",
-        *_tile_copy(c, f"{P}h", f"{P}w", store),
+        *tile_copy(c, f"{P}h", f"{P}w", store),
         "          }",
     ]
 
@@ -240,14 +171,13 @@ def _read_along_n(c) -> bool:
     return bool(accesses) and all(a.indices[-1].coeff(last) != 0 for a in accesses)
 
 
-def _pack_n_side(g: _Groups, nr: int, kc_name: str, ctype: str, n_factor: str, omp_for: List[str],
+def _pack_n_side(g: Groups, nr: int, kc_name: str, ctype: str, n_factor: str, omp_for: List[str],
                  along_n: bool) -> List[str]:
     """Lines packing the n-side factor's (n block, k block) into `Bp[panel][k][lane]`, zero past
     the edge, in the order its memory runs: panel by panel, k inside (runs along k), or, for a
     factor laid out along n, groups of up to `PACK_GROUP_PANELS` panels read k by k, so each row
     is read in runs of `PACK_GROUP_PANELS * nr` elements instead of one cache line per row
     (M = 6, K = N = 4096 f32: 22 -> 13 ms; the panel order on `B[j, k]`: 23 ms, the grouped one 75)."""
-    P = _P
     kb = f"{P}{kc_name}"
 
     def one_panel(indent: str) -> List[str]:
@@ -255,7 +185,7 @@ def _pack_n_side(g: _Groups, nr: int, kc_name: str, ctype: str, n_factor: str, o
                 f"{indent}const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};"]
 
     def copy_row(indent: str) -> List[str]:
-        return [*_run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
+        return [*run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
                            lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", indent),
                 f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;"]
 
@@ -265,7 +195,7 @@ def _pack_n_side(g: _Groups, nr: int, kc_name: str, ctype: str, n_factor: str, o
                 f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
                 *one_panel("      "),
                 f"      for (int64_t {P}kk = 0; {P}kk < {kb}; {P}kk++) {{",
-                *_decode(g.k, f"{P}pc + {P}kk", "        "),
+                *decode(g.k, f"{P}pc + {P}kk", "        "),
                 *copy_row("        "),
                 "      }",
                 "    }"]
@@ -278,7 +208,7 @@ def _pack_n_side(g: _Groups, nr: int, kc_name: str, ctype: str, n_factor: str, o
             f"    for (int64_t {P}jg = 0; {P}jg < {P}nb; {P}jg += {P}grp) {{",
             f"      const int64_t {P}gend = {P}nb - {P}jg < {P}grp ? {P}nb : {P}jg + {P}grp;",
             f"      for (int64_t {P}kk = 0; {P}kk < {kb}; {P}kk++) {{",
-            *_decode(g.k, f"{P}pc + {P}kk", "        "),
+            *decode(g.k, f"{P}pc + {P}kk", "        "),
             f"        for (int64_t {P}jp = {P}jg; {P}jp < {P}gend; {P}jp += {nr}) {{",
             *one_panel("          "),
             *copy_row("          "),
@@ -316,15 +246,17 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     target = printer.access(st.target)
     ukr = f"{symbol}_ukr"
     batch = [f"int64_t {names.index(b)}" for b in c.batch]
-    P = _P
-    g = _Groups(*(tuple(names.index(x) for x in group) for group in (c.m, c.n, c.k)))
+    g = Groups(*(tuple(names.index(x) for x in group) for group in (c.m, c.n, c.k)))
     loops = g.m + g.n + g.k
 
     def size(group) -> str:
         return " * ".join(f"{P}e_{x}" for x in group)
 
-    lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes), "",
-             f"static int {symbol}({', '.join(params + batch)}) {{"]
+    lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes), ""]
+    in_place = not plan.mask and reads_in_place(st, c)
+    if in_place:
+        lines += [inplace_micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes), ""]
+    lines.append(f"static int {symbol}({', '.join(params + batch)}) {{")
     lines += ["  " + line for line in prologue]
     lines.append(f"  if (!({_condition_c(plan.nonempty, name)})) return 1;")
     for user_x, x in zip(c.m + c.n + c.k, loops):
@@ -336,17 +268,21 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"  int {P}threads = 1;",
     ]
     direct = not plan.mask and target_rows_direct(st, c)
-    if direct:
+    if direct or in_place:
         # Elements between two target rows (the address moves by `ldc` with the m loop).
-        (m,), (n,) = g.m, g.n
+        (m,) = g.m
         lines += [f"  int64_t {P}ldc;",
-                  f"  {{ int64_t {m} = {P}lo_{m}; const int64_t {n} = {P}lo_{n}; const {ctype} *{P}row = &{target};",
-                  f"    {m}++; {P}ldc = (int64_t)(&{target} - {P}row); }}"]
+                  f"  {{ int64_t {m} = {P}lo_{m}; const int64_t {', '.join(f'{x} = {P}lo_{x}' for x in g.n)};",
+                  f"    const {ctype} *{P}row = &{target}; {m}++; {P}ldc = (int64_t)(&{target} - {P}row); }}"]
     if parallel:
         # Too little work to pay for waking the thread pool (see c_omp.PARALLEL_MIN_WORK): one thread.
         lines += ["#ifdef _OPENMP", f"  {P}threads = omp_get_max_threads();",
                   f"  if (2.0 * (double){P}M * (double){P}N * (double){P}K < {float(PARALLEL_MIN_WORK)!r}) {P}threads = 1;",
                   "#endif"]
+    if in_place:
+        lines += inplace_path(g, ctype=ctype, mr=mr, nr=nr, ukr=ukr, ukr_in=f"{ukr}_in", target=target,
+                              factor=printer.access(c.n_factor), m_factor=m_factor, n_factor=n_factor,
+                              parallel=parallel)
     lines += [
         f"  const int64_t {P}nmax = {P}N < {nc} ? ({P}N + {nr - 1}) / {nr} * {nr} : {nc};",
         f"  const int64_t {P}kmax = {P}K < {kc} ? {P}K : {kc};",
@@ -390,8 +326,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
         f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
         f"        for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        *_decode(g.k, f"{P}pc + {P}kk", "          "),
-        *_run_loop(g.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
+        *decode(g.k, f"{P}pc + {P}kk", "          "),
+        *run_loop(g.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
                    lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "          "),
         f"          for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;",
         "        }",

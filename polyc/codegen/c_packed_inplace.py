@@ -1,0 +1,187 @@
+"""Packed contractions whose n-side factor is read in place: direct convolution.
+
+A convolution `Y[n, f, h, w] += X[n, c, h + kh, w + kw] * K[f, c, kh, kw]` packed as a matrix
+product copies its n-side factor into panels one k position at a time: an implicit im2col that
+writes `KH * KW` copies of every input element (conv2d 64x56x56 with 3x3 weights: 6.7 MB of
+panels per call, for an 800 KB input).  Yet the input's rows are already the lanes the
+micro-kernel wants: along the last n loop (`w`) consecutive outputs read consecutive inputs.  So,
+as in oneDNN's and TVM's direct convolutions, this variant
+
+- packs the m-side factor (the weights) once, whole: `Apf[panel][k][row]`;
+- reads the n-side factor where it lies: for one run of the last n loop (an output row) the
+  element for k position `k` and lane `q` is at `base + koff[k] + q`, because an affine
+  subscript's address is the sum of a part in the n loops and a part in the k loops (`koff`
+  holds the k part, computed once);
+- runs the rows of the output in parallel, and within a row, k block by k block, each m panel
+  against every whole lane panel of the row (its weights stay in L1, the input rows in L2);
+- sends the partial panel at a row's end (the row's length is rarely a multiple of the lanes)
+  and partial m panels through buffers, as the packed code does.
+
+The order of every target element's updates is the packed code's (k increasing, the target
+loaded before and stored after each k block), so the result is the same bit for bit and the
+legality proof of `Schedule.pack` covers it.  `reads_in_place` says when it applies: the n-side
+factor is one array access whose subscripts slide along some k loop and some n loop together
+(the im2col signature; a plain matrix product keeps its packed panels, which stream better).
+"""
+from __future__ import annotations
+
+from typing import List
+
+from ..ir import Access
+from .c_packed_parts import P, Groups, decode, run_loop, tile_copy
+
+#: Lane panels whose rows stay in L1 against one m panel: the k block of the in-place variant.
+INPLACE_KC = 256
+
+
+def reads_in_place(st, c) -> bool:
+    """Whether the packed contraction `c` of statement `st` runs with its n-side factor read in
+    place (module docstring): a single m loop; the factor one array access whose last subscript
+    moves by exactly 1 along the last n loop, which no other subscript uses; some subscript of
+    it using both an n loop and a k loop (the sliding window); the target laid out the same way
+    along the last n loop, not moving with m in its last subscript."""
+    f = c.n_factor
+    if len(c.m) != 1 or not isinstance(f, Access) or not f.indices or not st.target.indices:
+        return False
+    last = c.n[-1]
+    (m,) = c.m
+    for access in (f, st.target):
+        *outer, tail = access.indices
+        if tail.coeff(last) != 1 or any(ix.coeff(last) != 0 for ix in outer):
+            return False
+    if st.target.indices[-1].coeff(m) != 0:
+        return False
+    return any(any(ix.coeff(x) for x in c.n) and any(ix.coeff(x) for x in c.k) for ix in f.indices)
+
+
+def inplace_micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
+    """The micro-kernel of `c_packed.micro_kernel` with the lane vectors loaded from the factor
+    itself: at `b + koff[k]` (unaligned) instead of a packed panel."""
+    vt = f"{name}_v"
+    acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
+    lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
+             f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
+             f"const int64_t *restrict {P}koff, {ctype} *restrict {P}c, int64_t {P}ldc) {{"]
+    for r in range(mr):
+        for v in range(nv):
+            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));")
+    lines += ["  #pragma GCC unroll 4", f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{",
+              f"    const {ctype} *{P}bk = {P}b + {P}koff[{P}k];"]
+    for v in range(nv):
+        lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}bk + {v * lanes}, sizeof({vt}));")
+    for r in range(mr):
+        lines.append(f"    {{ const {ctype} {P}a{r} = {P}a[{P}k * {mr} + {r}];")
+        for v in range(nv):
+            lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
+        lines.append("    }")
+    lines.append("  }")
+    for r in range(mr):
+        for v in range(nv):
+            lines.append(f"  memcpy({P}c + {r} * {P}ldc + {v * lanes}, &{acc[r][v]}, sizeof({vt}));")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, ukr: str, ukr_in: str, target: str,
+                 factor: str, m_factor: str, n_factor: str, parallel: bool) -> List[str]:
+    """Lines of the helper (after the sizes `pc_M, pc_N, pc_K, pc_threads` are known) that run the
+    contraction with the n-side factor read in place and return 1; they fall through to the
+    packed code when a row is shorter than one lane panel (nothing to read in place) and return
+    0 when they cannot allocate their buffers.  `factor` is the n-side factor's element (an
+    lvalue), `target` the target's."""
+    (m,) = g.m
+    last = g.n[-1]
+    kc = INPLACE_KC
+    at_lo = [f"{x} = {P}lo_{x}" for x in g.n]
+    par = [f"  #pragma omp parallel num_threads({P}threads) if({P}threads > 1)"] if parallel else []
+    omp_for = ["    #pragma omp for schedule(static)"] if parallel else []
+
+    def whole_tile() -> List[str]:
+        return [*decode(g.m, f"{P}ic + {P}ir", "            "),
+                *decode(g.n, f"{P}jc + {P}jr", "            "),
+                f"            {ukr_in}({P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, &{target}, {P}ldc);"]
+
+    def buffered_tile(call: str) -> List[str]:
+        def load(q):
+            return f"{P}tile[{P}r * {nr} + {q}] = {target};"
+
+        def store(q):
+            return f"{target} = {P}tile[{P}r * {nr} + {q}];"
+        return [f"            memset({P}tile, 0, sizeof({P}tile));",
+                "            {", *tile_copy(g, f"{P}h", f"{P}w", load), "            }",
+                f"            {call};",
+                "            {", *tile_copy(g, f"{P}h", f"{P}w", store), "            }"]
+
+    return [
+        f"  if ({P}e_{last} >= {nr}) {{",
+        "  /* the n-side factor read in place (c_packed_inplace): rows of the last n loop as lanes */",
+        f"  const int64_t {P}rows = {P}N / {P}e_{last};",
+        f"  {ctype} *{P}Apf = aligned_alloc(64, (size_t)((({P}M + {mr - 1}) / {mr} * {mr} * {P}K * sizeof({ctype}) + 63) / 64 * 64));",
+        f"  int64_t *{P}koff = malloc((size_t){P}K * sizeof(int64_t));",
+        f"  if (!{P}Apf || !{P}koff) {{ free({P}Apf); free({P}koff); return 0; }}",
+        "  {",
+        f"    int64_t {', '.join(at_lo)};",
+        f"    const {ctype} *{P}b0;",
+        "    {", *decode(g.k, "0", "      "), f"      {P}b0 = &{factor}; }}",
+        f"    for (int64_t {P}kk = 0; {P}kk < {P}K; {P}kk++) {{",
+        *decode(g.k, f"{P}kk", "      "),
+        f"      {P}koff[{P}kk] = (int64_t)(&{factor} - {P}b0);",
+        "    }",
+        "  }",
+        *par,
+        "  {",
+        "    /* the whole m-side factor: Apf[panel][k][row], zero past the edge */",
+        *omp_for,
+        f"    for (int64_t {P}ip = 0; {P}ip < {P}M; {P}ip += {mr}) {{",
+        f"      {ctype} *restrict {P}dst = {P}Apf + {P}ip * {P}K;",
+        f"      const int64_t {P}h = {P}M - {P}ip < {mr} ? {P}M - {P}ip : {mr};",
+        f"      for (int64_t {P}kk = 0; {P}kk < {P}K; {P}kk++) {{",
+        *decode(g.k, f"{P}kk", "        "),
+        *run_loop(g.m, f"{P}ip", f"{P}h", f"{P}r", lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "        "),
+        f"        for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;",
+        "      }",
+        "    }",
+        f"    {ctype} {P}tile[{mr * nr}] __attribute__((aligned(64)));",
+        f"    {ctype} {P}Bt[{kc * nr}] __attribute__((aligned(64)));",
+        f"    const int64_t {P}ic = 0;",
+        *omp_for,
+        f"    for (int64_t {P}row = 0; {P}row < {P}rows; {P}row++) {{",
+        f"      const int64_t {P}jc = {P}row * {P}e_{last};",
+        f"      const {ctype} *{P}brow;",
+        "      {", *decode(g.n, f"{P}jc", "        "), *decode(g.k, "0", "        "),
+        f"        {P}brow = &{factor}; }}",
+        f"      const int64_t {P}wt = {P}e_{last} / {nr} * {nr}, {P}wl = {P}e_{last} - {P}wt;",
+        f"      for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {kc}) {{",
+        f"        const int64_t {P}kb = {P}K - {P}pc < {kc} ? {P}K - {P}pc : {kc};",
+        f"        if ({P}wl) {{  /* the row's last, partial lane panel, packed */",
+        f"          for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
+        *decode(g.k, f"{P}pc + {P}kk", "            "),
+        *run_loop(g.n, f"{P}jc + {P}wt", f"{P}wl", f"{P}q", lambda q: f"{P}Bt[{P}kk * {nr} + {q}] = {n_factor};",
+                  "            "),
+        f"            for (int64_t {P}q = {P}wl; {P}q < {nr}; {P}q++) {P}Bt[{P}kk * {nr} + {P}q] = 0;",
+        "          }",
+        "        }",
+        f"        for (int64_t {P}ir = 0; {P}ir < {P}M; {P}ir += {mr}) {{",
+        f"          const int64_t {P}h = {P}M - {P}ir < {mr} ? {P}M - {P}ir : {mr};",
+        f"          const {ctype} *{P}ap = {P}Apf + {P}ir * {P}K + {P}pc * {mr};",
+        f"          for (int64_t {P}jr = 0; {P}jr < {P}wt; {P}jr += {nr}) {{",
+        f"            const int64_t {P}w = {nr};",
+        f"            if ({P}h == {mr}) {{",
+        *whole_tile(),
+        "            } else {",
+        *buffered_tile(f"{ukr_in}({P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, {P}tile, {nr})"),
+        "            }",
+        "          }",
+        f"          if ({P}wl) {{",
+        f"            const int64_t {P}jr = {P}wt, {P}w = {P}wl;",
+        *buffered_tile(f"{ukr}({P}kb, {P}ap, {P}Bt, {P}tile, {nr})"),
+        "          }",
+        "        }",
+        "      }",
+        "    }",
+        "  }",
+        f"  free({P}Apf);",
+        f"  free({P}koff);",
+        "  return 1;",
+        "  }",
+    ]

@@ -1,0 +1,72 @@
+"""Pieces of C shared by the packed-contraction generators (`c_packed`, `c_packed_inplace`):
+loops of a group of source loops run as one linear index, and copies between the target and a
+micro-tile buffer."""
+from __future__ import annotations
+
+from typing import List, NamedTuple, Tuple
+
+from .names import INTERNAL
+
+#: polyc's local names; user names (iterators `i_k`, sizes `n_K`, ...) never carry this prefix.
+P = INTERNAL
+
+
+class Groups(NamedTuple):
+    """The C names of the contraction's m, n and k loops (the statement's iterators)."""
+
+    m: Tuple[str, ...]
+    n: Tuple[str, ...]
+    k: Tuple[str, ...]
+
+
+def decode(group: Tuple[str, ...], lin: str, indent: str) -> List[str]:
+    """Declare the loops of `group` at linear position `lin` (last loop fastest, as in the source)."""
+    if len(group) == 1:
+        x = group[0]
+        return [f"{indent}int64_t {x} = {P}lo_{x} + ({lin});"]
+    out = [f"{indent}int64_t {', '.join(group)};", f"{indent}{{ int64_t {P}t = {lin};"]
+    for x in reversed(group[1:]):
+        out.append(f"{indent}  {x} = {P}lo_{x} + {P}t % {P}e_{x}; {P}t /= {P}e_{x};")
+    out.append(f"{indent}  {group[0]} = {P}lo_{group[0]} + {P}t; }}")
+    return out
+
+
+def step(group: Tuple[str, ...]) -> str:
+    """Advance the loops of `group` by one linear position (an odometer: no division)."""
+    if len(group) == 1:
+        return f"{group[0]}++;"
+    text = f"{group[0]}++;"
+    for x in group[1:]:
+        text = f"if (++{x} == {P}lo_{x} + {P}e_{x}) {{ {x} = {P}lo_{x}; {text} }}"
+    return text
+
+
+def run_loop(group: Tuple[str, ...], lin: str, count: str, pos: str, body, indent: str) -> List[str]:
+    """Lines running `body(position)` for `count` consecutive linear positions of `group` from `lin`
+    (`pos` counts them from 0), with the group's loops declared under their own names.  A group of
+    several loops runs in stretches along its last loop, each a plain affine loop the compiler can
+    vectorise."""
+    if len(group) == 1:
+        x = group[0]
+        return [f"{indent}for (int64_t {pos} = 0; {pos} < {count}; {pos}++) {{ "
+                f"const int64_t {x} = {P}lo_{x} + ({lin}) + {pos}; {body(pos)} }}"]
+    last = group[-1]
+    return [*decode(group, lin, indent),
+            f"{indent}for (int64_t {pos} = 0; {pos} < {count}; ) {{",
+            f"{indent}  int64_t {P}run = {P}lo_{last} + {P}e_{last} - {last};",
+            f"{indent}  if ({P}run > {count} - {pos}) {P}run = {count} - {pos};",
+            f"{indent}  const int64_t {P}first = {last};",
+            f"{indent}  for (int64_t {P}t = 0; {P}t < {P}run; {P}t++) {{ "
+            f"const int64_t {last} = {P}first + {P}t; {body(f'{pos} + {P}t')} }}",
+            f"{indent}  {pos} += {P}run; {last} += {P}run - 1; {step(group)}",
+            f"{indent}}}"]
+
+
+def tile_copy(c, rows: str, cols: str, body) -> List[str]:
+    """Loops copying between the target and the tile buffer over `rows` x `cols` elements:
+    `body(column position)` is one element's statement."""
+    return [*decode(c.m, f"{P}ic + {P}ir", "            "),
+            f"            for (int64_t {P}r = 0; {P}r < {rows}; {P}r++) {{",
+            *run_loop(c.n, f"{P}jc + {P}jr", cols, f"{P}q", body, "              "),
+            f"              {step(c.m)}",
+            "            }"]
