@@ -256,6 +256,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     in_place = not plan.mask and reads_in_place(st, c)
     if in_place:
         lines += [inplace_micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes), ""]
+        if nv > 1:
+            lines += [micro_kernel(f"{ukr}_half", ctype, lanes, mr, 1, vbytes), ""]
     lines.append(f"static int {symbol}({', '.join(params + batch)}) {{")
     lines += ["  " + line for line in prologue]
     lines.append(f"  if (!({_condition_c(plan.nonempty, name)})) return 1;")
@@ -280,7 +282,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                   f"  if (2.0 * (double){P}M * (double){P}N * (double){P}K < {float(PARALLEL_MIN_WORK)!r}) {P}threads = 1;",
                   "#endif"]
     if in_place:
-        lines += inplace_path(g, ctype=ctype, mr=mr, nr=nr, ukr=ukr, ukr_in=f"{ukr}_in", target=target,
+        lines += inplace_path(g, ctype=ctype, mr=mr, nr=nr, lanes=lanes, ukr=ukr, ukr_in=f"{ukr}_in",
+                              ukr_half=f"{ukr}_half" if nv > 1 else None, target=target,
                               factor=printer.access(c.n_factor), m_factor=m_factor, n_factor=n_factor,
                               parallel=parallel)
     lines += [

@@ -25,7 +25,7 @@ factor is one array access whose subscripts slide along some k loop and some n l
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from ..ir import Access
 from .c_packed_parts import P, Groups, decode, run_loop, tile_copy
@@ -82,13 +82,15 @@ def inplace_micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vb
     return "\n".join(lines)
 
 
-def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, ukr: str, ukr_in: str, target: str,
-                 factor: str, m_factor: str, n_factor: str, parallel: bool) -> List[str]:
+def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: str, ukr_in: str,
+                 ukr_half: Optional[str], target: str, factor: str, m_factor: str, n_factor: str,
+                 parallel: bool) -> List[str]:
     """Lines of the helper (after the sizes `pc_M, pc_N, pc_K, pc_threads` are known) that run the
     contraction with the n-side factor read in place and return 1; they fall through to the
     packed code when a row is shorter than one lane panel (nothing to read in place) and return
     0 when they cannot allocate their buffers.  `factor` is the n-side factor's element (an
-    lvalue), `target` the target's."""
+    lvalue), `target` the target's; `ukr_half`, when given, is the register tile one vector
+    (`lanes` elements) wide that runs short row tails."""
     (m,) = g.m
     last = g.n[-1]
     kc = INPLACE_KC
@@ -151,14 +153,17 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, ukr: str, ukr_in: s
         "      {", *decode(g.n, f"{P}jc", "        "), *decode(g.k, "0", "        "),
         f"        {P}brow = &{factor}; }}",
         f"      const int64_t {P}wt = {P}e_{last} / {nr} * {nr}, {P}wl = {P}e_{last} - {P}wt;",
+        # A tail of at most one vector runs on a one-vector-wide register tile (54 outputs a row
+        # in panels of 16 lanes: 64 lanes computed with full panels only, 56 with the half one).
+        f"      const int64_t {P}bn = {P}wl <= {lanes if ukr_half else 0} ? {lanes} : {nr};",
         f"      for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {kc}) {{",
         f"        const int64_t {P}kb = {P}K - {P}pc < {kc} ? {P}K - {P}pc : {kc};",
         f"        if ({P}wl) {{  /* the row's last, partial lane panel, packed */",
         f"          for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
         *decode(g.k, f"{P}pc + {P}kk", "            "),
-        *run_loop(g.n, f"{P}jc + {P}wt", f"{P}wl", f"{P}q", lambda q: f"{P}Bt[{P}kk * {nr} + {q}] = {n_factor};",
+        *run_loop(g.n, f"{P}jc + {P}wt", f"{P}wl", f"{P}q", lambda q: f"{P}Bt[{P}kk * {P}bn + {q}] = {n_factor};",
                   "            "),
-        f"            for (int64_t {P}q = {P}wl; {P}q < {nr}; {P}q++) {P}Bt[{P}kk * {nr} + {P}q] = 0;",
+        f"            for (int64_t {P}q = {P}wl; {P}q < {P}bn; {P}q++) {P}Bt[{P}kk * {P}bn + {P}q] = 0;",
         "          }",
         "        }",
         f"        for (int64_t {P}ir = 0; {P}ir < {P}M; {P}ir += {mr}) {{",
@@ -174,7 +179,9 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, ukr: str, ukr_in: s
         "          }",
         f"          if ({P}wl) {{",
         f"            const int64_t {P}jr = {P}wt, {P}w = {P}wl;",
-        *buffered_tile(f"{ukr}({P}kb, {P}ap, {P}Bt, {P}tile, {nr})"),
+        *buffered_tile(f"if ({P}bn == {nr}) {ukr}({P}kb, {P}ap, {P}Bt, {P}tile, {nr}); "
+                       f"else {ukr_half}({P}kb, {P}ap, {P}Bt, {P}tile, {nr})" if ukr_half
+                       else f"{ukr}({P}kb, {P}ap, {P}Bt, {P}tile, {nr})"),
         "          }",
         "        }",
         "      }",

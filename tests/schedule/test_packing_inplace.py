@@ -45,12 +45,14 @@ def test_direct_convolution_is_exact_across_every_edge(monkeypatch, threads, dty
     assert "_ukr_in(" in code and "read in place" in code
     rng = np.random.default_rng(3)
     plan = packing_plans(sched)["S1"]
-    lanes = plan.nv * plan.vector_bytes // (4 if dtype == "f32" else 8)   # one lane panel
+    vector = plan.vector_bytes // (4 if dtype == "f32" else 8)
+    lanes = plan.nv * vector   # one lane panel; tails of at most one vector run one vector wide
     cases = [
         dict(N=1, C=3, H=5, W=4, F=7, KH=3, KW=2),              # rows shorter than a lane panel: packed
         dict(N=2, C=4, H=6, W=lanes + 2, F=6, KH=3, KW=3),      # rows of exactly one panel
         dict(N=1, C=5, H=7, W=2 * lanes + 5, F=13, KH=2, KW=3),  # a tail panel, a partial m panel
         dict(N=1, C=31, H=5, W=lanes + 9, F=8, KH=3, KW=3),     # C*KH*KW = 279 > one k block
+        dict(N=1, C=2, H=4, W=lanes + vector + 4, F=6, KH=1, KW=3),  # a tail wider than one vector
     ]
     assert 31 * 9 > INPLACE_KC
     lk = kernels.by_name("conv2d")
