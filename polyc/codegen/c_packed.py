@@ -28,8 +28,8 @@ from ..schedule.packing import PackPlan
 from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
-from .c_packed_inplace import inplace_micro_kernel, inplace_path, reads_in_place
-from .c_packed_parts import P, Groups, decode, run_loop, tile_copy
+from .c_packed_inplace import inplace_path, reads_in_place
+from .c_packed_parts import P, Groups, decode, micro_kernel, run_loop, tile_copy
 from .names import CNames
 from .typing import Typing
 
@@ -54,35 +54,6 @@ def _condition_c(params_set: str, name: Callable[[str], str]) -> str:
     where = isl.Set(params_set)
     build = isl.AstBuild.from_context(isl.Set.universe(where.get_space()))
     return strip_parens(c_text(lexpr(build.expr_from_set(where)), name))
-
-
-def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
-    """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
-    row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes)."""
-    vt = f"{name}_v"
-    acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
-    lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
-             f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
-             f"{ctype} *restrict {P}c, int64_t {P}ldc) {{"]
-    for r in range(mr):
-        for v in range(nv):
-            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));")
-    nr = nv * lanes
-    lines.append("  #pragma GCC unroll 4")
-    lines.append(f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{")
-    for v in range(nv):
-        lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}b + {P}k * {nr} + {v * lanes}, sizeof({vt}));")
-    for r in range(mr):
-        lines.append(f"    {{ const {ctype} {P}a{r} = {P}a[{P}k * {mr} + {r}];")
-        for v in range(nv):
-            lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
-        lines.append("    }")
-    lines.append("  }")
-    for r in range(mr):
-        for v in range(nv):
-            lines.append(f"  memcpy({P}c + {r} * {P}ldc + {v * lanes}, &{acc[r][v]}, sizeof({vt}));")
-    lines.append("}")
-    return "\n".join(lines)
 
 
 def target_rows_direct(st, c) -> bool:
@@ -255,7 +226,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes), ""]
     in_place = not plan.mask and reads_in_place(st, c)
     if in_place:
-        lines += [inplace_micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes), ""]
+        lines += [micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes, in_place=True), ""]
         if nv > 1:
             lines += [micro_kernel(f"{ukr}_half", ctype, lanes, mr, 1, vbytes), ""]
     lines.append(f"static int {symbol}({', '.join(params + batch)}) {{")

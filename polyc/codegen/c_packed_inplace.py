@@ -54,34 +54,6 @@ def reads_in_place(st, c) -> bool:
     return any(any(ix.coeff(x) for x in c.n) and any(ix.coeff(x) for x in c.k) for ix in f.indices)
 
 
-def inplace_micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int) -> str:
-    """The micro-kernel of `c_packed.micro_kernel` with the lane vectors loaded from the factor
-    itself: at `b + koff[k]` (unaligned) instead of a packed panel."""
-    vt = f"{name}_v"
-    acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
-    lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
-             f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
-             f"const int64_t *restrict {P}koff, {ctype} *restrict {P}c, int64_t {P}ldc) {{"]
-    for r in range(mr):
-        for v in range(nv):
-            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));")
-    lines += ["  #pragma GCC unroll 4", f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{",
-              f"    const {ctype} *{P}bk = {P}b + {P}koff[{P}k];"]
-    for v in range(nv):
-        lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}bk + {v * lanes}, sizeof({vt}));")
-    for r in range(mr):
-        lines.append(f"    {{ const {ctype} {P}a{r} = {P}a[{P}k * {mr} + {r}];")
-        for v in range(nv):
-            lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
-        lines.append("    }")
-    lines.append("  }")
-    for r in range(mr):
-        for v in range(nv):
-            lines.append(f"  memcpy({P}c + {r} * {P}ldc + {v * lanes}, &{acc[r][v]}, sizeof({vt}));")
-    lines.append("}")
-    return "\n".join(lines)
-
-
 def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: str, ukr_in: str,
                  ukr_half: Optional[str], target: str, factor: str, m_factor: str, n_factor: str,
                  parallel: bool) -> List[str]:

@@ -1,6 +1,6 @@
-"""Pieces of C shared by the packed-contraction generators (`c_packed`, `c_packed_inplace`):
-loops of a group of source loops run as one linear index, and copies between the target and a
-micro-tile buffer."""
+"""Pieces of C shared by the packed-contraction generators (`c_packed`, `c_packed_inplace`): the
+micro-kernel, loops of a group of source loops run as one linear index, and copies between the
+target and a micro-tile buffer."""
 from __future__ import annotations
 
 from typing import List, NamedTuple, Tuple
@@ -9,6 +9,38 @@ from .names import INTERNAL
 
 #: polyc's local names; user names (iterators `i_k`, sizes `n_K`, ...) never carry this prefix.
 P = INTERNAL
+
+
+def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int, in_place: bool = False) -> str:
+    """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
+    row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes).
+    The lane vectors come from a packed panel (`b + k * nv * lanes`), or, `in_place`, from the
+    factor itself at `b + koff[k]` (unaligned; `c_packed_inplace`)."""
+    vt = f"{name}_v"
+    nr = nv * lanes
+    acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
+    koff = f"const int64_t *restrict {P}koff, " if in_place else ""
+    lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
+             f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
+             f"{koff}{ctype} *restrict {P}c, int64_t {P}ldc) {{"]
+    for r in range(mr):
+        for v in range(nv):
+            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));")
+    lines += ["  #pragma GCC unroll 4", f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{",
+              f"    const {ctype} *{P}bk = {P}b + " + (f"{P}koff[{P}k];" if in_place else f"{P}k * {nr};")]
+    for v in range(nv):
+        lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}bk + {v * lanes}, sizeof({vt}));")
+    for r in range(mr):
+        lines.append(f"    {{ const {ctype} {P}a{r} = {P}a[{P}k * {mr} + {r}];")
+        for v in range(nv):
+            lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
+        lines.append("    }")
+    lines.append("  }")
+    for r in range(mr):
+        for v in range(nv):
+            lines.append(f"  memcpy({P}c + {r} * {P}ldc + {v * lanes}, &{acc[r][v]}, sizeof({vt}));")
+    lines.append("}")
+    return "\n".join(lines)
 
 
 class Groups(NamedTuple):
