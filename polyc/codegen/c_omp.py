@@ -108,17 +108,6 @@ def parallel_condition(loop: Loop, statements, text: Callable[[LExpr], str]) -> 
     return f"{trip} > 1 && (double){trip} * {body} >= {float(PARALLEL_MIN_WORK)!r}"
 
 
-def omp_schedule(loop: Loop, text: Callable[[LExpr], str]) -> str:
-    """The `schedule` clause of parallel loop `loop`: chunks of about a quarter of each thread's
-    share, dealt out in turn (`pc_omp_chunk`), so a loop whose iterations grow or shrink (the rows
-    of a triangle, syr2k's `j <= i`) still gives each thread about the same work: whole halves of
-    a triangle split its work 1:3, eight chunks dealt in turn within 10%.  Chunks stay contiguous,
-    so neighbouring iterations (a stencil's rows) still share a cache; a loop whose trip count
-    cannot be read keeps plain static halves."""
-    trip = trip_count(loop, text)
-    return "schedule(static)" if trip is None else f"schedule(static, pc_omp_chunk({trip}))"
-
-
 def guarded_parallel(condition: Optional[str], parallel_pragma: str, serial_pragma: Optional[str],
                      loop) -> list:
     """cgen statements running `loop` under `parallel_pragma` when `condition` holds, else the same

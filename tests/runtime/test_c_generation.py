@@ -17,27 +17,11 @@ def test_parallel_loops_run_their_bodies_in_restrict_helpers(monkeypatch):
     src = pc.codegen(mv, sched, dtypes={"A": pc.f64, "x": pc.f64})
     helper = src[src.index("static void polyc_mv_par_loop1("):]
     assert "double *restrict d_A" in helper.splitlines()[0]
-    assert "#pragma omp parallel for schedule(static, pc_omp_chunk((n_I)))" in src
+    assert "#pragma omp parallel for schedule(static)" in src
     assert "polyc_mv_par_loop1(d_y, d_A, d_x, n_I, n_J, i_i);" in src
     rng = np.random.default_rng(0)
     a, x = rng.random((37, 29)), rng.random(29)
     np.testing.assert_allclose(pc.compile(mv, sched)(A=a, x=x), a @ x, rtol=1e-12)
-
-
-def test_a_triangular_parallel_loop_is_dealt_out_in_chunks(monkeypatch):
-    """Rows of a triangle (`j <= i`) grow: whole halves would give one thread three times the work
-    of the other.  The parallel loop runs in about four chunks per thread dealt out in turn."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    tri = pc.kernel("C[i, j] += A[i, k] * A[j, k] where j in 0:i+1", name="tri_par",
-                    A=pc.f64["N", "M"], C=pc.f64["N", "N"])
-    sched = tri.schedule().parallel("i")
-    src = pc.codegen(tri, sched)
-    assert "schedule(static, pc_omp_chunk((n_N)))" in src
-    assert "static inline int64_t pc_omp_chunk(int64_t pc_trip)" in src
-    rng = np.random.default_rng(4)
-    for n in (1, 7, 61):
-        a, c = rng.random((n, 5)), rng.random((n, n))
-        np.testing.assert_allclose(pc.compile(tri, sched)(A=a, C=c.copy()), c + np.tril(a @ a.T), rtol=1e-12)
 
 
 def test_parallel_loops_inside_sequential_loops_receive_their_iterators():
