@@ -29,7 +29,7 @@ from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .c_packed_inplace import inplace_path, reads_in_place
-from .c_packed_parts import P, Groups, decode, micro_kernel, run_loop, tile_copy
+from .c_packed_parts import P, Groups, decode, micro_kernel, run_loop, target_rows, tile_copy
 from .names import CNames
 from .typing import Typing
 
@@ -57,14 +57,9 @@ def _condition_c(params_set: str, name: Callable[[str], str]) -> str:
 
 
 def target_rows_direct(st, c) -> bool:
-    """Whether whole micro-tiles can be updated in the target itself: one m and one n loop, the
-    target's last subscript moving by exactly 1 along n and not with m (its other subscripts not
-    with n), so a tile row is `nr` consecutive elements and rows lie `ldc` apart without overlapping."""
-    if len(c.m) != 1 or len(c.n) != 1 or not st.target.indices:
-        return False
-    (m,), (n,) = c.m, c.n
-    *outer, last = st.target.indices
-    return last.coeff(n) == 1 and last.coeff(m) == 0 and all(ix.coeff(n) == 0 for ix in outer)
+    """Whether whole micro-tiles can be updated in the target itself: one m and one n loop and
+    `target_rows`, so a tile row is `nr` consecutive elements and rows lie `ldc` apart."""
+    return len(c.n) == 1 and target_rows(st, c)
 
 
 def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
@@ -142,14 +137,13 @@ def _read_along_n(c) -> bool:
     return bool(accesses) and all(a.indices[-1].coeff(last) != 0 for a in accesses)
 
 
-def _pack_n_side(g: Groups, nr: int, kc_name: str, ctype: str, n_factor: str, omp_for: List[str],
-                 along_n: bool) -> List[str]:
+def _pack_n_side(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str], along_n: bool) -> List[str]:
     """Lines packing the n-side factor's (n block, k block) into `Bp[panel][k][lane]`, zero past
     the edge, in the order its memory runs: panel by panel, k inside (runs along k), or, for a
     factor laid out along n, groups of up to `PACK_GROUP_PANELS` panels read k by k, so each row
     is read in runs of `PACK_GROUP_PANELS * nr` elements instead of one cache line per row
     (M = 6, K = N = 4096 f32: 22 -> 13 ms; the panel order on `B[j, k]`: 23 ms, the grouped one 75)."""
-    kb = f"{P}{kc_name}"
+    kb = f"{P}kb"
 
     def one_panel(indent: str) -> List[str]:
         return [f"{indent}{ctype} *restrict {P}dst = {P}Bp + {P}jp * {kb};",
@@ -290,8 +284,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"    const int64_t {P}nb = {P}N - {P}jc < {nc} ? {P}N - {P}jc : {nc};",
         f"    for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {P}kmax) {{",
         f"    const int64_t {P}kb = {P}K - {P}pc < {P}kmax ? {P}K - {P}pc : {P}kmax;",
-        *_pack_n_side(g, nr, kc_name="kb", ctype=ctype, n_factor=n_factor, omp_for=omp_for,
-                      along_n=_read_along_n(c)),
+        *_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=omp_for, along_n=_read_along_n(c)),
         *omp_for,
         f"    for (int64_t {P}ic = 0; {P}ic < {P}M; {P}ic += {P}mc) {{",
         f"      const int64_t {P}mb = {P}M - {P}ic < {P}mc ? {P}M - {P}ic : {P}mc;",

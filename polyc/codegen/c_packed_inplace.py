@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ..ir import Access
-from .c_packed_parts import P, Groups, decode, run_loop, tile_copy
+from .c_packed_parts import P, Groups, consecutive_along, decode, run_loop, target_rows, tile_copy
 
 #: Lane panels whose rows stay in L1 against one m panel: the k block of the in-place variant.
 INPLACE_KC = 256
@@ -41,15 +41,7 @@ def reads_in_place(st, c) -> bool:
     it using both an n loop and a k loop (the sliding window); the target laid out the same way
     along the last n loop, not moving with m in its last subscript."""
     f = c.n_factor
-    if len(c.m) != 1 or not isinstance(f, Access) or not f.indices or not st.target.indices:
-        return False
-    last = c.n[-1]
-    (m,) = c.m
-    for access in (f, st.target):
-        *outer, tail = access.indices
-        if tail.coeff(last) != 1 or any(ix.coeff(last) != 0 for ix in outer):
-            return False
-    if st.target.indices[-1].coeff(m) != 0:
+    if not target_rows(st, c) or not isinstance(f, Access) or not consecutive_along(f, c.n[-1]):
         return False
     return any(any(ix.coeff(x) for x in c.n) and any(ix.coeff(x) for x in c.k) for ix in f.indices)
 

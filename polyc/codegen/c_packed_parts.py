@@ -43,6 +43,23 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
     return "\n".join(lines)
 
 
+def consecutive_along(access, loop: str) -> bool:
+    """Whether `access`'s elements are consecutive in memory along `loop` (row-major): its last
+    subscript moves by exactly 1 with the loop and no other subscript uses it."""
+    if not access.indices:
+        return False
+    *outer, last = access.indices
+    return last.coeff(loop) == 1 and all(ix.coeff(loop) == 0 for ix in outer)
+
+
+def target_rows(st, c) -> bool:
+    """Whether micro-tile rows can live in the target itself: one m loop, the target's elements
+    consecutive along the last n loop, and its last subscript not moving with m (so rows lie `ldc`
+    apart without overlapping)."""
+    return (len(c.m) == 1 and consecutive_along(st.target, c.n[-1])
+            and st.target.indices[-1].coeff(c.m[0]) == 0)
+
+
 class Groups(NamedTuple):
     """The C names of the contraction's m, n and k loops (the statement's iterators)."""
 
