@@ -17,7 +17,8 @@ from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Dim, LoopKind, Schedule
 from ..schedule.storage import PRIVATE_COPY_BYTES, private_copies
 from ..target import MVEC_FUNCTIONS
-from .c_omp import ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, parallel_condition, single_call
+from .c_omp import (ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, omp_schedule, parallel_condition,
+                     single_call)
 from .cexpr import CExprPrinter, expression_helpers
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import INTERNAL, TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
@@ -31,6 +32,14 @@ PREAMBLE = """\
 static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
 static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
 static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
+/* Iterations per chunk of a parallel loop of pc_trip iterations whose work varies: about 4 chunks
+   per thread, dealt out in turn (see polyc.codegen.c_omp.omp_schedule). */
+#ifdef _OPENMP
+#include <omp.h>
+static inline int64_t pc_omp_chunk(int64_t pc_trip) { const int64_t pc_n = 4 * (int64_t)omp_get_max_threads(); return pc_trip > pc_n ? (pc_trip + pc_n - 1) / pc_n : 1; }
+#else
+static inline int64_t pc_omp_chunk(int64_t pc_trip) { return pc_trip > 1 ? pc_trip : 1; }
+#endif
 """ + expression_helpers("static inline")
 
 
@@ -213,7 +222,7 @@ class _Emitter:
             if is_vector and self._accs:
                 pragmas.append(c.Pragma("omp simd " + " ".join(dict.fromkeys(a.clauses for a in self._accs.values()))))
             elif parallel_here:
-                parallel_pragma = "omp parallel for" + (" simd" if simd else "") + " schedule(static)"
+                parallel_pragma = "omp parallel for" + (" simd" if simd else "") + " " + omp_schedule(n, self._c)
             elif simd:
                 pragmas.append(c.Pragma("omp simd"))
             elif not dim.unroll.is_none:  # a full unroll isl could not write out: the compiler's turn
@@ -429,7 +438,7 @@ class _Emitter:
 
         def loop(replace) -> c.For:
             return self._for(n, c.Block([c.Statement(f"{name}({', '.join([replace.get(a, a) for a in args] + scope)})")]))
-        region = c.Block(setup + [c.Pragma("omp for schedule(static)"), loop(copies)] + finish)
+        region = c.Block(setup + [c.Pragma("omp for " + omp_schedule(n, self._c)), loop(copies)] + finish)
         condition = parallel_condition(n, self.statements, self._c)
         when = " && ".join(([f"({condition})"] if condition else []) + fits)
         if not when:

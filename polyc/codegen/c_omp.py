@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Set
+from fractions import Fraction
+from typing import Callable, Dict, FrozenSet, Optional, Set
 
 import cgen as c
 
@@ -106,6 +107,97 @@ def parallel_condition(loop: Loop, statements, text: Callable[[LExpr], str]) -> 
     inner = {x.iterator for x in walk(loop) if isinstance(x, Loop)}
     body = work(loop.body, statements, text, inner)
     return f"{trip} > 1 && (double){trip} * {body} >= {float(PARALLEL_MIN_WORK)!r}"
+
+
+#: A set of rates at which an expression grows with the parallel iterator (see `_rates`).
+Rates = FrozenSet[Fraction]
+
+#: Most alternative rates one expression keeps before the analysis gives up (min/max of sums).
+MAX_RATES = 8
+
+
+def _rates(e: LExpr, env: Dict[str, Rates]) -> Optional[Rates]:
+    """How fast `e` grows when the parallel iterator grows by one: each element is the slope of one
+    of the affine pieces `e` may take (a min or max has several).  Names not in `env` (sizes,
+    outer iterators) do not move; None where `e` is not affine in the iterators.
+
+    A min/max that mixes moving pieces with still ones keeps only the moving pieces: isl writes the
+    still ones as the domain's clamps (`min(N - 1, 32*t + 31)`), active at the last tile only."""
+    if e.op == "int":
+        return frozenset({Fraction(0)})
+    if e.op == "id":
+        return env.get(str(e.value), frozenset({Fraction(0)}))
+    args = [_rates(a, env) for a in e.args]
+    if any(a is None for a in args):
+        return None
+    if e.op in ("+", "-") and len(args) == 2:
+        sign = 1 if e.op == "+" else -1
+        out = frozenset(a + sign * b for a in args[0] for b in args[1])
+    elif e.op == "neg":
+        out = frozenset(-a for a in args[0])
+    elif e.op == "*" and len(args) == 2:
+        const = [a.value for a in e.args if a.op == "int"]
+        if not const:
+            return None
+        other = args[1] if e.args[0].op == "int" else args[0]
+        out = frozenset(const[0] * a for a in other)
+    elif e.op in ("floord", "/") and e.args[1].op == "int" and e.args[1].value:
+        out = frozenset(a / e.args[1].value for a in args[0])
+    elif e.op == "%":
+        out = frozenset({Fraction(0)})
+    elif e.op in ("min", "max"):
+        union = frozenset().union(*args)
+        moving = union - {Fraction(0)}
+        out = moving or union
+    else:
+        return None
+    return out if len(out) <= MAX_RATES else None
+
+
+def _upper_bounds(cond: LExpr, iterator: str) -> list:
+    """The upper bounds `ub` of `it <= ub` / `it < ub` terms of a loop condition."""
+    if cond.op in ("<=", "<") and cond.args[0] == LExpr("id", value=iterator):
+        return [cond.args[1]]
+    if cond.op == "&&":
+        return [b for a in cond.args for b in _upper_bounds(a, iterator)]
+    return []
+
+
+def work_varies(loop: Loop) -> bool:
+    """Whether the work of one iteration of `loop` grows or shrinks with its iterator: some loop
+    inside has bounds that move at different rates with it (the rows of a triangle, `j <= i`;
+    a tile loop `tj <= ti`).  Tiles of a box move both bounds together (`32*t` to `32*t + 31`)
+    and count as even.  Bounds the analysis cannot read count as even (no claim made)."""
+    def varies(node: Node, env: Dict[str, Rates]) -> bool:
+        if isinstance(node, Call):
+            return False
+        if isinstance(node, Block):
+            return any(varies(ch, env) for ch in node.children)
+        if isinstance(node, Guard):
+            return varies(node.then, env) or (node.orelse is not None and varies(node.orelse, env))
+        lower = _rates(node.init, env)
+        uppers = [_rates(u, env) for u in _upper_bounds(node.cond, node.iterator)]
+        if lower is None or not uppers or any(u is None for u in uppers):
+            return varies(node.body, env)  # unreadable bounds: the iterator stays "still"
+        upper = frozenset().union(*uppers)
+        common = lower & upper
+        if not common:
+            return True
+        return varies(node.body, {**env, node.iterator: common})
+    return varies(loop.body, {loop.iterator: frozenset({Fraction(1)})})
+
+
+def omp_schedule(loop: Loop, text: Callable[[LExpr], str]) -> str:
+    """The `schedule` clause of parallel loop `loop`.  Where the work of an iteration grows or
+    shrinks with the iterator (`work_varies`: a triangle's rows), about four chunks per thread
+    dealt out in turn (`pc_omp_chunk`): whole halves of a triangle split its work 1:3, eight
+    chunks dealt in turn within about 10%.  Elsewhere whole shares (`schedule(static)`): chunks
+    cost loops that walk columns inside the parallel one (covariance's means: a fresh pass over
+    every row per chunk, about 20% at 2 threads)."""
+    trip = trip_count(loop, text)
+    if trip is None or not work_varies(loop):
+        return "schedule(static)"
+    return f"schedule(static, pc_omp_chunk({trip}))"
 
 
 def guarded_parallel(condition: Optional[str], parallel_pragma: str, serial_pragma: Optional[str],

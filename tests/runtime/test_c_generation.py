@@ -24,6 +24,41 @@ def test_parallel_loops_run_their_bodies_in_restrict_helpers(monkeypatch):
     np.testing.assert_allclose(pc.compile(mv, sched)(A=a, x=x), a @ x, rtol=1e-12)
 
 
+TRIANGLE = "C[i, j] += A[i, k] * A[j, k] where j in 0:i+1"
+
+
+def test_a_triangular_parallel_loop_is_dealt_out_in_chunks(monkeypatch):
+    """Rows of a triangle (`j <= i`) grow: whole halves would give one thread three times the work
+    of the other.  The parallel loop runs in about four chunks per thread dealt out in turn."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    tri = pc.kernel(TRIANGLE, name="tri_par", A=pc.f64["N", "M"], C=pc.f64["N", "N"])
+    sched = tri.schedule().parallel("i")
+    src = pc.codegen(tri, sched)
+    assert "schedule(static, pc_omp_chunk((n_N)))" in src
+    assert "static inline int64_t pc_omp_chunk(int64_t pc_trip)" in src
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 61):
+        a, c = rng.random((n, 5)), rng.random((n, n))
+        np.testing.assert_allclose(pc.compile(tri, sched)(A=a, C=c.copy()), c + np.tril(a @ a.T), rtol=1e-12)
+
+
+def test_tiles_of_a_triangle_are_chunked_and_tiles_of_a_box_are_not(monkeypatch):
+    """Tile loops of a box move both bounds of their point loops together (`16*t` to `16*t + 15`):
+    even work, whole shares.  Over a triangle the column tiles stop at the row tile (`tj <= ti`)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    tri = pc.kernel(TRIANGLE, name="tri_tiles", A=pc.f64["N", "M"], C=pc.f64["N", "N"])
+    box = pc.kernel("C[i, j] += A[i, k] * A[j, k]", name="box_tiles", A=pc.f64["N", "M"], C=pc.f64["N", "N"])
+    for k, chunked in ((tri, True), (box, False)):
+        sched = k.schedule().tile(i=16, j=16).parallel("i_outer")
+        src = pc.codegen(k, sched)
+        assert ("pc_omp_chunk((" in src) is chunked, src
+        assert "#pragma omp parallel for schedule(static" in src
+        rng = np.random.default_rng(5)
+        a, c = rng.random((45, 3)), rng.random((45, 45))
+        want = c + (np.tril(a @ a.T) if chunked else a @ a.T)
+        np.testing.assert_allclose(pc.compile(k, sched)(A=a, C=c.copy()), want, rtol=1e-12)
+
+
 def test_parallel_loops_inside_sequential_loops_receive_their_iterators():
     k = pc.kernel("B[t, i] = A[t, i] * 2.0", name="outer_seq")
     sched = k.schedule().parallel("i")
