@@ -85,3 +85,30 @@ def test_jamming_leaves_packed_contractions_packed():
 def test_einstein_reductions_are_reassociated_not_jammed():
     lk = kernels.by_name("softmax")
     assert not any(h.startswith("unroll_and_jam(") for h in auto_schedule(lk.kernel).history)
+
+
+@pytest.mark.parametrize("name", ["matvec", "rowsum"])
+def test_lone_reassociated_chains_are_jammed_into_vector_accumulators(name):
+    """matvec's and a row sum's rows hold nothing but one reduction each: "auto" runs eight rows
+    side by side, each its own vector accumulator (one accumulator is an add per latency), and
+    matvec's rows share each load of `x[j]`.  Results agree at row counts that leave a partial
+    group."""
+    lk = kernels.by_name("matvec") if name == "matvec" else None
+    k = lk.kernel if lk else pc.kernel(ROWSUM, name="rowsum_lone")
+    sched = auto_schedule(k, sizes=dict(I=2048, J=2048))
+    assert "unroll_and_jam('i', 8, separate=True)" in sched.history, sched.history
+    src = pc.codegen(k, sched, dtypes={n: pc.f32 for n in ("A", "x")})
+    assert "reduction(+:pc_acc7)" in src and "#pragma omp simd reduction(+:pc_acc)" in src
+    rng = np.random.default_rng(9)
+    for rows in (3, 21):
+        a, x = rng.random((rows, 37)), rng.random(37)
+        got = pc.compile(k, sched)(A=a, x=x) if lk else pc.compile(k, sched)(A=a)
+        want = a @ x if lk else 2.0 * a.sum(axis=1)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not any("jam" in h for h in auto_schedule(k, sizes=dict(I=2048, J=2048), jam_rows=False).history)
+
+
+def test_chains_beside_elementwise_work_are_not_jammed_when_reassociated():
+    """layernorm's rows also normalise elementwise: jamming them would cost the vector loops."""
+    lk = kernels.by_name("layernorm")
+    assert not any(h.startswith("unroll_and_jam(") for h in auto_schedule(lk.kernel, sizes=dict(M=4096, N=1024)).history)
