@@ -13,6 +13,8 @@
    `check_legal` proves the whole schedule, and every mark is proven with `check_parallel`: the
    outermost loop that carries no dependence (and is worth it) becomes "parallel", a statement's
    innermost loop that carries none and touches memory with unit stride becomes "vector".
+   Before the marks, statements left walking columns are turned to walk rows where proven
+   (`auto_stride.row_walking`: distribute, interchange, one set of loop dimensions per nest).
 Any failure (isl budget exceeded, an unexpected tree, an unproven step) falls back to a simpler
 variant and finally to source order with proven parallel marks, with a warning; never a hang.
 
@@ -43,6 +45,7 @@ from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
 from .auto_size import pack_pays, worth_parallel
 from .auto_split import split_pinned_loops
+from .auto_stride import row_walking
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from . import saved_auto, serialize
@@ -192,8 +195,9 @@ def auto_schedule(kernel, target: Optional[Target] = None, *, tile: bool = True,
     per loop name; `register_blocking` (default: `codegen_keeps_restrict()`) unrolls-and-jams a
     reduction loop of contractions into the SIMD loop; `pack=False` leaves matmul-like statements
     to the tiled loops instead of packed BLAS-style code (`Schedule.pack`); `jam_rows` runs rows of
-    ordered reduction chains side by side (`jam_reductions`), by default where reductions keep their
-    written order (loop kernels, `reassociate=False`): atax and bicg at LARGE 2.3-2.5x faster.
+    reduction chains side by side (`jam_reductions`): by default every ordered chain (loop kernels,
+    `reassociate=False`: atax and bicg at LARGE 2.3-2.5x faster) and reassociated chains whose
+    row loop holds nothing else (matvec, row sums; see `_jam_mode`); True: every chain; False: none.
     `deadline`: seconds of searching, counted after isl's scheduler, after which the best schedule
     found so far is kept (default `AUTO_DEADLINE`; 0: none).
 
@@ -261,6 +265,7 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             sched = flatten(model, decided, history=(note,))
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
+                sched = row_walking(sched, Schedule.source_order(model), real_loops, deps)
                 sched = split_pinned_loops(sched, add_marks(sched, deps, search, reassociate, sizes), deps,
                                            lambda s: add_marks(s, deps, search, reassociate, sizes),
                                            markable_loops, search)
