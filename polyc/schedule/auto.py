@@ -43,7 +43,7 @@ from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
-from .auto_size import pack_pays, worth_parallel
+from .auto_size import pack_pays, worth_parallel, worth_vector
 from .auto_split import split_pinned_loops
 from .auto_stride import row_walking
 from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
@@ -387,7 +387,7 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
         if search is not None and search.expired("marking vector loops"):
             break
         users = [s for s in statements if p in loops_of[s]]
-        if not users or not all(loops_of[s][-1] == p for s in users):
+        if not users or not all(loops_of[s][-1] == p for s in users) or not worth_vector(schedule, p):
             continue
         if not all(all_unit_or_invariant(model.program, s, _direction_of(model, s, cols, loops_of[s], p))
                    for s in users):

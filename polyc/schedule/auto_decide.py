@@ -29,7 +29,7 @@ from ..poly.model import PolyModel
 from ..target import Target
 from .auto_cost import (SearchBudget, access_delta, access_kind, all_unit_or_invariant, direction, footprints,
                         has_reuse, innermost_score, statement_accesses, tile_sizes)
-from .auto_size import fits_in_cache, jam_pays_across_strides, member_extent
+from .auto_size import fits_in_cache, jam_pays_across_strides, member_extent, time_tiling_cache
 from .auto_tree import (Band, Leaf, Loop, Nest, Node, Sequence, UnsupportedTree, aff_coefficients,
                         equals_iterator, is_constant)
 from .schedule import Schedule
@@ -238,9 +238,11 @@ class Decider:
             order = [k for k in range(n) if band.coincident[k]] + [k for k in range(n) if not band.coincident[k]]
 
         # Tiling pays when some access revisits a slice of two or more dimensions (cost model);
-        # time tiling (a skewed band) only when the data does not fit in L2 at the call's sizes.
+        # time tiling (a skewed band) only when the data does not fit in cache at the call's sizes
+        # (`time_tiling_cache`).
         tiling = (self.options.tile and band.permutable and n >= 2 and affine)
-        if tiling and skewed and fits_in_cache(self.program, band.statements, self.sizes, self.target.l2):
+        if tiling and skewed and fits_in_cache(self.program, band.statements, self.sizes,
+                                               time_tiling_cache(self.target)):
             tiling = False
         if tiling:
             tiling = has_reuse(footprints(self.program, band.statements, dirs_for(list(range(n)))), n)

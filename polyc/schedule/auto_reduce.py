@@ -25,7 +25,7 @@ from typing import Dict, List, Mapping, Optional
 from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly.dependences import Dependences
 from .auto_cost import SearchBudget, all_unit_or_invariant, direction
-from .auto_size import worth_parallel
+from .auto_size import worth_parallel, worth_vector
 from .auto_tree import aff_coefficients
 from .legality import check_parallel
 from .rewrite import is_reduction_dependence, reduction_target_problem
@@ -93,7 +93,7 @@ def reduction_marks(schedule: Schedule, dims: List[Dim], deps: Dependences, cols
         if search is not None and search.expired("marking reduction loops"):
             return dims
         users = [s for s in loops_of if p in loops_of[s]]
-        if not users or not all(loops_of[s][-1] == p for s in users):
+        if not users or not all(loops_of[s][-1] == p for s in users) or not worth_vector(schedule, p):
             continue
         if not any(reassociable(program.statement(s), mode) for s in users):
             continue

@@ -90,17 +90,21 @@ def test_small_presets_run_on_one_thread(name):
     assert "omp parallel" not in f.source
 
 
-def test_medium_jacobi_2d_is_parallel_but_not_time_tiled():
-    """MEDIUM: 250 x 250 x 2 arrays = 1 MB with enough work per time step.  Whether it is time
-    tiled depends on the L2 size, so the target is fixed: a 2-core machine with 1 MiB of L2 per core
-    (on one with 512 KiB the grid does not stay in L2 between time steps, and time tiling pays)."""
+@pytest.mark.parametrize("n, l3, tiled", [(250, 32 << 20, False), (1100, 32 << 20, True), (250, 1 << 20, True)])
+def test_jacobi_2d_is_time_tiled_only_past_half_the_last_level_cache(n, l3, tiled):
+    """Time tiles pay only when a time step's sweep would stream from memory: past half the
+    last-level cache (`auto_size.time_tiling_cache`).  MEDIUM (250 x 250 x 2 arrays = 1 MB) on a
+    machine with a 32 MiB L3 runs untiled, with parallel rows; 1100 x 1100 (19 MB) is time-tiled;
+    with a 1 MiB L3 the MEDIUM grid is too.  The target is fixed so the host does not matter."""
     lk = _pb("jacobi-2d")
-    sizes = lk.sizes["MEDIUM"]
-    target = pc.Target.host().with_(l2=1 << 20, cores=2)
+    sizes = dict(lk.sizes["MEDIUM"], N=n)
+    target = pc.Target.host().with_(l2=512 << 10, l3=l3, cores=2)
     sched = auto_schedule(lk.kernel, target, sizes=sizes)
     _proven(lk.kernel, sched)
     marks = _marks(sched)
-    assert "wave" not in marks and "parallel" in marks["i"], sched
+    assert ("wave" in marks) is tiled, sched
+    if not tiled:
+        assert "parallel" in marks["i"], sched
 
 
 def test_region_work_and_working_set_are_computed_at_the_sizes():

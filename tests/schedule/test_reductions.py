@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import polyc as pc
+from polyc.schedule.auto import auto_schedule
+from polyc.schedule.schedule import LoopKind
 from polyc.testing import check_kernel
 
 F32 = {"y": pc.f32, "A": pc.f32, "x": pc.f32, "m": pc.f32, "s": pc.f32, "p": pc.f32}
@@ -219,3 +221,20 @@ def test_a_fused_loop_of_several_reductions_and_a_definition_runs_as_one_simd_re
     Y /= Y.sum(axis=1, keepdims=True)
     want = Y * (Yb - (Yb * Y).sum(axis=1, keepdims=True))
     np.testing.assert_allclose(f(X=X, Y_grad=Yb), want, rtol=1e-4, atol=1e-6)
+
+
+def test_windows_too_short_for_a_vector_get_no_vector_mark():
+    """avgpool2d's 2 x 2 window: a vector reduction over two elements set up and combined an
+    accumulator per output element (3x slower than the source order); loops that never reach
+    `MIN_VECTOR_TRIP` iterations get no vector mark, plain or reducing."""
+    import kernels
+    from polyc.schedule.auto_size import MIN_VECTOR_TRIP
+    from polyc.schedule.rewrite import trip_count_bound
+    lk = kernels.by_name("avgpool2d")
+    sched = auto_schedule(lk.kernel, sizes=lk.sizes["typical"])
+    for k, d in enumerate(sched.dims):
+        if d.is_loop and d.runs(LoopKind.VECTORIZED):
+            bound = trip_count_bound(sched, k)
+            assert bound is None or bound >= MIN_VECTOR_TRIP, (d.name, bound)
+    assert "pc_acc" not in pc.codegen(lk.kernel, sched)
+    check_kernel(lk.kernel, sched, sizes=lk.sizes["primes"])
