@@ -46,7 +46,7 @@ from .auto_reduce import direction_of as _direction_of
 from .auto_size import pack_pays, worth_parallel, worth_vector
 from .auto_split import split_pinned_loops
 from .auto_stride import row_walking
-from .auto_tree import UnsupportedTree, aff_coefficients, flatten, is_constant, tree_from_isl
+from .auto_tree import UnsupportedTree, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from . import saved_auto, serialize
 from .schedule import LoopKind, Schedule
