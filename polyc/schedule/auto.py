@@ -265,7 +265,8 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             sched = flatten(model, decided, history=(note,))
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
-                sched = row_walking(sched, Schedule.source_order(model), real_loops, deps)
+                if not search.expired("turning column walks into row walks"):
+                    sched = row_walking(sched, Schedule.source_order(model), real_loops, deps)
                 sched = split_pinned_loops(sched, add_marks(sched, deps, search, reassociate, sizes), deps,
                                            lambda s: add_marks(s, deps, search, reassociate, sizes),
                                            markable_loops, search)
