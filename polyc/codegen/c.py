@@ -47,11 +47,9 @@ static inline int64_t pc_omp_chunk(int64_t pc_trip) { return pc_trip > 1 ? pc_tr
 #: automatic scheduler may parallelise loops around accumulations and block for registers.
 PARALLEL_LOOPS_KEEP_RESTRICT = True
 
-#: Added when a packed contraction is emitted (aligned buffers, memcpy'd vectors, OpenMP queries).
+#: Added when a packed contraction is emitted (memcpy'd vectors; `omp.h`, for its OpenMP queries,
+#: is in `PREAMBLE`).
 PACKED_PREAMBLE = """#include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 """
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Dict, FrozenSet, Optional, Set
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import cgen as c
 
@@ -42,16 +42,19 @@ def _ids(e: LExpr) -> Set[str]:
     return out
 
 
-def _bound(cond: LExpr, iterator: str) -> Optional[tuple]:
-    """(`ub`, inclusive?) of a loop condition `it <= ub` / `it < ub` (the first one in a conjunction)."""
+def _upper_bounds(cond: LExpr, iterator: str) -> List[Tuple[LExpr, bool]]:
+    """(`ub`, inclusive?) of every `it <= ub` / `it < ub` term of a loop condition, in order."""
     if cond.op in ("<=", "<") and cond.args[0] == LExpr("id", value=iterator):
-        return cond.args[1], cond.op == "<="
+        return [(cond.args[1], cond.op == "<=")]
     if cond.op == "&&":
-        for a in cond.args:
-            got = _bound(a, iterator)
-            if got is not None:
-                return got
-    return None
+        return [b for a in cond.args for b in _upper_bounds(a, iterator)]
+    return []
+
+
+def _bound(cond: LExpr, iterator: str) -> Optional[Tuple[LExpr, bool]]:
+    """(`ub`, inclusive?) of a loop condition (the first bound of a conjunction)."""
+    bounds = _upper_bounds(cond, iterator)
+    return bounds[0] if bounds else None
 
 
 def trip_count(loop: Loop, text: Callable[[LExpr], str]) -> Optional[str]:
@@ -154,15 +157,6 @@ def _rates(e: LExpr, env: Dict[str, Rates]) -> Optional[Rates]:
     return out if len(out) <= MAX_RATES else None
 
 
-def _upper_bounds(cond: LExpr, iterator: str) -> list:
-    """The upper bounds `ub` of `it <= ub` / `it < ub` terms of a loop condition."""
-    if cond.op in ("<=", "<") and cond.args[0] == LExpr("id", value=iterator):
-        return [cond.args[1]]
-    if cond.op == "&&":
-        return [b for a in cond.args for b in _upper_bounds(a, iterator)]
-    return []
-
-
 def work_varies(loop: Loop) -> bool:
     """Whether the work of one iteration of `loop` grows or shrinks with its iterator: some loop
     inside has bounds that move at different rates with it (the rows of a triangle, `j <= i`;
@@ -176,7 +170,7 @@ def work_varies(loop: Loop) -> bool:
         if isinstance(node, Guard):
             return varies(node.then, env) or (node.orelse is not None and varies(node.orelse, env))
         lower = _rates(node.init, env)
-        uppers = [_rates(u, env) for u in _upper_bounds(node.cond, node.iterator)]
+        uppers = [_rates(u, env) for u, _ in _upper_bounds(node.cond, node.iterator)]
         if lower is None or not uppers or any(u is None for u in uppers):
             return varies(node.body, env)  # unreadable bounds: the iterator stays "still"
         upper = frozenset().union(*uppers)

@@ -37,6 +37,8 @@ from typing import Dict, Iterable, List, Mapping, Optional
 
 import islpy as isl
 
+from .rewrite import trip_count_bound
+
 #: Operations one entry of a parallel loop must do before a second thread pays for its fork/join
 #: (about 50-100 microseconds of work on one core).
 PARALLEL_REGION_WORK = 1 << 18
@@ -149,7 +151,6 @@ def worth_vector(schedule, position: int) -> bool:
     iterations (a pooling window's `s in 0:2`) fills no vector, and as a vector reduction it
     would set up and combine an accumulator per element (avgpool2d: 2.6 -> 8 ms).  Known from the
     loop's bounds for every size (`rewrite.trip_count_bound`), not from a call's sizes."""
-    from .rewrite import trip_count_bound
     bound = trip_count_bound(schedule, position)
     return bound is None or bound >= MIN_VECTOR_TRIP
 

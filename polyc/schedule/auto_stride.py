@@ -144,7 +144,7 @@ def row_walking(decided: Schedule, source: Schedule, real_loops, deps) -> Schedu
         return decided
     for start in (decided, source):
         try:
-            walkers = column_walkers(start, real_loops)
+            walkers = before if start is decided else column_walkers(start, real_loops)
             repaired = _repaired(start, walkers, real_loops)
             if repaired is None:
                 continue
