@@ -27,7 +27,8 @@ __all__ = ["grad", "adjoint_program", "GradNames", "GradError"]
 CHECKPOINTS = ("store",)
 
 
-def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[str] = None):
+def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[str] = None, *,
+         pad_borders: bool = True):
     """The gradient kernel of `kernel`: the adjoint of tensor `of` in, the gradients of `wrt` out.
 
     `kernel.grad_names` on the result (a `GradNames`) says which names it chose: `<of>_grad` for the
@@ -48,8 +49,10 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
     place (its values at the end).  Memory: one copy of every value computed (for a stencil, one
     grid per time step).  Without it such kernels are refused with the reason."""
     from ..api import Kernel
+    if not isinstance(pad_borders, bool):
+        raise GradError(f"pad_borders must be True or False, not {pad_borders!r}")
     if _is_program(kernel):
-        return _program_grad(kernel, of, wrt)
+        return _program_grad(kernel, of, wrt, pad_borders)
     if not isinstance(kernel, Kernel):
         raise GradError(f"pc.grad takes a kernel made by pc.kernel or a @pc.program, not {type(kernel).__name__}")
     if not isinstance(of, str):
@@ -63,7 +66,7 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
     if checkpoint == "store":
         program, names = _stored_grad(kernel.program, of, wrt)
     else:
-        program, names = adjoint_program(kernel.program, of, wrt)
+        program, names = adjoint_program(kernel.program, of, wrt, pad_borders=pad_borders)
     out = Kernel(program)
     out.grad_names = names  # type: ignore[attr-defined]
     return out
@@ -74,7 +77,7 @@ def _is_program(obj) -> bool:
     return all(hasattr(obj, a) for a in ("kernel", "outputs", "inputs", "trace_nodes"))
 
 
-def _program_grad(program, of: str, wrt: Union[str, Sequence[str]]):
+def _program_grad(program, of: str, wrt: Union[str, Sequence[str]], pad_borders: bool = True):
     """`grad` of an operator program: its outputs take their user-facing names in the traced kernel
     (so the adjoint input is `<output>_grad`), then the kernel is differentiated."""
     from ..api import Kernel
@@ -96,7 +99,7 @@ def _program_grad(program, of: str, wrt: Union[str, Sequence[str]]):
         raise GradError(f"program {program.name!r} returns {clash[0]!r}, a name its trace also uses for "
                         f"another tensor; return it under another name to differentiate it")
     renamed = program_with_tensor_names(traced, renames)
-    adjoint, names = adjoint_program(renamed, renames.get(outputs[of], outputs[of]), wrt)
+    adjoint, names = adjoint_program(renamed, renames.get(outputs[of], outputs[of]), wrt, pad_borders=pad_borders)
     out = Kernel(adjoint.with_(name=f"{program.name}_grad"))
     out.grad_names = names  # type: ignore[attr-defined]
     return out

@@ -32,6 +32,7 @@ from .analysis import (active_tensors, as_updates, check_no_overwrite, check_sca
 from .derivative import ONE, ZERO, div, local_adjoints, select
 from .exprs import tensors_read
 from .domains import simplify_domain, split_interior
+from .padding import pad_gather
 from .fold import fold_pointwise
 from .inline import inline_pointwise_temps
 from .gather import check_exact, fresh_name, gather_iterators, gather_value, invert_access
@@ -124,8 +125,11 @@ def _range(name: str, extent: Affine) -> Tuple[Constraint, Constraint]:
     return (Constraint("ge", Affine.var(name)), Constraint("ge", extent - Affine.var(name) - 1))
 
 
-def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Program, GradNames]:
-    """The gradient program of the (shape-inferred) forward `program`, and the names it uses."""
+def adjoint_program(program: Program, of: str, wrt: Sequence[str], *,
+                    pad_borders: bool = True) -> Tuple[Program, GradNames]:
+    """The gradient program of the (shape-inferred) forward `program`, and the names it uses.
+    `pad_borders`: gathers whose reads leave an adjoint near its border read a zero-padded copy
+    (`polyc.grad.padding`) rather than splitting the border off (`domains.split_interior`)."""
     wrt = tuple(wrt)
     check_request(program, of, wrt)
     program = as_updates(program)
@@ -156,6 +160,11 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
         contributions.append(b.fill(adj[of], fwd_tensors[of].shape, program.statements[-1], value=seed).with_(
             update="+"))
     ties: Dict[str, Tuple[str, Statement]] = {}
+    # Adjoints a gather may read through a zero-padded copy, and the statements making each copy,
+    # which run just before their gather (wherever `fold_pointwise` moves it).
+    adj_decls = dict(fwd_tensors)
+    adj_decls.update({a: TensorDecl(a, fwd_tensors[t].dtype, fwd_tensors[t].shape, "temp") for t, a in adj.items()})
+    preludes: List[Tuple[Statement, Tuple[Statement, ...]]] = []
     for st in reversed(order):
         t = st.target.tensor
         w = writes[t]
@@ -179,11 +188,19 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
             coords, free, sigma, domain = invert_access(st, acc, shape, b.used, where)
             check_exact(st, acc, shape, coords, free, sigma, domain, program.sizes, program.assumptions, where)
             target = Access(adj[acc.tensor], tuple(Affine.var(c) for c in coords))
-            contributions.extend(split_interior(simplify_domain(Statement(
+            gather = simplify_domain(Statement(
                 name="", iterators=gather_iterators(st, acc, coords, free, sigma), domain=domain, target=target,
                 value=gather_value(coeff, sigma), update="+", reduction=tuple(free),
                 location=st.location, text=st.text, divisions=tuple(d for d in st.divisions if d in free)),
-                program.sizes, program.assumptions), program.sizes, program.assumptions))
+                program.sizes, program.assumptions)
+            padded = pad_gather(gather, adj_decls, set(adj.values()), program.sizes, program.assumptions,
+                                b.used) if pad_borders else None
+            if padded is None:
+                contributions.extend(split_interior(gather, program.sizes, program.assumptions))
+                continue
+            b.tensors[padded.decl.name] = padded.decl
+            preludes.append((padded.gather, (padded.zero, padded.copy)))
+            contributions.append(padded.gather)
 
     # 1. forward recomputation of what the adjoint reads (and what that needs).
     needed: Set[str] = set()
@@ -226,6 +243,8 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str]) -> Tuple[Prog
         like = next((tuple(str(i) for i in c.target.indices) for c in contributions if c.target.tensor == a), ())
         b.add(b.fill(a, fwd_tensors[t].shape, program.statements[0], value=Const(0.0), like=like))
     for c in ordered:
+        for pre in next((p for g, p in preludes if g is c), ()):
+            b.add(pre)
         b.add(c)
 
     tensors: List[TensorDecl] = []

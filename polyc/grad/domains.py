@@ -41,6 +41,17 @@ def simplify_domain(st: Statement, sizes: Sequence[str], assumptions: Sequence[C
     return st.with_(domain=tuple(out))
 
 
+def summed_box(dom: isl.Set, nx: int, nk: int) -> isl.Set:
+    """The product of `dom`'s projections on its first `nx` dimensions (the target elements) and on
+    its last `nk` (the summed indices): every pair of a target element and a summed index that
+    occurs anywhere in `dom`.  A convolution's input gradient: all (n, c, h, w) times all (f, kh, kw),
+    the border's missing pairs included."""
+    xs = dom.project_out(isl.dim_type.set, nx, nk)
+    ks = dom.project_out(isl.dim_type.set, 0, nx)
+    return xs.insert_dims(isl.dim_type.set, nx, nk).intersect(
+        ks.insert_dims(isl.dim_type.set, 0, nx)).reset_space(dom.get_space())
+
+
 def split_interior(st: Statement, sizes: Sequence[str], assumptions: Sequence[Constraint]) -> Tuple[Statement, ...]:
     """A gather as two statements: its *interior*, the target elements that receive a contribution
     from every value of the summed indices (a box of them: a convolution's input gradient away from
@@ -58,12 +69,8 @@ def split_interior(st: Statement, sizes: Sequence[str], assumptions: Sequence[Co
         ctx = isl.Set(f"{p} -> {{ : {conjunction_str(assumptions)} }}")
         dom = isl.Set(f"{p} -> {{ {space} : {disjunction_str(st.domain)} }}").intersect_params(ctx)
         xs = dom.project_out(isl.dim_type.set, nx, nk)
-        ks = dom.project_out(isl.dim_type.set, 0, nx)
         # x is interior when (x, k) is in the domain for every k some target element sums over.
-        everything = isl.Set(f"{p} -> {{ {space} }}").intersect(
-            dom.project_out(isl.dim_type.set, nx, nk).insert_dims(isl.dim_type.set, nx, nk)
-            .intersect(ks.insert_dims(isl.dim_type.set, 0, nx)).reset_space(dom.get_space()))
-        missing = everything.subtract(dom).project_out(isl.dim_type.set, nx, nk)
+        missing = summed_box(dom, nx, nk).subtract(dom).project_out(isl.dim_type.set, nx, nk)
         interior = xs.subtract(missing).gist_params(ctx).coalesce()
         if interior.is_empty() or missing.is_empty() or interior.n_basic_set() != 1:
             return (st,)

@@ -19,6 +19,11 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
     return rebuild(e, leaf)
 
 
+def substitute_access(e: Expr, old: Access, new: Access) -> Expr:
+    """`e` with every read equal to `old` replaced by `new`."""
+    return rebuild(e, lambda x: new if isinstance(x, Access) and x == old else None)
+
+
 def tensors_read(e: Expr) -> Set[str]:
     """Names of the tensors `e` reads."""
     return {a.tensor for a in e.accesses()}

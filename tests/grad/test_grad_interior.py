@@ -4,7 +4,8 @@ A convolution's input gradient sums over the kernel window only where the window
 the output (`0 <= h - kh < OH`).  Its target elements away from the border receive every window
 position: that part is a contraction over a box, which `"auto"` packs like a matrix product,
 while the thin border keeps its guarded loops.  The split is exact (no zero padding: an infinite
-weight still gives the same result as the unsplit gather)."""
+weight still gives the same result as the unsplit gather).  It is what `pad_borders=False` asks for;
+the default pads (`test_grad_padding.py`)."""
 import numpy as np
 
 import polyc as pc
@@ -22,7 +23,7 @@ def _conv_input_grad(X, K, Yb):
 
 
 def test_conv_input_gradient_has_a_box_interior_that_auto_packs():
-    g = pc.grad(by_name("conv2d").kernel, of="Y", wrt=["X"])
+    g = pc.grad(by_name("conv2d").kernel, of="Y", wrt=["X"], pad_borders=False)
     gathers = [st for st in g.program.statements if st.update == "+"]
     assert len(gathers) == 2
     interior, border = gathers
@@ -39,7 +40,7 @@ def test_conv_input_gradient_has_a_box_interior_that_auto_packs():
 def test_the_split_adds_no_product_with_zero():
     """An infinite weight reaches only the elements whose window uses it: the others stay finite
     (zero padding would have made them 0 * inf = NaN)."""
-    g = pc.grad(by_name("conv2d").kernel, of="Y", wrt=["X"])
+    g = pc.grad(by_name("conv2d").kernel, of="Y", wrt=["X"], pad_borders=False)
     f = pc.compile(g, "auto")
     K = np.ones((2, 1, 3, 3), np.float32)
     K[0, 0, 0, 0] = np.inf

@@ -17,15 +17,19 @@ def _conv_inputs(rng):
 
 
 def test_conv2d_input_gradient_is_a_gather_with_the_flipped_filter():
-    g = pc.grad(CONV.kernel, of="Y", wrt=["X"])
-    updates = [s for s in g.program.statements if s.update == "+"]
-    assert len(updates) == 2   # the interior and the border (tests/grad/test_grad_interior.py)
-    for st in updates:
-        # Written element named by its own loop indices (a gather): X_grad[n, c, h, w].
-        assert [str(a) for a in st.target.indices] == ["n", "c", "h", "w"]
-        assert set(st.reduction) == {"f", "kh", "kw"}
-        reads = {a.tensor: [str(i) for i in a.indices] for a in st.value.accesses()}
-        assert reads["Y_grad"] == ["n", "f", "h - kh", "-kw + w"]
+    for pad, gathers, read in ((False, 2, ("Y_grad", ["n", "f", "h - kh", "-kw + w"])),
+                               (True, 1, ("Y_grad_padded", ["n", "f", "KH + h - kh - 1", "KW - kw + w - 1"]))):
+        g = pc.grad(CONV.kernel, of="Y", wrt=["X"], pad_borders=pad)
+        updates = [s for s in g.program.statements if s.update == "+"]
+        # The interior and the border (tests/grad/test_grad_interior.py), or one gather over the box
+        # reading the zero-padded adjoint (tests/grad/test_grad_padding.py).
+        assert len(updates) == gathers
+        for st in updates:
+            # Written element named by its own loop indices (a gather): X_grad[n, c, h, w].
+            assert [str(a) for a in st.target.indices] == ["n", "c", "h", "w"]
+            assert set(st.reduction) == {"f", "kh", "kw"}
+            reads = {a.tensor: [str(i) for i in a.indices] for a in st.value.accesses()}
+            assert reads[read[0]] == read[1]
     dtypes = {"X": pc.f64, "K": pc.f64, "Y_grad": pc.f64}
     assert "atomic" not in pc.codegen(g, "auto", dtypes=dtypes)
     assert "atomic" not in pc.codegen(g, target="cuda", dtypes=dtypes)   # no atomicAdd on the GPU either
