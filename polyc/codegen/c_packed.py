@@ -29,7 +29,7 @@ from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .c_packed_inplace import inplace_path, reads_in_place
-from .c_packed_parts import P, Groups, decode, micro_kernel, run_loop, target_rows, tile_copy
+from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, target_rows, tile_copy
 from .names import CNames
 from .typing import Typing
 
@@ -128,42 +128,76 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool) -> 
     ]
 
 
-def _read_along_n(c) -> bool:
-    """Whether the n-side factor's elements are consecutive in memory along the n loops (its
-    arrays' last subscript moves with the last n loop, as `B[k, j]` or a convolution's
-    `X[n, c, h + kh, w + kw]`); else along k (`B[j, k]`), or no array at all."""
-    last = c.n[-1]
+def _read_along(c, loop: str) -> bool:
+    """Whether the n-side factor's elements are consecutive in memory along `loop` (its arrays'
+    last subscript moves with it: `B[k, j]` along j, `B[j, k]` along k, a convolution's
+    `X[n, c, h + kh, w + kw]` along both kw and w); False where it reads no array."""
     accesses = [a for a in c.n_factor.walk() if isinstance(a, Access) and a.indices]
-    return bool(accesses) and all(a.indices[-1].coeff(last) != 0 for a in accesses)
+    return bool(accesses) and all(a.indices[-1].coeff(loop) != 0 for a in accesses)
 
 
-def _pack_n_side(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str], along_n: bool) -> List[str]:
+def _pack_n_side(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str], along_n: bool,
+                 along_k: bool = False) -> List[str]:
     """Lines packing the n-side factor's (n block, k block) into `Bp[panel][k][lane]`, zero past
     the edge, in the order its memory runs: panel by panel, k inside (runs along k), or, for a
     factor laid out along n, groups of up to `PACK_GROUP_PANELS` panels read k by k, so each row
     is read in runs of `PACK_GROUP_PANELS * nr` elements instead of one cache line per row
-    (M = 6, K = N = 4096 f32: 22 -> 13 ms; the panel order on `B[j, k]`: 23 ms, the grouped one 75)."""
-    kb = f"{P}kb"
+    (M = 6, K = N = 4096 f32: 22 -> 13 ms; the panel order on `B[j, k]`: 23 ms, the grouped one 75).
 
-    def one_panel(indent: str) -> List[str]:
-        return [f"{indent}{ctype} *restrict {P}dst = {P}Bp + {P}jp * {kb};",
-                f"{indent}const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};"]
-
-    def copy_row(indent: str) -> List[str]:
-        return [*run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
-                           lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", indent),
-                f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;"]
-
+    A factor laid out along both (`along_k` too: a convolution's weight gradient reads
+    `X[n, c, h + kh, w + kw]` with kw a lane loop and w a k loop) is read along whichever of the
+    last n and last k loop is longer at run time: lane by lane, k inside, where the k runs are
+    longer (3 x 3 filters: runs of the image width instead of runs of 3)."""
     if not along_n:
-        return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge */",
-                *omp_for,
-                f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
-                *one_panel("      "),
-                f"      for (int64_t {P}kk = 0; {P}kk < {kb}; {P}kk++) {{",
-                *decode(g.k, f"{P}pc + {P}kk", "        "),
-                *copy_row("        "),
-                "      }",
-                "    }"]
+        return _pack_n_side_panels(g, nr, ctype, n_factor, omp_for)
+    grouped = _pack_n_side_grouped(g, nr, ctype, n_factor, omp_for)
+    if not along_k:
+        return grouped
+    return [f"    if ({P}e_{g.n[-1]} >= {P}e_{g.k[-1]}) {{", *grouped, "    } else {",
+            *_pack_n_side_lanes(g, nr, ctype, n_factor, omp_for), "    }"]
+
+
+def _one_panel(ctype: str, nr: int, indent: str) -> List[str]:
+    return [f"{indent}{ctype} *restrict {P}dst = {P}Bp + {P}jp * {P}kb;",
+            f"{indent}const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};"]
+
+
+def _copy_row(g: Groups, nr: int, n_factor: str, indent: str) -> List[str]:
+    """One k position of a panel: its lanes along the n loops, zeros past the edge."""
+    return [*run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
+                      lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", indent),
+            f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;"]
+
+
+def _pack_n_side_panels(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str]) -> List[str]:
+    """Panel by panel, k by k inside (a factor laid out along k, `B[j, k]`)."""
+    return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge */",
+            *omp_for,
+            f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
+            *_one_panel(ctype, nr, "      "),
+            *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", _copy_row(g, nr, n_factor, "          "), "      "),
+            "    }"]
+
+
+def _pack_n_side_lanes(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str]) -> List[str]:
+    """Panel by panel, lane by lane inside, each lane's k positions in runs along the last k loop."""
+    return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge; each lane read along k */",
+            *omp_for,
+            f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
+            *_one_panel(ctype, nr, "      "),
+            *decode(g.n, f"{P}jc + {P}jp", "      "),
+            f"      for (int64_t {P}q = 0; {P}q < {P}w; {P}q++) {{",
+            *run_loop(g.k, f"{P}pc", f"{P}kb", f"{P}kk",
+                      lambda kk: f"{P}dst[({kk}) * {nr} + {P}q] = {n_factor};", "        "),
+            f"        {step(g.n)}",
+            "      }",
+            f"      for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++)",
+            f"        for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {P}dst[{P}kk * {nr} + {P}q] = 0;",
+            "    }"]
+
+
+def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str]) -> List[str]:
+    """Groups of up to `PACK_GROUP_PANELS` panels read k by k (a factor laid out along n)."""
     group = PACK_GROUP_PANELS * nr
     return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge; groups of panels",
             "       read k by k, along the factor's rows */",
@@ -172,13 +206,11 @@ def _pack_n_side(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[st
             *omp_for,
             f"    for (int64_t {P}jg = 0; {P}jg < {P}nb; {P}jg += {P}grp) {{",
             f"      const int64_t {P}gend = {P}nb - {P}jg < {P}grp ? {P}nb : {P}jg + {P}grp;",
-            f"      for (int64_t {P}kk = 0; {P}kk < {kb}; {P}kk++) {{",
-            *decode(g.k, f"{P}pc + {P}kk", "        "),
-            f"        for (int64_t {P}jp = {P}jg; {P}jp < {P}gend; {P}jp += {nr}) {{",
-            *one_panel("          "),
-            *copy_row("          "),
-            "        }",
-            "      }",
+            *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
+                f"          for (int64_t {P}jp = {P}jg; {P}jp < {P}gend; {P}jp += {nr}) {{",
+                *_one_panel(ctype, nr, "            "),
+                *_copy_row(g, nr, n_factor, "            "),
+                "          }"], "      "),
             "    }"]
 
 
@@ -284,7 +316,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"    const int64_t {P}nb = {P}N - {P}jc < {nc} ? {P}N - {P}jc : {nc};",
         f"    for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {P}kmax) {{",
         f"    const int64_t {P}kb = {P}K - {P}pc < {P}kmax ? {P}K - {P}pc : {P}kmax;",
-        *_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=omp_for, along_n=_read_along_n(c)),
+        *_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=omp_for, along_n=_read_along(c, c.n[-1]), along_k=_read_along(c, c.k[-1])),
         *omp_for,
         f"    for (int64_t {P}ic = 0; {P}ic < {P}M; {P}ic += {P}mc) {{",
         f"      const int64_t {P}mb = {P}M - {P}ic < {P}mc ? {P}M - {P}ic : {P}mc;",
@@ -292,12 +324,11 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"      for (int64_t {P}ip = 0; {P}ip < {P}mb; {P}ip += {mr}) {{",
         f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
         f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
-        f"        for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        *decode(g.k, f"{P}pc + {P}kk", "          "),
-        *run_loop(g.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
-                   lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "          "),
-        f"          for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;",
-        "        }",
+        *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
+            *run_loop(g.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
+                      lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "            "),
+            f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;"],
+            "        "),
         "      }",
         f"      for (int64_t {P}jr = 0; {P}jr < {P}nb; {P}jr += {nr}) {{",
         f"        const int64_t {P}w = {P}nb - {P}jr < {nr} ? {P}nb - {P}jr : {nr};",

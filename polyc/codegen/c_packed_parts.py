@@ -90,6 +90,19 @@ def step(group: Tuple[str, ...]) -> str:
     return text
 
 
+def k_positions(group: Tuple[str, ...], start: str, count: str, pos: str, body: List[str], indent: str) -> List[str]:
+    """Lines running `body` (lines indented by `indent` + 4) for `count` consecutive linear
+    positions of `group` from `start` (`pos` counts them from 0): the group's loops are decoded once
+    and then advanced by `step`, not divided out at every position (a convolution's k group
+    (n, h, w) costs two integer divisions per position otherwise).  `body` must not `continue`."""
+    return [f"{indent}{{", *decode(group, start, indent + "  "),
+            f"{indent}  for (int64_t {pos} = 0; {pos} < {count}; {pos}++) {{",
+            *body,
+            f"{indent}    {step(group)}",
+            f"{indent}  }}",
+            f"{indent}}}"]
+
+
 def run_loop(group: Tuple[str, ...], lin: str, count: str, pos: str, body, indent: str) -> List[str]:
     """Lines running `body(position)` for `count` consecutive linear positions of `group` from `lin`
     (`pos` counts them from 0), with the group's loops declared under their own names.  A group of

@@ -83,3 +83,28 @@ def test_conv1d_with_a_scalar_on_the_weights_is_exact():
     np.testing.assert_allclose(got, y + 0.5 * np.einsum("fct,ncwt->nfw", w,
                                                          np.lib.stride_tricks.sliding_window_view(x, 4, axis=2)),
                                rtol=1e-12)
+
+
+WEIGHT_GRAD = pc.kernel("Kg[f, c, kh, kw] +=! Yg[n, f, h, w] * X[n, c, h + kh, w + kw]", name="conv_weight_grad",
+                        X=pc.f64["N", "C", "H", "W"], Yg=pc.f64["N", "F", "H - KH + 1", "W - KW + 1"],
+                        Kg=pc.f64["F", "C", "KH", "KW"])
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_window_packed_as_lanes_is_read_along_the_longer_loop(monkeypatch, threads):
+    """A convolution's weight gradient packs the input window `X[n, c, h + kh, w + kw]` as lanes
+    (c, kh, kw) over k (n, h, w); it is laid out along kw and along w, and the packing reads it
+    along whichever runs longer at these sizes (`c_packed._pack_n_side`): both ways exact."""
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    sched = WEIGHT_GRAD.schedule().pack("S1")
+    code = pc.codegen(WEIGHT_GRAD, sched)
+    assert "each lane read along k" in code and "groups of panels" in code
+    rng = np.random.default_rng(11)
+    for sizes in (dict(N=2, C=5, H=20, W=21, F=7, KH=3, KW=3),   # runs of 19 along w: lane by lane
+                  dict(N=1, C=3, H=6, W=5, F=4, KH=2, KW=4),     # runs of 2 along w, 4 along kw
+                  dict(N=1, C=7, H=9, W=9, F=13, KH=1, KW=1)):   # 1 x 1: both runs of one
+        N, C, H, W, F, KH, KW = (sizes[k] for k in "N C H W F KH KW".split())
+        x, yg = rng.standard_normal((N, C, H, W)), rng.standard_normal((N, F, H - KH + 1, W - KW + 1))
+        got = _exact(WEIGHT_GRAD, sched, dict(X=x, Yg=yg))
+        want = np.einsum("nfhw,nchwpq->fcpq", yg, np.lib.stride_tricks.sliding_window_view(x, (KH, KW), axis=(2, 3)))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
