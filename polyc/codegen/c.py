@@ -7,12 +7,14 @@ identifier comes from `polyc.codegen.names` (user names by kind, polyc's own und
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import cgen as c
 
-from ..ir import Access, Program
+from ..ir import Access, Affine, IndexExpr, Program
+from ..ir.types import DTYPES
 from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Dim, LoopKind, Schedule
 from ..schedule.storage import PRIVATE_COPY_BYTES, private_copies
@@ -495,6 +497,10 @@ class _Emitter:
         names = self.names
         prologue: List = [c.Line(f"const int64_t {names.size(k)} = {v}; (void){names.given(k)};")
                           for k, v in sorted(self.fixed_sizes.items())]
+        sizes = CExprPrinter(self.typing, {}, _array_access, dataclasses.replace(names, float_sizes={}))
+        for (value, dtype), var in names.float_sizes.items():
+            ctype = DTYPES[dtype].c_name
+            prologue.append(c.Line(f"const {ctype} {var} = ({ctype})({sizes.affine(value)}); (void){var};"))
         for p in self.signature.params:
             if p.kind == "array":
                 t = self.program.tensor(p.name)
@@ -524,6 +530,22 @@ class _Emitter:
         return PREAMBLE + vector_math_declarations(self.program) + extra + "\n" + helpers + str(fn) + "\n"
 
 
+def float_sizes(program: Program, typing: Typing) -> Dict[Tuple[Affine, str], str]:
+    """A C constant for every size-only index value the statements use (`X[i, j] / N`), in every
+    float type of the kernel: converted once at the top of each function instead of in the loop,
+    where gcc does not vectorise an int64 -> float conversion without AVX-512 (layernorm's
+    backward ran its row reductions one element at a time)."""
+    values = []
+    for st in program.statements:
+        for e in st.value.walk():
+            if isinstance(e, IndexExpr) and e.value.variables and set(e.value.variables) <= set(program.sizes) \
+                    and e.value not in values:
+                values.append(e.value)
+    floats = sorted({d.name for d in list(typing.tensors.values()) + list(typing.scalars.values())
+                     if d is not None and d.is_float})
+    return {(v, f): f"{INTERNAL}fsize{k}_{f}" for k, v in enumerate(values) for f in floats}
+
+
 def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] = None) -> GeneratedC:
     """C source and its signature for `schedule` of a kernel, specialised to `typing` and, when
     given, to the values of some sizes (`fixed_sizes`; the function still takes every size, and the
@@ -536,7 +558,8 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     parallel = frozenset(d.name for d in schedule.dims if d.is_loop and d.runs(LoopKind.PARALLEL))
     from ..schedule.storage import storage_plan
     storage = storage_plan(schedule)
-    emitter = _Emitter(program, typing, CNames.for_program(program, schedule), plans, parallel, fixed_sizes,
+    names = dataclasses.replace(CNames.for_program(program, schedule), float_sizes=float_sizes(program, typing))
+    emitter = _Emitter(program, typing, names, plans, parallel, fixed_sizes,
                        {t: (d, loop) for t, d, loop in storage.row_buffers},
                        {loop: None if ts is None else frozenset(ts) for loop, ts in storage.reductions},
                        {loop: frozenset(ts) for loop, ts in storage.private})

@@ -170,6 +170,10 @@ class CExprPrinter:
         if isinstance(e, ScalarRef):
             return self.names.scalar(e.name) if self.names is not None else e.name
         if isinstance(e, IndexExpr):
+            if want is not None and want.is_float:
+                hoisted = getattr(self.names, "float_sizes", {}).get((e.value, want.name))
+                if hoisted is not None:
+                    return hoisted
             return f"({self.affine(e.value)})"
         if isinstance(e, Access):
             return self.access(e)

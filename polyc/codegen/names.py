@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple
 
 from ..ir.spelling import ascii_spelling  # noqa: F401  (re-exported; isl naming needs it too)
 from ..poly.islutil import isl_name
 
 if TYPE_CHECKING:
-    from ..ir import Program
+    from ..ir import Affine, Program
     from ..schedule.schedule import Schedule
 
 #: Prefix of every identifier polyc itself introduces into generated code.
@@ -66,6 +66,9 @@ class CNames:
     """
 
     ids: Mapping[str, str] = field(default_factory=dict)
+    #: (size-only affine value, float dtype name) -> the C constant holding it converted once at the
+    #: top of each function (`c.float_sizes`); empty where the target declares none (CUDA).
+    float_sizes: Mapping[Tuple[Affine, str], str] = field(default_factory=dict)
 
     @staticmethod
     def tensor(name: str) -> str:

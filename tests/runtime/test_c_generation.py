@@ -87,3 +87,28 @@ def test_kernels_without_vector_math_calls_declare_nothing():
 def test_c_is_compiled_as_gcc_does_by_default_and_never_reads_errno():
     flags = command_flags(None, True, resolve_compiler())
     assert "-std=gnu11" in flags and "-fno-math-errno" in flags
+
+
+def test_sizes_in_float_arithmetic_are_converted_once_per_function():
+    """`X[i, j] / N` converts N to float once at the top of each function: converted in the loop,
+    gcc leaves the reduction scalar on AVX2 (no vector int64 -> float conversion), which made
+    layernorm's backward twice as slow."""
+    k = pc.kernel("""
+        mean[i] +=! X[i, j] / N
+        Y[i, j] = X[i, j] * M - mean[i]
+    """, name="centre", X=pc.tensor["M", "N"])
+    for dtype, ctype in ((pc.f32, "float"), (pc.f64, "double")):
+        src = pc.codegen(k, "auto", dtypes={"X": dtype})
+        body = [line for line in src.splitlines() if "t_X[" in line]
+        assert len(body) >= 2 and all("n_N" not in line and "n_M" not in line for line in body)
+        assert f"const {ctype} pc_fsize0_{dtype.name} = ({ctype})(n_N);" in src
+        assert f"const {ctype} pc_fsize1_{dtype.name} = ({ctype})(n_M);" in src
+        rng = np.random.default_rng(4)
+        for m, n in ((3, 5), (64, 1000)):
+            x = rng.standard_normal((m, n)).astype(dtype.numpy)
+            got = pc.compile(k, "auto")(X=x)
+            want = x * m - (x / np.array(n, dtype.numpy)).sum(axis=1, keepdims=True)
+            np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == pc.f32 else 1e-12, atol=1e-5)
+    # Integer arithmetic keeps its integer sizes.
+    counts = pc.kernel("Y[i, j] = X[i, j] * N", name="scale_int", X=pc.i32["M", "N"])
+    assert "fsize" not in pc.codegen(counts, "auto")
