@@ -39,7 +39,11 @@ from . import cache, vector_math
 #: Packed contractions rely on it (half the instructions per multiply-accumulate).
 #: `-fno-math-errno`: a kernel cannot observe errno, and without it gcc may not vectorise a loop that
 #: calls `expf` or `sqrtf` (each call might set errno).
-LIBRARY_FLAGS: Tuple[str, ...] = ("-fPIC", "-shared", "-std=gnu11", "-fno-math-errno")
+#: `-fno-trapping-math`: a kernel cannot observe floating-point exception flags either, and without
+#: it gcc does not vectorise a loop holding a conditional division (`select(c, a / b, 0)`: the division
+#: might trap when `c` is false); no result changes (values and NaN rules are IEEE's either way).
+#: Softmax's backward: 14 -> 9 ms.
+LIBRARY_FLAGS: Tuple[str, ...] = ("-fPIC", "-shared", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math")
 OPENMP_FLAGS: Tuple[str, ...] = ("-fopenmp",)
 LINK_LIBS: Tuple[str, ...] = ("-lm",)
 #: Correctness workarounds added for GCC whatever the optimisation flags: GCC 12's unroll-and-jam

@@ -1,6 +1,8 @@
 """Generated C: parallel loop bodies keep `restrict`, vector math, the compile dialect."""
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 
 import polyc as pc
@@ -86,7 +88,27 @@ def test_kernels_without_vector_math_calls_declare_nothing():
 
 def test_c_is_compiled_as_gcc_does_by_default_and_never_reads_errno():
     flags = command_flags(None, True, resolve_compiler())
-    assert "-std=gnu11" in flags and "-fno-math-errno" in flags
+    assert "-std=gnu11" in flags and "-fno-math-errno" in flags and "-fno-trapping-math" in flags
+
+
+def test_a_guarded_division_is_vectorised_and_never_leaks(tmp_path):
+    """`select(c, a / b, 0)`: without -fno-trapping-math gcc keeps the loop scalar (the division
+    might trap where c is false); vectorised, the division runs everywhere and the select still
+    discards the lanes where c is false (b = 0 there: inf and NaN never reach the result)."""
+    k = pc.kernel("Y[i, j] = select(D[i, j] != 0.0, X[i, j] / D[i, j], 0.0)", name="guarded_div")
+    src = pc.codegen(k, "auto", dtypes={"X": pc.f32, "D": pc.f32})
+    compiler = resolve_compiler()
+    path = tmp_path / "k.c"
+    path.write_text(src)
+    flags = [f for f in command_flags(None, True, compiler) if f != "-shared"]
+    out = subprocess.run([compiler, *flags, "-fopt-info-vec-optimized", "-c", str(path), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, check=True)
+    line = next(n for n, text in enumerate(src.splitlines(), 1) if "t_D[" in text and "?" in text)
+    vectorised = {int(m.split("k.c:")[1].split(":")[0]) for m in out.stderr.splitlines() if "loop vectorized" in m}
+    assert any(line - 3 <= n <= line for n in vectorised), (line, out.stderr)
+    x = np.arange(1, 121, dtype=np.float32).reshape(3, 40)
+    d = np.where(np.arange(120).reshape(3, 40) % 3 == 0, 0, 2).astype(np.float32)
+    np.testing.assert_array_equal(pc.compile(k, "auto")(X=x, D=d), np.where(d != 0, x / np.where(d != 0, d, 1), 0))
 
 
 def test_sizes_in_float_arithmetic_are_converted_once_per_function():
