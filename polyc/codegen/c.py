@@ -124,8 +124,15 @@ def _ids(e) -> set:
 class _Emitter:
     def __init__(self, program: Program, typing: Typing, names: CNames, plans=None,
                  parallel_loops=frozenset(), fixed_sizes=None, row_buffers=None, shared_reductions=None,
-                 private_temporaries=None):
+                 private_temporaries=None, zero_inits=None):
         self.program = program
+        #: packed statement -> the statement zeroing its target, which its packed helper folds in
+        #: (`c_packed_init`): emitted only unless every execution of the packed statement went
+        #: through its helper (`_Deferred`; `_folding` records how each one went).
+        self.zero_inits: Dict[str, str] = dict(zero_inits or {})
+        self._folding: Dict[str, bool] = {}
+        self._deferring = False
+        self._fallback_of: Optional[str] = None   # the packed statement whose fallback loops are emitted
         #: reduction-parallel loop -> the tensors two of its iterations update at one element (None:
         #: not known, every tensor updated inside counts); see `schedule.storage.shared_reductions`.
         self.shared_reductions: Dict[str, Optional[frozenset]] = dict(shared_reductions or {})
@@ -163,6 +170,7 @@ class _Emitter:
         # the statement at this point is below it.
         if plan is None or n.dim.name not in plan.loops or not packable_types(plan, self.program, self.typing):
             return None
+        zero_init = plan.statement in self.zero_inits
         st = self.statements[plan.statement]
         inner = {x.iterator for x in walk(n) if isinstance(x, Loop)}
         # The batch iterators' values at this call (isl writes them in terms of outer loops).
@@ -176,10 +184,31 @@ class _Emitter:
             params, prologue = self.parameters()
             self.helpers.append(f"/* {symbol} */\n" + packed_helper(
                 plan, self.program, self.typing, symbol, [str(p.inline()) for p in params],
-                [str(line) for line in prologue], parallel, _array_access, self.names))
+                [str(line) for line in prologue], parallel, _array_access, self.names, zero_init=zero_init))
         call_args = self._call_arguments() + batch
-        fallback = c.Block(self.node(n, in_parallel, packed=False))
+        self._folding.setdefault(plan.statement, True)
+        fallback_of, self._fallback_of = self._fallback_of, plan.statement
+        try:
+            fallback = c.Block(self.node(n, in_parallel, packed=False))
+        finally:
+            self._fallback_of = fallback_of
         return [c.If(f"!{symbol}({', '.join(call_args)})", fallback)]
+
+    def _deferred_init(self, n: Node, in_parallel: bool) -> Optional[List]:
+        """The nest `n` wrapped in `_Deferred` when every statement in it is a zeroing statement a
+        packed helper folds in (`zero_inits`); None otherwise."""
+        if self._deferring or not self.zero_inits:
+            return None
+        inside = {x.statement for x in walk(n) if isinstance(x, Call)}
+        folders = [st for st, init in self.zero_inits.items() if init in inside]
+        if not inside or not inside <= set(self.zero_inits.values()):
+            return None
+        self._deferring = True
+        try:
+            items = self.node(n, in_parallel)
+        finally:
+            self._deferring = False
+        return [_Deferred(items, lambda: all(self._folding.get(st) for st in folders))]
 
     def node(self, n: Node, in_parallel: bool, packed: bool = True) -> List:
         if isinstance(n, Block):
@@ -191,6 +220,10 @@ class _Emitter:
             then = c.Block(self.node(n.then, in_parallel))
             orelse = c.Block(self.node(n.orelse, in_parallel)) if n.orelse is not None else None
             return [c.If(strip_parens(self._c(n.cond)), then, orelse)]
+        if isinstance(n, (Loop, Call)):
+            deferred = self._deferred_init(n, in_parallel)
+            if deferred is not None:
+                return deferred
         if isinstance(n, Loop):
             dim = n.dim if n.dim is not None else Dim("_")
             is_parallel, is_vector = dim.runs(LoopKind.PARALLEL), dim.runs(LoopKind.VECTORIZED)
@@ -249,6 +282,8 @@ class _Emitter:
                                         "omp simd" if simd else None, self._for(n, body))
             return pragmas + [self._for(n, body)]
         if isinstance(n, Call):
+            if n.statement in self.zero_inits and self._fallback_of != n.statement:
+                self._folding[n.statement] = False    # runs outside its packed helper: keep its zeroing
             st = self.statements[n.statement]
             index_text = {it: strip_parens(self._c(a)) for it, a in zip(st.iterators, n.args)}
             printer = CExprPrinter(self.typing, index_text, self._access, self.names)
@@ -530,6 +565,22 @@ class _Emitter:
         return PREAMBLE + vector_math_declarations(self.program) + extra + "\n" + helpers + str(fn) + "\n"
 
 
+class _Deferred(c.Generable):
+    """Lines emitted only if `keep()` is true when the function is printed (after the whole
+    function was emitted): a zeroing nest whose packed contraction may fold it in."""
+
+    def __init__(self, items: List, dropped):
+        self.items = items
+        self.dropped = dropped
+
+    def generate(self):
+        if self.dropped():
+            yield "/* zeroing folded into the packed contraction below (c_packed_init) */"
+            return
+        for item in self.items:
+            yield from item.generate()
+
+
 def float_sizes(program: Program, typing: Typing) -> Dict[Tuple[Affine, str], str]:
     """A C constant for every size-only index value the statements use (`X[i, j] / N`), in every
     float type of the kernel: converted once at the top of each function instead of in the loop,
@@ -559,9 +610,12 @@ def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] =
     from ..schedule.storage import storage_plan
     storage = storage_plan(schedule)
     names = dataclasses.replace(CNames.for_program(program, schedule), float_sizes=float_sizes(program, typing))
+    from .c_packed import packable_types
+    from .c_packed_init import zero_inits
+    inits = zero_inits(schedule, plans, lambda plan: packable_types(plan, program, typing))
     emitter = _Emitter(program, typing, names, plans, parallel, fixed_sizes,
                        {t: (d, loop) for t, d, loop in storage.row_buffers},
                        {loop: None if ts is None else frozenset(ts) for loop, ts in storage.reductions},
-                       {loop: frozenset(ts) for loop, ts in storage.private})
+                       {loop: frozenset(ts) for loop, ts in storage.private}, inits)
     return GeneratedC(emitter.function(loops, signature), signature)
 

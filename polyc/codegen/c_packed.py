@@ -28,6 +28,7 @@ from ..schedule.packing import PackPlan
 from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
+from .c_packed_init import zero_box
 from .c_packed_inplace import inplace_path, reads_in_place
 from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, target_rows, tile_copy
 from .names import CNames
@@ -86,7 +87,7 @@ def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
     ]
 
 
-def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool) -> List[str]:
+def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, first: str = "") -> List[str]:
     """Micro-tile of the whole box.  Whole tiles: with `direct` (`target_rows_direct`) the
     micro-kernel updates the target in place, rows `ldc` apart; else they go through the tile
     buffer with constant trip counts.  Edge tiles copy only their valid part (the rest of the
@@ -98,7 +99,7 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool) -> 
     def store(q):
         return f"{target} = {P}tile[{P}r * {nr} + {q}];"
 
-    call = f"{ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, "
+    call = f"{ukr}({first}{P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, "
     edge = [f"            memset({P}tile, 0, sizeof({P}tile));",
             "            {", *tile_copy(c, f"{P}h", f"{P}w", load), "            }",
             f"            {call}{P}tile, {nr});",
@@ -216,11 +217,14 @@ def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for:
 
 def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str, params: List[str],
                   prologue: List[str], parallel: bool,
-                  access_text, names: CNames) -> str:
+                  access_text, names: CNames, zero_init: bool = False) -> str:
     """The C function `symbol(params..., batch iterators...)` running the packed contraction.
 
     Each group of loops (m, n, k) runs as one linear index from 0; the loops' own values are
-    decoded from it where a block or panel starts and then advanced one position at a time."""
+    decoded from it where a block or panel starts and then advanced one position at a time.
+    `zero_init` (`c_packed_init`): the target starts from zero, and the helper writes the zeros
+    itself: the first k block stores its tiles without loading them, and where the helper does
+    not run the blocks it zeroes the target box before returning."""
     c = plan.contraction
     st = program.statement(plan.statement)
     dtype = typing.tensors[st.target.tensor]
@@ -249,20 +253,27 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     def size(group) -> str:
         return " * ".join(f"{P}e_{x}" for x in group)
 
-    lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes), ""]
+    zero = zero_box(g, target, "    ") if zero_init else []
+    first = f"{P}pc == 0, " if zero_init else ""
+    lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes, zero_start=zero_init), ""]
     in_place = not plan.mask and reads_in_place(st, c)
     if in_place:
-        lines += [micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes, in_place=True), ""]
+        lines += [micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes, in_place=True, zero_start=zero_init), ""]
         if nv > 1:
-            lines += [micro_kernel(f"{ukr}_half", ctype, lanes, mr, 1, vbytes), ""]
+            lines += [micro_kernel(f"{ukr}_half", ctype, lanes, mr, 1, vbytes, zero_start=zero_init), ""]
     lines.append(f"static int {symbol}({', '.join(params + batch)}) {{")
     lines += ["  " + line for line in prologue]
-    lines.append(f"  if (!({_condition_c(plan.nonempty, name)})) return 1;")
+    nonempty = _condition_c(plan.nonempty, name)
+    if not zero_init:
+        lines.append(f"  if (!({nonempty})) return 1;")
     for user_x, x in zip(c.m + c.n + c.k, loops):
         lo, hi = plan.bound(user_x)
         lines.append(f"  const int64_t {P}lo_{x} = {printer.affine(lo)}, {P}e_{x} = {printer.affine(hi)} - {P}lo_{x} + 1;")
+    empty = " || ".join(f"{P}e_{x} <= 0" for x in loops)
     lines += [
-        f"  if ({' || '.join(f'{P}e_{x} <= 0' for x in loops)}) return 1;",
+        f"  if (!({nonempty}) || {empty}) {{", *zero, "    return 1;", "  }"] if zero_init else [
+        f"  if ({empty}) return 1;"]
+    lines += [
         f"  const int64_t {P}M = {size(g.m)}, {P}N = {size(g.n)}, {P}K = {size(g.k)};",
         f"  int {P}threads = 1;",
     ]
@@ -282,7 +293,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         lines += inplace_path(g, ctype=ctype, mr=mr, nr=nr, lanes=lanes, ukr=ukr, ukr_in=f"{ukr}_in",
                               ukr_half=f"{ukr}_half" if nv > 1 else None, target=target,
                               factor=printer.access(c.n_factor), m_factor=m_factor, n_factor=n_factor,
-                              parallel=parallel)
+                              parallel=parallel, first=first, on_fail=zero)
     lines += [
         f"  const int64_t {P}nmax = {P}N < {nc} ? ({P}N + {nr - 1}) / {nr} * {nr} : {nc};",
         f"  const int64_t {P}kmax = {P}K < {kc} ? {P}K : {kc};",
@@ -296,7 +307,9 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"  const size_t {P}asize = (size_t)((({P}mc + {mr - 1}) / {mr} * {mr} * {P}kmax * sizeof({ctype}) + 63) / 64 * 64);",
         f"  {ctype} *{P}Bp = aligned_alloc(64, (size_t)(({P}nmax * {P}kmax * sizeof({ctype}) + 63) / 64 * 64));",
         f"  {ctype} *{P}Aall = aligned_alloc(64, {P}asize * (size_t){P}threads);",
-        f"  if (!{P}Bp || !{P}Aall) {{ free({P}Bp); free({P}Aall); return 0; }}",
+        f"  if (!{P}Bp || !{P}Aall) {{",
+        f"    free({P}Bp); free({P}Aall);", *zero, "    return 0;",
+        "  }",
     ]
     if parallel:
         lines.append(f"  #pragma omp parallel num_threads({P}threads) if({P}threads > 1)")
@@ -308,7 +321,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         tid = f"{P}tid"
     omp_for = ["    #pragma omp for schedule(static)"] if parallel else []
     tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
-            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct))
+            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first))
     lines += [
         f"    {ctype} *restrict {P}Ap = (void *)((char *){P}Aall + {P}asize * (size_t){tid});",
         f"    {ctype} {P}tile[{mr * nr}] __attribute__((aligned(64)));",

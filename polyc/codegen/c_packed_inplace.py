@@ -25,7 +25,7 @@ factor is one array access whose subscripts slide along some k loop and some n l
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from ..ir import Access
 from .c_packed_parts import P, Groups, consecutive_along, decode, run_loop, target_rows, tile_copy
@@ -48,13 +48,15 @@ def reads_in_place(st, c) -> bool:
 
 def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: str, ukr_in: str,
                  ukr_half: Optional[str], target: str, factor: str, m_factor: str, n_factor: str,
-                 parallel: bool) -> List[str]:
+                 parallel: bool, first: str = "", on_fail: Sequence[str] = ()) -> List[str]:
     """Lines of the helper (after the sizes `pc_M, pc_N, pc_K, pc_threads` are known) that run the
     contraction with the n-side factor read in place and return 1; they fall through to the
     packed code when a row is shorter than one lane panel (nothing to read in place) and return
     0 when they cannot allocate their buffers.  `factor` is the n-side factor's element (an
     lvalue), `target` the target's; `ukr_half`, when given, is the register tile one vector
-    (`lanes` elements) wide that runs short row tails."""
+    (`lanes` elements) wide that runs short row tails.  `first`: the micro-kernels' leading
+    argument saying the k block is the first (`c_packed_init`), "" without; `on_fail`: lines run
+    before returning 0."""
     (m,) = g.m
     last = g.n[-1]
     kc = INPLACE_KC
@@ -65,7 +67,7 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: st
     def whole_tile() -> List[str]:
         return [*decode(g.m, f"{P}ic + {P}ir", "            "),
                 *decode(g.n, f"{P}jc + {P}jr", "            "),
-                f"            {ukr_in}({P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, &{target}, {P}ldc);"]
+                f"            {ukr_in}({first}{P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, &{target}, {P}ldc);"]
 
     def buffered_tile(call: str) -> List[str]:
         def load(q):
@@ -84,7 +86,9 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: st
         f"  const int64_t {P}rows = {P}N / {P}e_{last};",
         f"  {ctype} *{P}Apf = aligned_alloc(64, (size_t)((({P}M + {mr - 1}) / {mr} * {mr} * {P}K * sizeof({ctype}) + 63) / 64 * 64));",
         f"  int64_t *{P}koff = malloc((size_t){P}K * sizeof(int64_t));",
-        f"  if (!{P}Apf || !{P}koff) {{ free({P}Apf); free({P}koff); return 0; }}",
+        f"  if (!{P}Apf || !{P}koff) {{",
+        f"    free({P}Apf); free({P}koff);", *on_fail, "    return 0;",
+        "  }",
         "  {",
         f"    int64_t {', '.join(at_lo)};",
         f"    const {ctype} *{P}b0;",
@@ -138,14 +142,14 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: st
         f"            if ({P}h == {mr}) {{",
         *whole_tile(),
         "            } else {",
-        *buffered_tile(f"{ukr_in}({P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, {P}tile, {nr})"),
+        *buffered_tile(f"{ukr_in}({first}{P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, {P}tile, {nr})"),
         "            }",
         "          }",
         f"          if ({P}wl) {{",
         f"            const int64_t {P}jr = {P}wt, {P}w = {P}wl;",
-        *buffered_tile(f"if ({P}bn == {nr}) {ukr}({P}kb, {P}ap, {P}Bt, {P}tile, {nr}); "
-                       f"else {ukr_half}({P}kb, {P}ap, {P}Bt, {P}tile, {nr})" if ukr_half
-                       else f"{ukr}({P}kb, {P}ap, {P}Bt, {P}tile, {nr})"),
+        *buffered_tile(f"if ({P}bn == {nr}) {ukr}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr}); "
+                       f"else {ukr_half}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr})" if ukr_half
+                       else f"{ukr}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr})"),
         "          }",
         "        }",
         "      }",

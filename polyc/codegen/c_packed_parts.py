@@ -11,21 +11,29 @@ from .names import INTERNAL
 P = INTERNAL
 
 
-def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int, in_place: bool = False) -> str:
+def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int, in_place: bool = False,
+                 zero_start: bool = False) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
     row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes).
     The lane vectors come from a packed panel (`b + k * nv * lanes`), or, `in_place`, from the
-    factor itself at `b + koff[k]` (unaligned; `c_packed_inplace`)."""
+    factor itself at `b + koff[k]` (unaligned; `c_packed_inplace`).  `zero_start`: a first
+    argument `first` makes the tile start from zero instead of `c` (`c_packed_init`)."""
     vt = f"{name}_v"
     nr = nv * lanes
     acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
     koff = f"const int64_t *restrict {P}koff, " if in_place else ""
+    first = f"int {P}first, " if zero_start else ""
     lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
-             f"static inline void {name}(int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
+             f"static inline void {name}({first}int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
              f"{koff}{ctype} *restrict {P}c, int64_t {P}ldc) {{"]
-    for r in range(mr):
-        for v in range(nv):
-            lines.append(f"  {vt} {acc[r][v]}; memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));")
+    loads = [f"memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));"
+             for r in range(mr) for v in range(nv)]
+    lines.append(f"  {vt} {', '.join(a for row in acc for a in row)};")
+    if zero_start:
+        lines.append(f"  if ({P}first) {{ {' '.join(f'{a} = ({vt}){{0}};' for row in acc for a in row)} }}")
+        lines.append(f"  else {{ {' '.join(loads)} }}")
+    else:
+        lines += [f"  {load}" for load in loads]
     lines += ["  #pragma GCC unroll 4", f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{",
               f"    const {ctype} *{P}bk = {P}b + " + (f"{P}koff[{P}k];" if in_place else f"{P}k * {nr};")]
     for v in range(nv):
