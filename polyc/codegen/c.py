@@ -566,8 +566,8 @@ class _Emitter:
 
 
 class _Deferred(c.Generable):
-    """Lines emitted only if `keep()` is true when the function is printed (after the whole
-    function was emitted): a zeroing nest whose packed contraction may fold it in."""
+    """A zeroing nest whose packed contraction may fold it in: its lines are printed unless
+    `dropped()` is true when the function is printed, after the whole function was emitted."""
 
     def __init__(self, items: List, dropped):
         self.items = items
