@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 import cgen as c
 
-from ..ir import Access, Affine, IndexExpr, Program
+from ..ir import Access, Program
 from ..ir.types import DTYPES
 from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Dim, LoopKind, Schedule
@@ -21,7 +21,8 @@ from ..schedule.storage import PRIVATE_COPY_BYTES, private_copies
 from ..target import MVEC_FUNCTIONS
 from .c_omp import (ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, omp_schedule, parallel_condition,
                      single_call)
-from .cexpr import CExprPrinter, expression_helpers
+from .c_packed_init import Deferred
+from .cexpr import CExprPrinter, expression_helpers, float_sizes
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import INTERNAL, TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
 from .typing import Typing
@@ -128,7 +129,7 @@ class _Emitter:
         self.program = program
         #: packed statement -> the statement zeroing its target, which its packed helper folds in
         #: (`c_packed_init`): emitted only unless every execution of the packed statement went
-        #: through its helper (`_Deferred`; `_folding` records how each one went).
+        #: through its helper (`c_packed_init.Deferred`; `_folding` records how each one went).
         self.zero_inits: Dict[str, str] = dict(zero_inits or {})
         self._folding: Dict[str, bool] = {}
         self._deferring = False
@@ -195,7 +196,7 @@ class _Emitter:
         return [c.If(f"!{symbol}({', '.join(call_args)})", fallback)]
 
     def _deferred_init(self, n: Node, in_parallel: bool) -> Optional[List]:
-        """The nest `n` wrapped in `_Deferred` when every statement in it is a zeroing statement a
+        """The nest `n` wrapped in `Deferred` when every statement in it is a zeroing statement a
         packed helper folds in (`zero_inits`); None otherwise."""
         if self._deferring or not self.zero_inits:
             return None
@@ -208,7 +209,7 @@ class _Emitter:
             items = self.node(n, in_parallel)
         finally:
             self._deferring = False
-        return [_Deferred(items, lambda: all(self._folding.get(st) for st in folders))]
+        return [Deferred(items, lambda: all(self._folding.get(st) for st in folders))]
 
     def node(self, n: Node, in_parallel: bool, packed: bool = True) -> List:
         if isinstance(n, Block):
@@ -532,7 +533,7 @@ class _Emitter:
         names = self.names
         prologue: List = [c.Line(f"const int64_t {names.size(k)} = {v}; (void){names.given(k)};")
                           for k, v in sorted(self.fixed_sizes.items())]
-        sizes = CExprPrinter(self.typing, {}, _array_access, dataclasses.replace(names, float_sizes={}))
+        sizes = CExprPrinter(self.typing, {}, _array_access, names)   # `affine` spells sizes plainly
         for (value, dtype), var in names.float_sizes.items():
             ctype = DTYPES[dtype].c_name
             prologue.append(c.Line(f"const {ctype} {var} = ({ctype})({sizes.affine(value)}); (void){var};"))
@@ -563,38 +564,6 @@ class _Emitter:
         helpers = "".join(h + "\n\n" for h in self.helpers)
         extra = PACKED_PREAMBLE if self.helpers else ""
         return PREAMBLE + vector_math_declarations(self.program) + extra + "\n" + helpers + str(fn) + "\n"
-
-
-class _Deferred(c.Generable):
-    """A zeroing nest whose packed contraction may fold it in: its lines are printed unless
-    `dropped()` is true when the function is printed, after the whole function was emitted."""
-
-    def __init__(self, items: List, dropped):
-        self.items = items
-        self.dropped = dropped
-
-    def generate(self):
-        if self.dropped():
-            yield "/* zeroing folded into the packed contraction below (c_packed_init) */"
-            return
-        for item in self.items:
-            yield from item.generate()
-
-
-def float_sizes(program: Program, typing: Typing) -> Dict[Tuple[Affine, str], str]:
-    """A C constant for every size-only index value the statements use (`X[i, j] / N`), in every
-    float type of the kernel: converted once at the top of each function instead of in the loop,
-    where gcc does not vectorise an int64 -> float conversion without AVX-512 (layernorm's
-    backward ran its row reductions one element at a time)."""
-    values = []
-    for st in program.statements:
-        for e in st.value.walk():
-            if isinstance(e, IndexExpr) and e.value.variables and set(e.value.variables) <= set(program.sizes) \
-                    and e.value not in values:
-                values.append(e.value)
-    floats = sorted({d.name for d in list(typing.tensors.values()) + list(typing.scalars.values())
-                     if d is not None and d.is_float})
-    return {(v, f): f"{INTERNAL}fsize{k}_{f}" for k, v in enumerate(values) for f in floats}
 
 
 def generate_c(schedule: Schedule, typing: Typing, fixed_sizes: Optional[dict] = None) -> GeneratedC:

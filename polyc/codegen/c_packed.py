@@ -215,6 +215,21 @@ def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for:
             "    }"]
 
 
+def _box_extents(plan: PackPlan, loops, printer: CExprPrinter) -> List[str]:
+    """The lowest value `pc_lo_x` and the extent `pc_e_x` of every loop of the contraction's box
+    (`loops`: their C names, in the order m, n, k)."""
+    c = plan.contraction
+    out = []
+    for user_x, x in zip(c.m + c.n + c.k, loops):
+        lo, hi = plan.bound(user_x)
+        out.append(f"  const int64_t {P}lo_{x} = {printer.affine(lo)}, {P}e_{x} = {printer.affine(hi)} - {P}lo_{x} + 1;")
+    return out
+
+
+def _empty(loops) -> str:
+    return " || ".join(f"{P}e_{x} <= 0" for x in loops)
+
+
 def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str, params: List[str],
                   prologue: List[str], parallel: bool,
                   access_text, names: CNames, zero_init: bool = False) -> str:
@@ -264,15 +279,14 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     lines.append(f"static int {symbol}({', '.join(params + batch)}) {{")
     lines += ["  " + line for line in prologue]
     nonempty = _condition_c(plan.nonempty, name)
-    if not zero_init:
+    if zero_init:
+        # The box's bounds first: where the contraction has nothing to do, its target is zeroed.
+        lines += _box_extents(plan, loops, printer)
+        lines += [f"  if (!({nonempty}) || {_empty(loops)}) {{", *zero, "    return 1;", "  }"]
+    else:
         lines.append(f"  if (!({nonempty})) return 1;")
-    for user_x, x in zip(c.m + c.n + c.k, loops):
-        lo, hi = plan.bound(user_x)
-        lines.append(f"  const int64_t {P}lo_{x} = {printer.affine(lo)}, {P}e_{x} = {printer.affine(hi)} - {P}lo_{x} + 1;")
-    empty = " || ".join(f"{P}e_{x} <= 0" for x in loops)
-    lines += [
-        f"  if (!({nonempty}) || {empty}) {{", *zero, "    return 1;", "  }"] if zero_init else [
-        f"  if ({empty}) return 1;"]
+        lines += _box_extents(plan, loops, printer)
+        lines.append(f"  if ({_empty(loops)}) return 1;")
     lines += [
         f"  const int64_t {P}M = {size(g.m)}, {P}N = {size(g.n)}, {P}K = {size(g.k)};",
         f"  int {P}threads = 1;",

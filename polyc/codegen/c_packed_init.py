@@ -20,8 +20,9 @@ loops or masked boxes are left as they are.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
+import cgen
 import islpy as isl
 
 from ..ir import Const, Program
@@ -86,3 +87,19 @@ def zero_box(g: Groups, target: str, indent: str) -> List[str]:
             *run_loop(g.n, "0", f"{P}zn", f"{P}zq", lambda q: f"{target} = 0;", indent + "    "),
             f"{indent}  }}",
             f"{indent}}}"]
+
+
+class Deferred(cgen.Generable):
+    """A zeroing nest whose packed contraction may fold it in: its lines are printed unless
+    `dropped()` is true when the function is printed, after the whole function was emitted."""
+
+    def __init__(self, items: List, dropped: Callable[[], bool]):
+        self.items = items
+        self.dropped = dropped
+
+    def generate(self):
+        if self.dropped():
+            yield "/* zeroing folded into the packed contraction below (c_packed_init) */"
+            return
+        for item in self.items:
+            yield from item.generate()

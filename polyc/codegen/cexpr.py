@@ -10,15 +10,16 @@ so that an argument is evaluated once however deeply calls nest.
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 
 from ..errors import LiteralRangeError, PolycError
-from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select,
+from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
                   Statement, Unary, i64)
 from ..ir.literals import INT_RANGE as _INT_RANGE
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from .loop_ast import strip_parens
+from .names import INTERNAL
 from .typing import BOOL, Typing
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
@@ -266,3 +267,20 @@ def _literal_type(*operands: Expr) -> DType:
 
 def _fn(name: str, dtype: DType) -> str:
     return name + "f" if dtype.bits == 32 and dtype.is_float else name
+
+
+def float_sizes(program: Program, typing: Typing) -> Dict[Tuple[Affine, str], str]:
+    """A C constant for every size-only index value the statements use (`X[i, j] / N`), in every
+    float type of the kernel, for `CNames.float_sizes`: the C generator converts each once at the
+    top of each function, and `CExprPrinter` reads it there instead of converting in the loop,
+    where gcc does not vectorise an int64 -> float conversion without AVX-512 (layernorm's
+    backward ran its row reductions one element at a time)."""
+    values: List[Affine] = []
+    for st in program.statements:
+        for e in st.value.walk():
+            if isinstance(e, IndexExpr) and e.value.variables and set(e.value.variables) <= set(program.sizes) \
+                    and e.value not in values:
+                values.append(e.value)
+    floats = sorted({d.name for d in list(typing.tensors.values()) + list(typing.scalars.values())
+                     if d is not None and d.is_float})
+    return {(v, f): f"{INTERNAL}fsize{k}_{f}" for k, v in enumerate(values) for f in floats}

@@ -67,7 +67,7 @@ class CNames:
 
     ids: Mapping[str, str] = field(default_factory=dict)
     #: (size-only affine value, float dtype name) -> the C constant holding it converted once at the
-    #: top of each function (`c.float_sizes`); empty where the target declares none (CUDA).
+    #: top of each function (`cexpr.float_sizes`); empty where the target declares none (CUDA).
     float_sizes: Mapping[Tuple[Affine, str], str] = field(default_factory=dict)
 
     @staticmethod

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import Dict, List, Sequence, Set, Tuple
 
 from ..errors import GradError
-from ..ir import Access, Affine, Binary, Const, Constraint, Program, ScalarRef, Statement, TensorDecl
+from ..ir import Access, Affine, Binary, Const, Program, ScalarRef, Statement, TensorDecl
 from ..poly.model import PolyModel
 from .analysis import (active_tensors, as_updates, check_no_overwrite, check_scales_first, classify_writes,
                        dataflow_order, describe, scale_factors_inactive)
 from .derivative import ONE, ZERO, div, local_adjoints, select
-from .exprs import tensors_read
+from .exprs import tensors_read, within
 from .domains import simplify_domain, split_interior
 from .padding import pad_gather
 from .fold import fold_pointwise
@@ -113,16 +113,12 @@ class _Builder:
         taken = set(self.used)
         for d in range(len(shape)):
             iters.append(fresh_name(like[d] if d < len(like) else f"i{d}", taken))
-        dom = tuple(c for n, e in zip(iters, shape) for c in _range(n, e))
+        dom = within([Affine.var(n) for n in iters], shape)
         target = Access(name, tuple(Affine.var(n) for n in iters))
         if not isinstance(value, Const):
             value = Access(value, target.indices)
         return Statement(name="", iterators=tuple(iters), domain=(dom,), target=target, value=value,
                          location=source.location, text=source.text)
-
-
-def _range(name: str, extent: Affine) -> Tuple[Constraint, Constraint]:
-    return (Constraint("ge", Affine.var(name)), Constraint("ge", extent - Affine.var(name) - 1))
 
 
 def adjoint_program(program: Program, of: str, wrt: Sequence[str], *,

@@ -27,13 +27,14 @@ from typing import Dict, List, Sequence, Tuple
 import islpy as isl
 
 from ..errors import GradError, IslBudgetError
-from ..ir import (Access, Affine, Binary, Call, Const, Constraint, IndexExpr, Program, Select, Statement,
+from ..ir import (Access, Affine, Binary, Call, Const, IndexExpr, Program, Select, Statement,
                   TensorDecl, rebuild)
 from ..poly.islutil import (aff_to_affine, affine_str, basic_set_constraints, isl_budget, isl_name,
                             pw_aff_to_affine, set_dnf)
 from ..poly.model import PolyModel, tuple_str
 from .analysis import describe
 from .derivative import ZERO
+from .exprs import within
 from .gather import fresh_name
 
 #: A statement split into more pieces than this (combinations of the sources of its reads) is refused.
@@ -200,8 +201,7 @@ class _Expander:
             # never written: an output keeps its zeros
             pieces = [(p, a) for p, a in pieces if a.tensor != tensor.name] + [(domain, ZERO)]
         value = _chosen(pieces, domain, f"the last writes of {tensor.name}")
-        rng_dnf = (tuple(c for i, e in zip(its, shape) for c in (Constraint("ge", Affine.var(i)),
-                                                                  Constraint("ge", e - Affine.var(i) - 1))),)
+        rng_dnf = (within([Affine.var(i) for i in its], shape),)
         return Statement(name="F", iterators=tuple(its), domain=rng_dnf,
                          target=Access(final, tuple(Affine.var(i) for i in its)), value=value,
                          order=(order0,) + (0,) * len(its)), final

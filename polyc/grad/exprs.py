@@ -3,9 +3,9 @@ iterator values, and the tensors an expression reads."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Optional, Set
+from typing import Mapping, Optional, Sequence, Set, Tuple
 
-from ..ir import Access, Affine, Expr, IndexExpr, Program, rebuild
+from ..ir import Access, Affine, Constraint, Expr, IndexExpr, Program, rebuild
 
 
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
@@ -17,6 +17,12 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
             return IndexExpr(x.value.substitute(mapping))
         return None
     return rebuild(e, leaf)
+
+
+def within(values: Sequence[Affine], extents: Sequence[Affine]) -> Tuple[Constraint, ...]:
+    """`0 <= v <= e - 1` for each value and its extent, as IR constraints: an array's shape read at
+    subscripts `values`, or the box of loops `values` over `extents`."""
+    return tuple(c for v, e in zip(values, extents) for c in (Constraint("ge", v), Constraint("ge", e - v - 1)))
 
 
 def substitute_access(e: Expr, old: Access, new: Access) -> Expr:

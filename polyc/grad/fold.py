@@ -22,7 +22,7 @@ from ..ir import Access, Affine, Constraint, Statement
 from ..poly.islutil import conjunction_str, disjunction_str, isl_budget, params_str
 from ..poly.model import tuple_str
 from .derivative import add
-from .exprs import substitute
+from .exprs import substitute, within
 
 
 def _covers(st: Statement, shape: Sequence[Affine], sizes: Sequence[str],
@@ -31,8 +31,7 @@ def _covers(st: Statement, shape: Sequence[Affine], sizes: Sequence[str],
     coords = [a.as_single_var() for a in st.target.indices]
     if st.reduction or None in coords or sorted(coords) != sorted(st.iterators):
         return False
-    box = tuple(c for n, e in zip(coords, shape)
-                for c in (Constraint("ge", Affine.var(n)), Constraint("ge", e - Affine.var(n) - 1)))
+    box = within([Affine.var(n) for n in coords], shape)
     p = params_str(sizes)
     ctx = isl.Set(f"{p} -> {{ : {conjunction_str(assumptions)} }}")
     dom = isl.Set(f"{p} -> {{ {tuple_str('G', coords)} : {disjunction_str(st.domain)} }}")

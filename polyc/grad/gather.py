@@ -28,7 +28,7 @@ from ..errors import GradError
 from ..ir import Access, Affine, Constraint, Expr, Statement
 from ..poly.islutil import disjunction_str, isl_budget, isl_name, params_str
 from ..poly.model import tuple_str
-from .exprs import substitute
+from .exprs import substitute, within
 
 _TEMP = "\0a"   # temporary names of the element coordinates (no user name contains NUL)
 
@@ -92,10 +92,8 @@ def invert_access(st: Statement, acc: Access, shape: Sequence[Affine], taken: Se
         names.append(fresh_name(var if readable else f"x{d}", used))
     rename = {f"{_TEMP}{d}": Affine.var(n) for d, n in enumerate(names)}
     sigma = {k: v.substitute(rename) for k, v in sigma.items()}
-    in_shape = []
-    for n, extent in zip(names, shape):
-        in_shape += [Constraint("ge", Affine.var(n)), Constraint("ge", extent - Affine.var(n) - 1)]
-    extra = tuple(Constraint(c.kind, c.expr.substitute(rename), c.modulus) for c in equalities) + tuple(in_shape)
+    in_shape = within([Affine.var(n) for n in names], shape)
+    extra = tuple(Constraint(c.kind, c.expr.substitute(rename), c.modulus) for c in equalities) + in_shape
     domain = tuple(tuple(dict.fromkeys(tuple(Constraint(c.kind, c.expr.substitute(sigma), c.modulus)
                                              for c in conj) + extra))
                    for conj in st.domain)

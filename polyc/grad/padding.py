@@ -36,7 +36,7 @@ from ..poly.islutil import (basic_set_constraints, conjunction_str, disjunction_
 from ..poly.model import tuple_str
 from .derivative import ZERO
 from .domains import summed_box
-from .exprs import substitute_access
+from .exprs import substitute_access, within
 from .gather import fresh_name
 
 
@@ -55,11 +55,6 @@ def _factors(e: Expr) -> List[Expr]:
     if isinstance(e, Binary) and e.op == "*":
         return _factors(e.lhs) + _factors(e.rhs)
     return [e]
-
-
-def _in_bounds(acc: Access, shape: Sequence[Affine]) -> Tuple[Constraint, ...]:
-    return tuple(c for ix, e in zip(acc.indices, shape)
-                 for c in (Constraint("ge", ix), Constraint("ge", e - ix - 1)))
 
 
 def _range_of(sub: Affine, box: isl.Set, space: str, p: str, ctx: isl.Set) -> Optional[Tuple[Affine, Affine]]:
@@ -100,11 +95,11 @@ def pad_gather(st: Statement, decls: Mapping[str, TensorDecl], paddable: Set[str
         box_cs = basic_set_constraints(box.get_basic_sets()[0])
         if box_cs is None:
             return None
-        reads_in = isl.Set(f"{p} -> {{ {space} : {conjunction_str(_in_bounds(acc, shape))} }}")
+        reads_in = isl.Set(f"{p} -> {{ {space} : {conjunction_str(within(acc.indices, shape))} }}")
         if not box.intersect(reads_in).is_equal(dom):
             return None
         for a in others:
-            inside = isl.Set(f"{p} -> {{ {space} : {conjunction_str(_in_bounds(a, decls[a.tensor].shape))} }}")
+            inside = isl.Set(f"{p} -> {{ {space} : {conjunction_str(within(a.indices, decls[a.tensor].shape))} }}")
             if not box.is_subset(inside):
                 return None
         ranges = [_range_of(ix, box, space, p, ctx) for ix in acc.indices]
@@ -125,12 +120,9 @@ def pad_gather(st: Statement, decls: Mapping[str, TensorDecl], paddable: Set[str
     iters = [fresh_name(f"i{d}", taken) for d in range(len(shape))]
     own = tuple(Affine.var(n) for n in iters)
 
-    def box_of(extents: Sequence[Affine]) -> Tuple[Constraint, ...]:
-        return tuple(c for v, e in zip(own, extents) for c in (Constraint("ge", v), Constraint("ge", e - v - 1)))
-
     base = dict(name="", iterators=tuple(iters), location=st.location, text=st.text)
-    zero = Statement(domain=(box_of(decl.shape),), target=Access(name, own), value=ZERO, **base)
-    copy = Statement(domain=(box_of(shape) + guard,), value=Access(acc.tensor, own),
+    zero = Statement(domain=(within(own, decl.shape),), target=Access(name, own), value=ZERO, **base)
+    copy = Statement(domain=(within(own, shape) + guard,), value=Access(acc.tensor, own),
                      target=Access(name, tuple(v - lo for v, (lo, _) in zip(own, ranges))), **base)
     padded = Access(name, tuple(ix - lo for ix, (lo, _) in zip(acc.indices, ranges)))
     gather = st.with_(domain=(box_cs,), value=substitute_access(st.value, acc, padded))
