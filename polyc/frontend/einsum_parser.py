@@ -109,6 +109,9 @@ class _Parser:
             self.next()
             indices = tuple(self.comma_list("]"))
         op_tok = self.peek()
+        if op_tok.text == "(" and not indices:
+            raise self.error(op_tok, f"polyc writes subscripts in square brackets: {first.text}[...], where "
+                                     f"Tensor Comprehensions writes {first.text}(...)")
         if op_tok.kind != "op" or op_tok.text not in ASSIGN_OPS:
             found = "end of line" if op_tok.kind in ("newline", "eof") else repr(op_tok.text)
             raise self.error(op_tok, f"expected an assignment (=, +=, +=!, *=!, max=!, min=!), found {found}")

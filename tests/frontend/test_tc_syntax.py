@@ -48,3 +48,14 @@ def test_unsigned_scalar_range_is_checked():
     k = pc.kernel("O[x] = I[x] + s", I=pc.u8["W"], s=pc.u8)
     with pytest.raises(pc.ArgumentError, match="does not fit"):
         k(I=np.zeros(3, np.uint8), s=300)
+
+
+def test_tc_parentheses_are_refused_with_the_bracket_spelling():
+    """TC writes `O(n, o) +=! I(n, i) * W(o, i)`; polyc's subscripts are square brackets, and the
+    error says so at the parenthesis, on the statement's line."""
+    with pytest.raises(pc.ParseError, match=r"square brackets: O\[\.\.\.\], where Tensor Comprehensions writes O\(") as e:
+        pc.kernel("""
+            X[i] = A[i] * 2.0
+            O(n, o) +=! I(n, i) * W(o, i)
+        """)
+    assert ":3:14:" in str(e.value)
