@@ -212,14 +212,16 @@ def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
             dtypes: Optional[Mapping[str, DType]] = None, reassociate: Optional[bool] = None) -> str:
     """The generated source text for `target` ("c", "cuda" or a `pc.Target`); nothing is compiled.
 
-    Undeclared dtypes come from `dtypes` (tensor name -> pc.f32/...), else float32.
+    Undeclared dtypes come from `dtypes` (tensor name -> pc.f32, 'f32' or a numpy dtype), else float32.
     """
     tgt = _resolve_target(target)
     if schedule == "auto" and tgt.is_cpu:
         k = _expanded_for_auto(k)
     sched = _resolve_schedule(k, schedule, tgt, reassociate)
     from .codegen.typing import resolve_typing
-    typing = resolve_typing(k.program, dict(dtypes or {}), require_inputs=False)
+    from .ir.types import as_dtype
+    passed = {name: as_dtype(d, f"dtype for {name!r}") for name, d in dict(dtypes or {}).items()}
+    typing = resolve_typing(k.program, passed, require_inputs=False)
     if tgt.is_cpu:
         from .codegen.c import generate_c
         return generate_c(sched, typing).source

@@ -158,10 +158,9 @@ def _dtypes(kernel: Any, spec: Optional[str]) -> Dict[str, Any]:
         return {}
 
     def one(name: str) -> Any:
-        d = getattr(t, name.strip(), None)
-        if d is None or not hasattr(d, "numpy"):
-            raise UsageError(f"unknown dtype {name!r}; use f32, f64, i32 or i64")
-        return d
+        if name.strip() not in t.DTYPES:
+            raise UsageError(f"unknown dtype {name!r}; use one of {', '.join(t.DTYPES)}")
+        return t.DTYPES[name.strip()]
 
     if "=" not in spec:
         d = one(spec)

@@ -6,6 +6,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .affine import Affine
 
 
@@ -53,6 +54,26 @@ def dtype_of_numpy(dt: np.dtype) -> Optional[DType]:
         if d.numpy == dt:
             return d
     return None
+
+
+def as_dtype(value: object, what: str = "dtype") -> DType:
+    """The element type named by `value`: a `DType`, a polyc name ('f32'), or a numpy dtype or its
+    name ('float32', np.float32).  Anything else raises `ArgumentError` listing the accepted names:
+    one place where user-written type names are checked, never looked up as attributes."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in DTYPES:
+        return DTYPES[value]
+    found = None
+    if isinstance(value, (str, np.dtype, type)):
+        try:
+            found = dtype_of_numpy(np.dtype(value))
+        except TypeError:
+            found = None
+    if found is None:
+        names = ", ".join(DTYPES)
+        raise ArgumentError(f"unknown {what} {value!r}; use one of {names} (or the numpy dtype of one)")
+    return found
 
 
 def promote(a: DType, b: DType) -> DType:

@@ -22,12 +22,7 @@ _WRITTEN = ("output", "inout")
 
 
 def _dtype(name_or_dtype: Any) -> DType:
-    if isinstance(name_or_dtype, DType):
-        return name_or_dtype
-    try:
-        return getattr(_types, str(name_or_dtype))
-    except AttributeError:
-        raise ValueError(f"unknown dtype {name_or_dtype!r}; use 'f32', 'f64', 'i32' or 'i64'") from None
+    return _types.as_dtype(name_or_dtype)
 
 
 def default_sizes(kernel) -> Dict[str, int]:
