@@ -275,7 +275,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     if in_place:
         lines += [micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes, in_place=True, zero_start=zero_init), ""]
         if nv > 1:
-            lines += [micro_kernel(f"{ukr}_half", ctype, lanes, mr, 1, vbytes, zero_start=zero_init), ""]
+            lines += [micro_kernel(f"{ukr}_half", ctype, lanes, mr, 1, vbytes, zero_start=zero_init), "",
+                      micro_kernel(f"{ukr}_half_in", ctype, lanes, mr, 1, vbytes, in_place=True, zero_start=zero_init), ""]
     lines.append(f"static int {symbol}({', '.join(params + batch)}) {{")
     lines += ["  " + line for line in prologue]
     nonempty = _condition_c(plan.nonempty, name)
@@ -306,7 +307,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     if in_place:
         lines += inplace_path(g, ctype=ctype, mr=mr, nr=nr, lanes=lanes, ukr=ukr, ukr_in=f"{ukr}_in",
                               ukr_half=f"{ukr}_half" if nv > 1 else None, target=target,
-                              factor=printer.access(c.n_factor), m_factor=m_factor, n_factor=n_factor,
+                              factor=printer.access(c.n_factor), m_factor=m_factor,
                               parallel=parallel, first=first, on_fail=zero)
     lines += [
         f"  const int64_t {P}nmax = {P}N < {nc} ? ({P}N + {nr - 1}) / {nr} * {nr} : {nc};",

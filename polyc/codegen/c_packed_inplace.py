@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from ..ir import Access
-from .c_packed_parts import P, Groups, consecutive_along, decode, run_loop, target_rows, tile_copy
+from .c_packed_parts import P, Groups, consecutive_along, decode, run_loop, target_rows
 
 #: Lane panels whose rows stay in L1 against one m panel: the k block of the in-place variant.
 INPLACE_KC = 256
@@ -47,7 +47,7 @@ def reads_in_place(st, c) -> bool:
 
 
 def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: str, ukr_in: str,
-                 ukr_half: Optional[str], target: str, factor: str, m_factor: str, n_factor: str,
+                 ukr_half: Optional[str], target: str, factor: str, m_factor: str,
                  parallel: bool, first: str = "", on_fail: Sequence[str] = ()) -> List[str]:
     """Lines of the helper (after the sizes `pc_M, pc_N, pc_K, pc_threads` are known) that run the
     contraction with the n-side factor read in place and return 1; they fall through to the
@@ -64,22 +64,36 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: st
     par = [f"  #pragma omp parallel num_threads({P}threads) if({P}threads > 1)"] if parallel else []
     omp_for = ["    #pragma omp for schedule(static)"] if parallel else []
 
-    def whole_tile() -> List[str]:
+    def target_tile() -> List[str]:
+        """`ct`: the target's element at the tile's corner; its rows lie `ldc` apart and each
+        row's lanes are consecutive (`target_rows`)."""
         return [*decode(g.m, f"{P}ic + {P}ir", "            "),
                 *decode(g.n, f"{P}jc + {P}jr", "            "),
-                f"            {ukr_in}({first}{P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, &{target}, {P}ldc);"]
+                f"            {ctype} *{P}ct = &{target};"]
 
-    def buffered_tile(call: str) -> List[str]:
-        def load(q):
-            return f"{P}tile[{P}r * {nr} + {q}] = {target};"
+    def buffered_tile(call: str, cols: str) -> List[str]:
+        """A partial tile (`h` rows of `cols` lanes) through the buffer.  `cols` is the literal
+        `nr` for whole lane panels, so the copies are fixed-length vector moves."""
+        def copy(dst: str, src: str) -> str:
+            return (f"            for (int64_t {P}r = 0; {P}r < {P}h; {P}r++) for (int64_t {P}q = 0; {P}q < {cols}; {P}q++) "
+                    f"{dst} = {src};")
+        tile, ct = f"{P}tile[{P}r * {nr} + {P}q]", f"{P}ct[{P}r * {P}ldc + {P}q]"
+        return ["            {", *target_tile(),
+                f"            memset({P}tile, 0, sizeof({P}tile));",
+                copy(tile, ct), f"            {call};", copy(ct, tile), "            }"]
 
-        def store(q):
-            return f"{target} = {P}tile[{P}r * {nr} + {q}];"
-        return [f"            memset({P}tile, 0, sizeof({P}tile));",
-                "            {", *tile_copy(g, f"{P}h", f"{P}w", load), "            }",
-                f"            {call};",
-                "            {", *tile_copy(g, f"{P}h", f"{P}w", store), "            }"]
-
+    buffered_tail = buffered_tile(f"if ({P}bn == {nr}) {ukr}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr}); "
+                                  f"else {ukr_half}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr})" if ukr_half
+                                  else f"{ukr}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr})", f"{P}wl")
+    # A tail of exactly one vector (W = 56 in panels of 16 lanes) is read in place too, and a
+    # whole m panel over it is stored into the target's rows, as whole panels are.
+    packed_tail = f"{P}wl && {P}wl != {lanes}" if ukr_half else f"{P}wl"
+    half_in = f"{ukr_half}_in({first}{P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, "
+    tail = ([f"            if ({P}wl == {lanes} && {P}h == {mr}) {{", *target_tile(),
+             f"            {half_in}{P}ct, {P}ldc);",
+             f"            }} else if ({P}wl == {lanes})",
+             *buffered_tile(f"{half_in}{P}tile, {nr})", str(lanes)),
+             "            else", *buffered_tail] if ukr_half else buffered_tail)
     return [
         f"  if ({P}e_{last} >= {nr}) {{",
         "  /* the n-side factor read in place (c_packed_inplace): rows of the last n loop as lanes */",
@@ -126,11 +140,10 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: st
         f"      const int64_t {P}bn = {P}wl <= {lanes if ukr_half else 0} ? {lanes} : {nr};",
         f"      for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {kc}) {{",
         f"        const int64_t {P}kb = {P}K - {P}pc < {kc} ? {P}K - {P}pc : {kc};",
-        f"        if ({P}wl) {{  /* the row's last, partial lane panel, packed */",
+        f"        if ({packed_tail}) {{  /* the row's last, partial lane panel, packed */",
         f"          for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {{",
-        *decode(g.k, f"{P}pc + {P}kk", "            "),
-        *run_loop(g.n, f"{P}jc + {P}wt", f"{P}wl", f"{P}q", lambda q: f"{P}Bt[{P}kk * {P}bn + {q}] = {n_factor};",
-                  "            "),
+        f"            const {ctype} *{P}src = {P}brow + {P}koff[{P}pc + {P}kk] + {P}wt;",
+        f"            for (int64_t {P}q = 0; {P}q < {P}wl; {P}q++) {P}Bt[{P}kk * {P}bn + {P}q] = {P}src[{P}q];",
         f"            for (int64_t {P}q = {P}wl; {P}q < {P}bn; {P}q++) {P}Bt[{P}kk * {P}bn + {P}q] = 0;",
         "          }",
         "        }",
@@ -138,18 +151,15 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: st
         f"          const int64_t {P}h = {P}M - {P}ir < {mr} ? {P}M - {P}ir : {mr};",
         f"          const {ctype} *{P}ap = {P}Apf + {P}ir * {P}K + {P}pc * {mr};",
         f"          for (int64_t {P}jr = 0; {P}jr < {P}wt; {P}jr += {nr}) {{",
-        f"            const int64_t {P}w = {nr};",
         f"            if ({P}h == {mr}) {{",
-        *whole_tile(),
+        *target_tile(), f"            {ukr_in}({first}{P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, {P}ct, {P}ldc);",
         "            } else {",
-        *buffered_tile(f"{ukr_in}({first}{P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, {P}tile, {nr})"),
+        *buffered_tile(f"{ukr_in}({first}{P}kb, {P}ap, {P}brow + {P}jr, {P}koff + {P}pc, {P}tile, {nr})", str(nr)),
         "            }",
         "          }",
         f"          if ({P}wl) {{",
-        f"            const int64_t {P}jr = {P}wt, {P}w = {P}wl;",
-        *buffered_tile(f"if ({P}bn == {nr}) {ukr}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr}); "
-                       f"else {ukr_half}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr})" if ukr_half
-                       else f"{ukr}({first}{P}kb, {P}ap, {P}Bt, {P}tile, {nr})"),
+        f"            const int64_t {P}jr = {P}wt;",
+        *tail,
         "          }",
         "        }",
         "      }",

@@ -42,7 +42,7 @@ def test_direct_convolution_is_exact_across_every_edge(monkeypatch, threads, dty
     monkeypatch.setenv("OMP_NUM_THREADS", threads)
     sched = CONV.schedule().pack("S1")
     code = pc.codegen(CONV, sched, dtypes={"X": getattr(pc, dtype), "K": getattr(pc, dtype)})
-    assert "_ukr_in(" in code and "read in place" in code
+    assert "_ukr_in(" in code and "read in place" in code and "_ukr_half_in(" in code
     rng = np.random.default_rng(3)
     plan = packing_plans(sched)["S1"]
     vector = plan.vector_bytes // (4 if dtype == "f32" else 8)
@@ -53,6 +53,10 @@ def test_direct_convolution_is_exact_across_every_edge(monkeypatch, threads, dty
         dict(N=1, C=5, H=7, W=2 * lanes + 5, F=13, KH=2, KW=3),  # a tail panel, a partial m panel
         dict(N=1, C=31, H=5, W=lanes + 9, F=8, KH=3, KW=3),     # C*KH*KW = 279 > one k block
         dict(N=1, C=2, H=4, W=lanes + vector + 4, F=6, KH=1, KW=3),  # a tail wider than one vector
+        # a tail of exactly one vector, read in place too: whole m panels store into Y directly,
+        # the partial one (13 = 2 * 6 + 1) through the buffer
+        dict(N=2, C=4, H=5, W=lanes + vector + 2, F=13, KH=3, KW=3),
+        dict(N=1, C=3, H=4, W=lanes + vector + 1, F=12, KH=2, KW=2),  # whole m panels only
     ]
     assert 31 * 9 > INPLACE_KC
     lk = kernels.by_name("conv2d")
