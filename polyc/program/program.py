@@ -105,6 +105,7 @@ class OperatorProgram:
         self.notes: Tuple[str, ...] = tuple(layout_notes + notes + dead)
         self._gemms = {n.index: recognise_gemm(n) for n in self.nodes}
         self._plans: Dict[tuple, Plan] = {}
+        self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
         self._compiled: Dict[str, Any] = {}
         self._kernel: Optional[Kernel] = None
         self._lock = threading.RLock()
@@ -207,10 +208,27 @@ class OperatorProgram:
                       f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.2f}") \
                 if self.target == "c" and self.vendor else f"target {self.target}, vendor={self.vendor}"
             decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
-        key = (tuple(vendored), itemsize)
+        # Groups depend on which products go to the vendor; the memory plan and the reasons on the
+        # sizes too, so a program called at a second shape gets buffers of that shape.
+        key = (tuple(vendored), itemsize, tuple(sorted(sizes.items())))
         with self._lock:
             if key in self._plans:
                 return self._plans[key]
+            units, group_notes = self._units(tuple(vendored))
+            plan = Plan(units, self._memory(units, sizes, itemsize), tuple(decisions) + group_notes, dict(sizes))
+            if len(self._plans) >= 64:   # one entry per call shape: bounded like any cache
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = plan
+            return plan
+
+    def _units(self, vendored: Tuple[int, ...]) -> Tuple[Tuple[Unit, ...], Tuple[str, ...]]:
+        """The fused groups and vendor calls in order, with a line per group (made once per choice
+        of vendored products: grouping never depends on the sizes)."""
+        gemms = self._gemms
+        with self._lock:
+            if vendored in self._groupings:
+                return self._groupings[vendored]
+            decisions: List[str] = []
             units: List[Unit] = []
             needed = self._needed_after(self.nodes)
             run: List[Node] = []
@@ -237,10 +255,8 @@ class OperatorProgram:
                 else:
                     run.append(n)
             flush()
-            memory = self._memory(units, sizes, itemsize)
-            plan = Plan(tuple(units), memory, tuple(decisions), dict(sizes))
-            self._plans[key] = plan
-            return plan
+            self._groupings[vendored] = (tuple(units), tuple(decisions))
+            return self._groupings[vendored]
 
     def _bytes(self, shape, sizes: Mapping[str, int], itemsize: int) -> int:
         n = 1

@@ -54,6 +54,21 @@ def test_attention_without_relayout_fuses_the_transposed_product():
     assert "matmul_nt0_C" in {t for t, _, _ in group.contracted}
 
 
+@pytest.mark.parametrize("contract", [False, True])
+def test_a_program_called_at_several_shapes_plans_each(contract):
+    """Buffers are planned per call shape: a second, larger shape gets larger buffers (it crashed
+    reshaping the first shape's buffer), and going back to the first reuses its plan."""
+    prog = P.attention(contract=contract)
+    plans = []
+    for sizes in (dict(S=16, D=8), dict(S=40, D=8), dict(S=16, D=12), dict(S=16, D=8)):
+        arrays = P.inputs(prog, sizes)
+        np.testing.assert_allclose(prog(**arrays), prog.reference(**arrays), **TOL)
+        plans.append(prog.plan(**arrays))
+    assert plans[1].memory.planned_peak > plans[0].memory.planned_peak
+    assert plans[1].sizes["S"] == 40 and plans[3] is plans[0]
+    assert plans[1].units == plans[0].units      # the grouping does not depend on the sizes
+
+
 def test_mlp_block_small_fuses_large_binds_blas():
     prog = P.mlp()
     small = P.inputs(prog, dict(B=12, D=6, H=10))
