@@ -125,9 +125,9 @@ class OperatorProgram:
             return self._kernel
 
     # -- reference ---------------------------------------------------------------------------------
-    def reference(self, **arrays: Any) -> Any:
+    def reference(self, *args: Any, **arrays: Any) -> Any:
         """The composition of the operators' references, in call order, on numpy arrays."""
-        env = self._check_inputs(arrays)
+        env = self._check_inputs(self._by_name(args, arrays))
         for node in self.nodes:
             roles = {t.name: t.role for t in node.kernel.program.tensors}
             kwargs = {k: env[p] for k, p in node.bindings if roles[k] == "input"}
@@ -181,9 +181,22 @@ class OperatorProgram:
             later |= set(n.inputs)
         return needed
 
-    def plan(self, **arrays: Any) -> Plan:
+    def _by_name(self, args: tuple, arrays: Dict[str, Any]) -> Dict[str, Any]:
+        """Positional arrays named after the traced function's parameters, as Python binds them."""
+        if not args:
+            return arrays
+        if len(args) > len(self.inputs):
+            raise ArgumentError(f"program {self.name} takes {len(self.inputs)} arrays "
+                                f"({', '.join(self.inputs)}), {len(args)} given")
+        named = dict(zip(self.inputs, args))
+        twice = sorted(set(named) & set(arrays))
+        if twice:
+            raise ArgumentError(f"program {self.name} got {', '.join(twice)} both by position and by name")
+        return {**named, **arrays}
+
+    def plan(self, *args: Any, **arrays: Any) -> Plan:
         """The plan for these arrays' shapes (groups, vendor calls, memory), made once per shape."""
-        env = self._check_inputs(arrays)
+        env = self._check_inputs(self._by_name(args, arrays))
         return self._plan(self._size_values(env), self._element_bytes(env))
 
     def _element_bytes(self, env: Mapping[str, np.ndarray]) -> int:
@@ -295,7 +308,9 @@ class OperatorProgram:
                 self._compiled[key] = compile_kernel(g.kernel, schedule, target=self.target)
             return self._compiled[key]
 
-    def __call__(self, **arrays: Any) -> Any:
+    def __call__(self, *args: Any, **arrays: Any) -> Any:
+        """Run the program: arrays by name, or by position in the function's parameter order."""
+        arrays = self._by_name(args, arrays)
         env = self._check_inputs(arrays)
         sizes = self._size_values(env)
         dtypes = [a.dtype for a in env.values() if a.dtype.kind == "f"]

@@ -291,6 +291,15 @@ def _require_ndarray(name: str, value: Any) -> None:
                         f"pass a numpy array, e.g. np.asarray({name}, dtype=np.float32)")
 
 
+def refuse_positional(kernel_name: str, program: Program, args: tuple) -> None:
+    """Compiled kernels take their arrays by name: an Einstein kernel's tensors have no order a
+    reader could rely on.  Positional arrays get the call spelled out, not Python's bare TypeError."""
+    if args:
+        names = ", ".join(f"{t.name}=..." for t in program.tensors if t.role != "temp")
+        raise ArgumentError(f"{kernel_name} takes its arrays by name, not by position "
+                            f"({len(args)} positional given): call it as f({names})")
+
+
 def _supported_dtype(name: str, array: np.ndarray) -> DType:
     dtype = dtype_of_numpy(array.dtype)
     if dtype is None:

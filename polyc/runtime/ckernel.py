@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
 from ..ir import f32
-from .arguments import bind_arguments, call_key, passed_dtypes
+from .arguments import bind_arguments, call_key, passed_dtypes, refuse_positional
 from .ready_call import ReadyCall
 from ..target import Target
 from .compiler import command_flags, compile_c, normalise_flags
@@ -106,7 +106,8 @@ class CCompiledKernel:
         return typing
 
     # -- calling -------------------------------------------------------------------------------
-    def __call__(self, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refuse_positional(self.kernel.name, self.kernel.program, args)
         scratch = getattr(self._scratch, "temps", None)
         if scratch is None:
             scratch = self._scratch.temps = {}

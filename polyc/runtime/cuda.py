@@ -25,7 +25,7 @@ from ..codegen.typing import Typing, resolve_typing
 from ..errors import CompileError, PolycError, TargetUnavailableError
 from ..ir import f32
 from ..target import Target
-from .arguments import bind_arguments, passed_dtypes
+from .arguments import bind_arguments, passed_dtypes, refuse_positional
 from .compiler import trim_output
 from .cuda_arrays import split_arguments
 
@@ -76,7 +76,8 @@ class CUDACompiledKernel:
         gen, handle = self.variant(typing)
         return self.backend.prepare(gen, handle, bound, device, frozenset(kwargs))
 
-    def __call__(self, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refuse_positional(self.kernel.name, self.kernel.program, args)
         return self.bind(**kwargs)()
 
     @property

@@ -1,0 +1,43 @@
+"""How programs and compiled kernels are called: a program is a Python function, so its arrays
+bind by position as well as by name; a compiled kernel takes them by name and says so."""
+import numpy as np
+import pytest
+
+import polyc as pc
+from polyc.errors import ArgumentError
+from kernels import programs as P
+
+TOL = dict(rtol=2e-4, atol=2e-5)
+
+
+def test_program_arrays_bind_by_position_in_parameter_order():
+    prog = P.ln_residual_gelu()
+    a = P.inputs(prog, dict(M=3, N=8))
+    by_name = prog(**a)
+    np.testing.assert_array_equal(prog(a["x"], a["r"], a["g"], a["b"]), by_name)
+    np.testing.assert_array_equal(prog(a["x"], a["r"], b=a["b"], g=a["g"]), by_name)
+    np.testing.assert_allclose(prog.reference(a["x"], a["r"], a["g"], a["b"]), by_name, **TOL)
+    assert prog.plan(a["x"], a["r"], a["g"], a["b"]) is prog.plan(**a)
+    # the order is the parameters': gamma and beta swapped give another function
+    assert not np.allclose(prog(a["x"], a["r"], a["b"], a["g"]), by_name)
+
+
+def test_program_positional_mistakes_are_typed():
+    prog = P.ln_residual_gelu()
+    a = P.inputs(prog, dict(M=3, N=8))
+    with pytest.raises(ArgumentError, match="takes 4 arrays"):
+        prog(a["x"], a["r"], a["g"], a["b"], a["b"])
+    with pytest.raises(ArgumentError, match="x both by position and by name"):
+        prog(a["x"], x=a["x"], r=a["r"], g=a["g"], b=a["b"])
+    with pytest.raises(ArgumentError, match="missing array argument"):
+        prog(a["x"], a["r"])
+
+
+def test_compiled_kernels_take_arrays_by_name():
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm")
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    for target in ("c", "cuda-emu"):
+        f = pc.compile(mm, target=target)
+        with pytest.raises(ArgumentError, match=r"by name.*f\(C=\.\.\., A=\.\.\., B=\.\.\.\)|by name.*A=\.\.\."):
+            f(a, b)
+        np.testing.assert_array_equal(f(A=a, B=b), np.full((2, 4), 3, np.float32))
