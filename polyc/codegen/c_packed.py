@@ -30,6 +30,7 @@ from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .c_packed_init import zero_box
 from .c_packed_inplace import inplace_path, reads_in_place
+from .c_packed_rows import few_rows_path
 from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, target_rows, tile_copy
 from .names import CNames
 from .typing import Typing
@@ -215,6 +216,20 @@ def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for:
             "    }"]
 
 
+def _pack_m_side(g: Groups, mr: int, ctype: str, m_factor: str) -> List[str]:
+    """The loop packing the m panels `ip` of the block (`ic`, `mb`) into `Ap + ip * kb`:
+    Ap[panel][k][row], zero past the edge."""
+    return [f"      for (int64_t {P}ip = 0; {P}ip < {P}mb; {P}ip += {mr}) {{",
+            f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
+            f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
+            *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
+                *run_loop(g.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
+                          lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "            "),
+                f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;"],
+                "        "),
+            "      }"]
+
+
 def _box_extents(plan: PackPlan, loops, printer: CExprPrinter) -> List[str]:
     """The lowest value `pc_lo_x` and the extent `pc_e_x` of every loop of the contraction's box
     (`loops`: their C names, in the order m, n, k)."""
@@ -309,6 +324,13 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                               ukr_half=f"{ukr}_half" if nv > 1 else None, target=target,
                               factor=printer.access(c.n_factor), m_factor=m_factor,
                               parallel=parallel, first=first, on_fail=zero)
+    tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
+            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first))
+    pack_m = _pack_m_side(g, mr, ctype, m_factor)
+    lines += few_rows_path(ctype=ctype, mr=mr, nr=nr, mc=mc, kc=kc, pack_m=pack_m,
+                           pack_n=_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=[],
+                                               along_n=_read_along(c, c.n[-1]), along_k=_read_along(c, c.k[-1])),
+                           tile=tile, parallel=parallel, on_fail=zero)
     lines += [
         f"  const int64_t {P}nmax = {P}N < {nc} ? ({P}N + {nr - 1}) / {nr} * {nr} : {nc};",
         f"  const int64_t {P}kmax = {P}K < {kc} ? {P}K : {kc};",
@@ -335,8 +357,6 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                   f"    const int {P}tid = 0;", "#endif"]
         tid = f"{P}tid"
     omp_for = ["    #pragma omp for schedule(static)"] if parallel else []
-    tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
-            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first))
     lines += [
         f"    {ctype} *restrict {P}Ap = (void *)((char *){P}Aall + {P}asize * (size_t){tid});",
         f"    {ctype} {P}tile[{mr * nr}] __attribute__((aligned(64)));",
@@ -349,15 +369,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"    for (int64_t {P}ic = 0; {P}ic < {P}M; {P}ic += {P}mc) {{",
         f"      const int64_t {P}mb = {P}M - {P}ic < {P}mc ? {P}M - {P}ic : {P}mc;",
         "      /* pack the m-side factor: Ap[panel][k][row], zero past the edge */",
-        f"      for (int64_t {P}ip = 0; {P}ip < {P}mb; {P}ip += {mr}) {{",
-        f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
-        f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
-        *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
-            *run_loop(g.m, f"{P}ic + {P}ip", f"{P}h", f"{P}r",
-                      lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "            "),
-            f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;"],
-            "        "),
-        "      }",
+        *pack_m,
         f"      for (int64_t {P}jr = 0; {P}jr < {P}nb; {P}jr += {nr}) {{",
         f"        const int64_t {P}w = {P}nb - {P}jr < {nr} ? {P}nb - {P}jr : {nr};",
         f"        for (int64_t {P}ir = 0; {P}ir < {P}mb; {P}ir += {mr}) {{",
