@@ -37,6 +37,13 @@ from .trace import Node, ProgramError, TensorHandle, returned_handles, trace
 from .vendor import VENDOR_FLOPS, Gemm, recognise_gemm
 
 
+def _aligned_bytes(n: int, alignment: int = 64) -> np.ndarray:
+    """`n` bytes starting on a cache-line boundary (vector loads of a row never straddle two)."""
+    raw = np.empty(n + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + n]
+
+
 @dataclass(frozen=True)
 class VendorCall:
     """A node bound to a vendor library call instead of generated code."""
@@ -109,6 +116,7 @@ class OperatorProgram:
         self._compiled: Dict[str, Any] = {}
         self._kernel: Optional[Kernel] = None
         self._lock = threading.RLock()
+        self._host_pools = threading.local()
         self._last: Optional[Plan] = None
 
     # -- the whole program as one kernel ---------------------------------------------------------
@@ -321,7 +329,7 @@ class OperatorProgram:
         gpu = DeviceMemory({k: arrays[k] for k in self.inputs}) if self.target == "cuda" else None
         if gpu is not None:
             env = dict(gpu.inputs)
-        pool = gpu.pool(plan.memory.slot_bytes) if gpu else [np.empty(n, dtype=np.uint8) for n in plan.memory.slot_bytes]
+        pool = gpu.pool(plan.memory.slot_bytes) if gpu else self._host_pool(plan)
         outs = {p for _, p in self.outputs}
 
         def buffer(name: str) -> Any:
@@ -343,6 +351,22 @@ class OperatorProgram:
                 env[t] = kwargs[t] = buffer(t)
             self._compiled_group(u)(**kwargs)
         return gpu.result(self._result(env)) if gpu else self._result(env)
+
+    def _host_pool(self, plan: Plan) -> List[np.ndarray]:
+        """The planned buffers for `plan`, kept between calls in the calling thread: fresh buffers
+        of a few MB come from the OS every call (glibc maps them), and zeroing those pages cost
+        the attention head at S=1024 a fifth of its time.  Intermediates never leave a call
+        (outputs are fresh arrays), so reusing them is invisible; one set per thread keeps
+        concurrent calls apart, and only the latest few shapes are kept."""
+        pools = getattr(self._host_pools, "by_plan", None)
+        if pools is None:
+            pools = self._host_pools.by_plan = {}
+        pool = pools.get(id(plan))
+        if pool is None or pool[0] is not plan:
+            if len(pools) >= 4:
+                pools.pop(next(iter(pools)))
+            pool = pools[id(plan)] = (plan, [_aligned_bytes(n) for n in plan.memory.slot_bytes])
+        return pool[1]
 
     # -- views -------------------------------------------------------------------------------------
     @property

@@ -41,3 +41,32 @@ def test_compiled_kernels_take_arrays_by_name():
         with pytest.raises(ArgumentError, match=r"by name.*f\(C=\.\.\., A=\.\.\., B=\.\.\.\)|by name.*A=\.\.\."):
             f(a, b)
         np.testing.assert_array_equal(f(A=a, B=b), np.full((2, 4), 3, np.float32))
+
+
+def test_planned_buffers_are_kept_per_thread_and_concurrent_calls_stay_apart():
+    """Intermediates live in buffers kept between calls (fresh multi-MB buffers cost page faults
+    every call), one set per calling thread, so concurrent calls never share them."""
+    import threading
+    prog = P.attention()
+    shapes = (dict(S=24, D=8), dict(S=33, D=8))
+    inputs = [P.inputs(prog, s, seed=k) for k, s in enumerate(shapes)]
+    wants = [prog.reference(**a) for a in inputs]
+    first = prog(**inputs[0])
+    pool = prog._host_pool(prog.plan(**inputs[0]))
+    assert all(b.ctypes.data % 64 == 0 for b in pool)
+    np.testing.assert_array_equal(prog(**inputs[0]), first)
+    assert prog._host_pool(prog.plan(**inputs[0])) is pool          # the same buffers, reused
+    errors = []
+
+    def run(k):
+        try:
+            for _ in range(20):
+                np.testing.assert_allclose(prog(**inputs[k % 2]), wants[k % 2], **TOL)
+        except AssertionError as e:          # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
