@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
 import islpy as isl
 
-from ..errors import IllegalScheduleError, PolycError
+from ..errors import IllegalScheduleError, PolycError, ScheduleArgumentError
 from ..ir import Affine
 from ..poly.contraction import Contraction, contraction_form  # noqa: F401  (re-exported)
 from ..poly.islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
@@ -68,6 +68,10 @@ DEFAULT_KC = 256
 #: Bounds on `pack`'s arguments: mr and nv size the register tile (mr * nv accumulators are written
 #: out in the micro-kernel), kc, mc and nc the packed blocks (elements along one loop).
 MAX_REGISTER_TILE = 64
+#: Accumulator vectors of one register tile (mr * nv): 16 or 32 SIMD registers hold the tile; past
+#: 64 the micro-kernel is spill code whose compile time explodes (64 x 64: gcc still at it after
+#: five minutes, 1 MB of C).
+MAX_ACCUMULATORS = 64
 MAX_BLOCK = 2**24
 
 
@@ -313,6 +317,10 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
     optional_positive_int(vector_bytes, f"pack({name})'s vector_bytes", 256)
     d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem, target)
     mr, nv, kc, mc, nc = (mr or d_mr), (nv or d_nv), (kc or d_kc), (mc or d_mc), (nc or d_nc)
+    if mr * nv > MAX_ACCUMULATORS:
+        raise ScheduleArgumentError(
+            f"pack({name}): a register tile of mr x nv = {mr} x {nv} vectors ({mr * nv} accumulators) cannot "
+            f"live in registers; keep mr * nv <= {MAX_ACCUMULATORS} (the defaults use {d_mr} x {d_nv})")
     vbytes = vector_bytes or _target(target).vector_bytes
     st_call = step("pack", name, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vbytes)
     lanes = max(1, vbytes // elem)

@@ -82,6 +82,19 @@ def test_pack_refuses_non_contractions_and_reductions_over_a_triangle():
         tri.schedule().pack("S1")
 
 
+def test_a_register_tile_too_large_for_registers_is_refused_at_once():
+    """mr = nv = 64 is within each bound but is 4096 accumulators: gcc did not finish compiling its
+    micro-kernel in five minutes.  Refused when asked, and when a saved schedule says so."""
+    mm = pc.kernel(MATMUL, name="mm_regs")
+    with pytest.raises(pc.errors.ScheduleArgumentError, match=r"64 x 64 vectors \(4096 accumulators\)"):
+        mm.schedule().pack("S1", mr=64, nv=64)
+    mm.schedule().pack("S1", mr=16, nv=4, mc=64, nc=1024)   # 64 accumulators: spills, compiles in a second
+    saved = mm.schedule().pack("S1").to_json().replace('"mr": 6', '"mr": 64').replace('"nv": 2', '"nv": 64')
+    assert '"mr": 64' in saved and '"nv": 64' in saved
+    with pytest.raises(pc.PolycError, match="4096 accumulators"):
+        pc.Schedule.from_json(mm, saved)
+
+
 def test_pack_that_would_break_a_dependence_is_refused_naming_it():
     @pc.kernel
     def chained(A: pc.f64["N", "N"], B: pc.f64["N", "N"], C: pc.f64["N", "N"]):
