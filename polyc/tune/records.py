@@ -14,6 +14,7 @@ the recipe's primitives).  Nothing in a record is ever executed as code.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -22,7 +23,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
 from ..errors import TuneRecordError
 from .space import Candidate
@@ -82,10 +83,24 @@ class Records:
         with self._connect() as c:
             c.execute(_SCHEMA)
 
-    def _connect(self) -> sqlite3.Connection:
-        c = sqlite3.connect(str(self.path), timeout=30)
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one transaction (committed on success, always closed).  The file is
+        untrusted like every record in it: one that is not an SQLite database (truncated,
+        overwritten) or that SQLite cannot open is a TuneRecordError naming it, never a crash."""
+        try:
+            c = sqlite3.connect(str(self.path), timeout=30)
+        except sqlite3.Error as e:
+            raise TuneRecordError(f"cannot be opened ({e}); pass another db= or move it away", str(self.path)) from None
         c.row_factory = sqlite3.Row
-        return c
+        try:
+            with c:
+                yield c
+        except sqlite3.DatabaseError as e:
+            raise TuneRecordError(f"is not a readable tuning database ({e}); pass another db= or move it away",
+                                  str(self.path)) from None
+        finally:
+            c.close()
 
     def add(self, key: RecordKey, kernel_name: str, candidate: Candidate, schedule_json: str, m: Any,
             features: Iterable[float], genome: Mapping[str, Any]) -> None:

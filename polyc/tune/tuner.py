@@ -59,6 +59,21 @@ def describe(c: Candidate) -> str:
     return f"{c.seed}({knobs}){steps}"
 
 
+def _check_sizes(kernel: Any, sizes: Mapping[str, int]) -> None:
+    """Every size the kernel's shapes use is given and positive (checked here, where the error
+    reaches the caller, rather than in a worker process)."""
+    from ..runtime.arguments import size_symbols
+    needed = size_symbols(kernel.program)
+    missing = [n for n in needed if n not in sizes]
+    if missing:
+        raise TuneError(f"tune: {kernel.name} needs the size{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(missing)} (its sizes are {', '.join(needed)})")
+    bad = {n: sizes[n] for n in needed if sizes[n] <= 0}
+    if bad:
+        raise TuneError(f"tune: sizes must be positive to measure anything, not "
+                        f"{', '.join(f'{n}={v}' for n, v in bad.items())}")
+
+
 def _sizes_and_dtype(kernel: Any, given: Mapping[str, Any], dtype: Optional[str]) -> Tuple[Dict[str, int], str]:
     """Sizes by name and the element dtype ("f32"/"f64") from arrays and ints, or from sizes."""
     sizes: Dict[str, int] = {}
@@ -99,7 +114,12 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
         raise TuneError("tune needs the inputs of a call or the sizes to tune for, e.g. {'I': 1024, ...}")
     if not (isinstance(seconds, (int, float)) and seconds > 0):
         raise TuneError(f"seconds must be a positive number, not {seconds!r}")
+    for what, v in (("trials", trials), ("threads", threads), ("workers", workers), ("rounds", rounds),
+                    ("batch", batch), ("ray_nodes", ray_nodes)):
+        if v is not None and not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0):
+            raise TuneError(f"tune: {what} must be a positive int, not {v!r}")
     sizes, dt = _sizes_and_dtype(kernel, inputs_or_sizes, dtype)
+    _check_sizes(kernel, sizes)
     tv = target_view(target)
     if tv.kind != "c":
         raise TuneError(f"tuning for target {tv.kind!r} is not supported yet; tune for 'c'")

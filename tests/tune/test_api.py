@@ -24,6 +24,13 @@ def test_pc_tune_is_the_module_and_the_function():
     ((MM, {"I": 8, "J": 8, "K": 8}), {"executor": "slurm", "trials": 1}, "executor"),
     ((MM, {"I": "big"}), {}, "neither an array nor an integer"),
     (("C[i] = A[i]", {"I": 8}), {}, "kernel made by pc.kernel"),
+    # checked before any worker starts: a bad count or size reached the workers as "no candidate
+    # could be measured ()" or "a tuning worker could not load the kernel"
+    ((MM, {"I": 8, "J": 8, "K": 8}), {"trials": -1}, "trials must be a positive int, not -1"),
+    ((MM, {"I": 8, "J": 8, "K": 8}), {"trials": 2, "rounds": 0}, "rounds must be a positive int"),
+    ((MM, {"I": 8, "J": 8, "K": 8}), {"trials": 2, "batch": 1.5}, "batch must be a positive int"),
+    ((MM, {"I": -8, "J": 8, "K": 8}), {"trials": 2}, "sizes must be positive to measure anything, not I=-8"),
+    ((MM, {"I": 8, "J": 8}), {"trials": 2}, "needs the size K"),
 ])
 def test_bad_arguments_are_typed_errors(args, kwargs, text, db):
     with pytest.raises(TuneError, match=text):

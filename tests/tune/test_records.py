@@ -81,6 +81,19 @@ def test_a_tampered_schedule_is_a_typed_error_at_use(db):
         pc.compile(MM, schedule="tuned")
 
 
+def test_a_file_that_is_not_a_tuning_database_is_a_typed_error(tmp_path):
+    """The database is untrusted input like its records: overwritten or truncated, it is a
+    TuneRecordError naming the file (it was sqlite3.DatabaseError), wherever it is read."""
+    garbage = tmp_path / "tune.sqlite"
+    garbage.write_bytes(b"not sqlite " * 100)
+    with pytest.raises(TuneRecordError, match=r"tune\.sqlite: is not a readable tuning database"):
+        Records(garbage)
+    with pytest.raises(TuneRecordError, match="not a readable tuning database"):
+        pc.tune.tuned_schedule(MM, db=garbage)
+    with pytest.raises(TuneRecordError, match="not a readable tuning database"):
+        pc.tune(MM, SIZES, dtype="f64", trials=1, db=garbage, progress=False)
+
+
 def test_the_model_is_warm_started_from_other_kernels_and_sizes_on_this_target(db):
     from polyc.tune.measure import Measurement
     from polyc.tune.records import RecordKey
