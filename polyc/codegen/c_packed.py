@@ -31,7 +31,7 @@ from .loop_ast import c_text, lexpr, strip_parens
 from .c_packed_init import zero_box
 from .c_packed_inplace import inplace_path, reads_in_place
 from .c_packed_rows import few_rows_path
-from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, target_rows, tile_copy
+from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, target_rows, tile_copy, tile_loops
 from .names import CNames
 from .typing import Typing
 
@@ -370,13 +370,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"      const int64_t {P}mb = {P}M - {P}ic < {P}mc ? {P}M - {P}ic : {P}mc;",
         "      /* pack the m-side factor: Ap[panel][k][row], zero past the edge */",
         *pack_m,
-        f"      for (int64_t {P}jr = 0; {P}jr < {P}nb; {P}jr += {nr}) {{",
-        f"        const int64_t {P}w = {P}nb - {P}jr < {nr} ? {P}nb - {P}jr : {nr};",
-        f"        for (int64_t {P}ir = 0; {P}ir < {P}mb; {P}ir += {mr}) {{",
-        f"          const int64_t {P}h = {P}mb - {P}ir < {mr} ? {P}mb - {P}ir : {mr};",
-        *tile,
-        "        }",
-        "      }",
+        *tile_loops(mr, nr, tile, "      "),
         "    }",
         "    }",
         "    }",

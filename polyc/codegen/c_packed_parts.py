@@ -140,3 +140,15 @@ def tile_copy(c, rows: str, cols: str, body) -> List[str]:
             *run_loop(c.n, f"{P}jc + {P}jr", cols, f"{P}q", body, "              "),
             f"              {step(c.m)}",
             "            }"]
+
+
+def tile_loops(mr: int, nr: int, tile: List[str], indent: str) -> List[str]:
+    """The lane panels `jr` of a block of `nb` lanes, and the m panels `ir` of `mb` rows against
+    each, running `tile` with the panel's width `w` and height `h` (both packed paths)."""
+    return [f"{indent}for (int64_t {P}jr = 0; {P}jr < {P}nb; {P}jr += {nr}) {{",
+            f"{indent}  const int64_t {P}w = {P}nb - {P}jr < {nr} ? {P}nb - {P}jr : {nr};",
+            f"{indent}  for (int64_t {P}ir = 0; {P}ir < {P}mb; {P}ir += {mr}) {{",
+            f"{indent}    const int64_t {P}h = {P}mb - {P}ir < {mr} ? {P}mb - {P}ir : {mr};",
+            *tile,
+            f"{indent}  }}",
+            f"{indent}}}"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from .c_packed_parts import P
+from .c_packed_parts import P, tile_loops
 
 #: Lane panels packed and run together by one thread in the few-rows path.
 ROW_GROUP_PANELS = 8
@@ -65,13 +65,7 @@ def few_rows_path(*, ctype: str, mr: int, nr: int, mc: int, kc: int, pack_m: Seq
         f"      for (int64_t {P}jc = 0; {P}jc < {P}N; {P}jc += {group}) {{",
         f"        const int64_t {P}nb = {P}N - {P}jc < {group} ? {P}N - {P}jc : {group};",
         *pack_n,
-        f"        for (int64_t {P}jr = 0; {P}jr < {P}nb; {P}jr += {nr}) {{",
-        f"          const int64_t {P}w = {P}nb - {P}jr < {nr} ? {P}nb - {P}jr : {nr};",
-        f"          for (int64_t {P}ir = 0; {P}ir < {P}mb; {P}ir += {mr}) {{",
-        f"            const int64_t {P}h = {P}mb - {P}ir < {mr} ? {P}mb - {P}ir : {mr};",
-        *tile,
-        "          }",
-        "        }",
+        *tile_loops(mr, nr, list(tile), "        "),
         "      }",
         "      }",
         "    }",
