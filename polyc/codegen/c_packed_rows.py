@@ -8,9 +8,10 @@ reuses it: the block, 4 MB written and read back through L3 per k block, cost a 
 (64 x 4096 x 4096 f32 on one thread: 0.59x OpenBLAS).  This path instead
 
 - packs the m-side factor once per k block, for all rows, shared by the threads;
-- runs groups of `ROW_GROUP_PANELS` lane panels in parallel: each thread packs its group into a
-  buffer of its own (128 KB in L2: the factor's rows are still read in runs of the group's width)
-  and runs every m panel against each of its panels while the panel is in L1.
+- gives each thread an equal run of lane panels, in groups of at most `ROW_GROUP_PANELS`: the
+  thread packs a group into a buffer of its own (at most 128 KB, in L2: the factor's rows are
+  still read in runs of the group's width) and runs every m panel against each of its panels
+  while the panel is in L1.
 
 Each target element is updated in the packed code's order (k increasing, one k block at a time,
 loaded before and stored after each block), so the result is the same bit for bit and
@@ -38,8 +39,9 @@ def few_rows_path(*, ctype: str, mr: int, nr: int, mc: int, kc: int, pack_m: Seq
     group = ROW_GROUP_PANELS * nr
     par = [f"    #pragma omp parallel num_threads({P}threads) if({P}threads > 1)"] if parallel else []
     omp_for = ["      #pragma omp for schedule(static)"] if parallel else []
-    tid = ["#ifdef _OPENMP", f"      const int {P}tid = omp_get_thread_num();", "#else",
-           f"      const int {P}tid = 0;", "#endif"] if parallel else [f"      const int {P}tid = 0;"]
+    tid = ["#ifdef _OPENMP", f"      const int {P}tid = omp_get_thread_num(), {P}nt = omp_get_num_threads();", "#else",
+           f"      const int {P}tid = 0, {P}nt = 1;", "#endif"] if parallel else [f"      const int {P}tid = 0, {P}nt = 1;"]
+    barrier = ["      #pragma omp barrier"] if parallel else []
     return [
         f"  if ({P}M <= {mc}) {{",
         "    /* few rows (c_packed_rows): lane panels packed group by group, just before their use */",
@@ -61,12 +63,20 @@ def few_rows_path(*, ctype: str, mr: int, nr: int, mc: int, kc: int, pack_m: Seq
         "      /* the m-side factor, all rows: Ap[panel][k][row] (the loop's end waits for it) */",
         *omp_for,
         *pack_m,
-        *omp_for,
-        f"      for (int64_t {P}jc = 0; {P}jc < {P}N; {P}jc += {group}) {{",
-        f"        const int64_t {P}nb = {P}N - {P}jc < {group} ? {P}N - {P}jc : {group};",
+        # Each thread takes an equal run of lane panels (to one panel), in groups of at most
+        # ROW_GROUP_PANELS: a work-shared loop over fixed groups left one of two threads a
+        # third of the work (288 lanes: groups of 128, 128 and 32).
+        f"      {{ const int64_t {P}panels = ({P}N + {nr - 1}) / {nr}, {P}per = ({P}panels + {P}nt - 1) / {P}nt;",
+        f"        const int64_t {P}ng = {P}per > {ROW_GROUP_PANELS} ? ({P}per + {ROW_GROUP_PANELS - 1}) / {ROW_GROUP_PANELS} : 1;",
+        f"        const int64_t {P}gw = ({P}per + {P}ng - 1) / {P}ng * {nr};",
+        f"        const int64_t {P}end = ({P}tid + 1) * {P}per * {nr} < {P}N ? ({P}tid + 1) * {P}per * {nr} : {P}N;",
+        f"      for (int64_t {P}jc = {P}tid * {P}per * {nr}; {P}jc < {P}end; {P}jc += {P}gw) {{",
+        f"        const int64_t {P}nb = {P}end - {P}jc < {P}gw ? {P}end - {P}jc : {P}gw;",
         *pack_n,
         *tile_loops(mr, nr, list(tile), "        "),
         "      }",
+        "      }",
+        *barrier,   # the next k block packs Ap over what the others still read
         "      }",
         "    }",
         f"    free({P}Ap);",
