@@ -66,8 +66,11 @@ def _check_sizes(kernel: Any, sizes: Mapping[str, int]) -> None:
     needed = size_symbols(kernel.program)
     missing = [n for n in needed if n not in sizes]
     if missing:
+        unknown = [n for n in sizes if n not in needed and n not in {s.name for s in kernel.program.scalars}]
+        extra = (f"; {', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not among them"
+                 if unknown else "")
         raise TuneError(f"tune: {kernel.name} needs the size{'s' if len(missing) > 1 else ''} "
-                        f"{', '.join(missing)} (its sizes are {', '.join(needed)})")
+                        f"{', '.join(missing)} (its sizes are {', '.join(needed)}){extra}")
     bad = {n: sizes[n] for n in needed if sizes[n] <= 0}
     if bad:
         raise TuneError(f"tune: sizes must be positive to measure anything, not "

@@ -31,6 +31,7 @@ def test_pc_tune_is_the_module_and_the_function():
     ((MM, {"I": 8, "J": 8, "K": 8}), {"trials": 2, "batch": 1.5}, "batch must be a positive int"),
     ((MM, {"I": -8, "J": 8, "K": 8}), {"trials": 2}, "sizes must be positive to measure anything, not I=-8"),
     ((MM, {"I": 8, "J": 8}), {"trials": 2}, "needs the size K"),
+    ((MM, {"I": 8, "J": 8, "k": 8}), {"trials": 2}, "needs the size K .*; 'k' is not among them"),
 ])
 def test_bad_arguments_are_typed_errors(args, kwargs, text, db):
     with pytest.raises(TuneError, match=text):
