@@ -211,11 +211,26 @@ class OperatorProgram:
         return max((a.dtype.itemsize for a in env.values()), default=8)
 
     def _plan(self, sizes: Mapping[str, int], itemsize: int) -> Plan:
-        gemms = self._gemms
+        """The plan of one call shape, made once: which products go to the vendor (and why) and
+        the memory plan depend on the sizes, the groups only on the vendor choice (`_units`)."""
+        key = (itemsize, tuple(sorted(sizes.items())))
+        with self._lock:
+            if key in self._plans:
+                return self._plans[key]
+            vendored, decisions = self._vendor_choices(sizes)
+            units, group_notes = self._units(vendored)
+            plan = Plan(units, self._memory(units, sizes, itemsize), decisions + group_notes, dict(sizes))
+            if len(self._plans) >= 64:   # one entry per call shape: bounded like any cache
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = plan
+            return plan
+
+    def _vendor_choices(self, sizes: Mapping[str, int]) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
+        """The matrix products bound to the vendor at these sizes, and a line per product saying why."""
         vendored = []
         decisions: List[str] = []
         for n in self.nodes:
-            g = gemms[n.index]
+            g = self._gemms[n.index]
             if g is None:
                 continue
             flops = g.flops(sizes)
@@ -229,18 +244,7 @@ class OperatorProgram:
                       f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.2f}") \
                 if self.target == "c" and self.vendor else f"target {self.target}, vendor={self.vendor}"
             decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
-        # Groups depend on which products go to the vendor; the memory plan and the reasons on the
-        # sizes too, so a program called at a second shape gets buffers of that shape.
-        key = (tuple(vendored), itemsize, tuple(sorted(sizes.items())))
-        with self._lock:
-            if key in self._plans:
-                return self._plans[key]
-            units, group_notes = self._units(tuple(vendored))
-            plan = Plan(units, self._memory(units, sizes, itemsize), tuple(decisions) + group_notes, dict(sizes))
-            if len(self._plans) >= 64:   # one entry per call shape: bounded like any cache
-                self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = plan
-            return plan
+        return tuple(vendored), tuple(decisions)
 
     def _units(self, vendored: Tuple[int, ...]) -> Tuple[Tuple[Unit, ...], Tuple[str, ...]]:
         """The fused groups and vendor calls in order, with a line per group (made once per choice
