@@ -199,12 +199,16 @@ def _pack_n_side_lanes(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: L
 
 
 def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str]) -> List[str]:
-    """Groups of up to `PACK_GROUP_PANELS` panels read k by k (a factor laid out along n)."""
+    """Groups of up to `PACK_GROUP_PANELS` panels read k by k (a factor laid out along n); shared
+    by the threads (`omp_for`), a block is split into a group per thread first.  Unshared (one
+    thread, or the few-rows path, where each thread packs its own lanes), groups are whole."""
     group = PACK_GROUP_PANELS * nr
+    size = ([f"    int64_t {P}grp = ({P}nb + {P}threads - 1) / {P}threads;",
+             f"    {P}grp = {P}grp > {group} ? {group} : ({P}grp + {nr - 1}) / {nr} * {nr};"] if omp_for
+            else [f"    const int64_t {P}grp = {group};"])
     return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge; groups of panels",
             "       read k by k, along the factor's rows */",
-            f"    int64_t {P}grp = ({P}nb + {P}threads - 1) / {P}threads;",
-            f"    {P}grp = {P}grp > {group} ? {group} : ({P}grp + {nr - 1}) / {nr} * {nr};",
+            *size,
             *omp_for,
             f"    for (int64_t {P}jg = 0; {P}jg < {P}nb; {P}jg += {P}grp) {{",
             f"      const int64_t {P}gend = {P}nb - {P}jg < {P}grp ? {P}nb : {P}jg + {P}grp;",
