@@ -68,9 +68,9 @@ def inplace_path(g: Groups, *, ctype: str, mr: int, nr: int, lanes: int, ukr: st
     packed code when a row is shorter than one lane panel (nothing to read in place) and return
     0 when they cannot allocate their buffers.  `factor` is the n-side factor's element (an
     lvalue), `target` the target's; `ukr_half`, when given, is the register tile one vector
-    (`lanes` elements) wide that runs short row tails (`ukr_half` + "_in" reads them in place).  `first`: the micro-kernels' leading
-    argument saying the k block is the first (`c_packed_init`), "" without; `on_fail`: lines run
-    before returning 0."""
+    (`lanes` elements) wide that runs short row tails (`ukr_half` + "_in" reads them in place).
+    `first`: the micro-kernels' leading argument saying the k block is the first
+    (`c_packed_init`), "" without; `on_fail`: lines run before returning 0."""
     (m,) = g.m
     last = g.n[-1]
     kc = INPLACE_KC
