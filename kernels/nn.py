@@ -63,12 +63,15 @@ def _softmax(X):
     return e / e.sum(axis=1, keepdims=True)
 
 
-# Numerically stable row softmax: subtract the row maximum before exp.
+# Numerically stable row softmax: subtract the row maximum before exp.  The maximum only shifts
+# the exponent (the result does not depend on it), so its exact adjoint is zero: `stop_gradient`
+# tells `pc.grad` not to carry it back (as JAX's softmax does), which saves the backward two
+# passes over each row and the count of tied maxima.
 softmax = LibraryKernel(
     name="softmax",
     kernel=pc.kernel("""
         m[i] max=! X[i, j]
-        e[i, j] = exp(X[i, j] - m[i])
+        e[i, j] = exp(X[i, j] - stop_gradient(m[i]))
         s[i] +=! e[i, j]
         Y[i, j] = e[i, j] / s[i]
     """, name="softmax"),

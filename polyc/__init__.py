@@ -11,7 +11,7 @@ from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudge
                      UninitializedReadError)
 from .errors import ExpressionTooDeepError, GradError, LiteralRangeError, TargetError
 from .grad import grad
-from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor
+from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor, stop_gradient
 from .schedule import Schedule
 from . import viz as _viz  # noqa: F401  (registers the Jupyter views the values' _repr_html_ look up)
 from .target import Target
@@ -32,4 +32,5 @@ __all__ = [
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
     "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "grad", "GradError", "tune",
+    "stop_gradient",
 ]

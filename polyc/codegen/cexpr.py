@@ -210,6 +210,8 @@ class CExprPrinter:
         if isinstance(e, Call):
             rt = t.type_of(e, want) or want or _literal_type(*e.args)
             args = [self.expr(a, rt) for a in e.args]
+            if e.fn == "stop_gradient":
+                return args[0]
             if e.fn == "pow" and rt is not None and rt != BOOL and not rt.is_float:
                 return f"pc_ipow_{rt.name}({args[0]}, {args[1]})"
             if e.fn in ("max", "min", "pymax", "pymin") and rt is not None and rt != BOOL:

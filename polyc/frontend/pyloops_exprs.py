@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import LiteralRangeError, ParseError, SourceLocation
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
-                  ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64)
+                  ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64, stop_gradient)
 from .einsum_affine import Divisions, Extremes  # noqa: F401  (Extremes re-exported)
 
 #: A disjunction of conjunctions of constraints; `[[]]` is true, `[]` is false.
@@ -31,7 +31,8 @@ TRUE: DNF = [[]]
 FALSE: DNF = []
 
 ALLOWED_CALLS = ("math/numpy sqrt, exp, log, tanh, sin, cos, floor, ceil, fabs, power, maximum, "
-                 "minimum, fmax, fmin, and the builtins abs, min, max, pow, float, int")
+                 "minimum, fmax, fmin, polyc's stop_gradient, and the builtins abs, min, max, pow, float, "
+                 "int")
 
 
 def dnf_and(a: DNF, b: DNF) -> DNF:
@@ -112,6 +113,7 @@ def _function_table() -> Dict[int, str]:
             obj = getattr(module, attr, None)
             if obj is not None:
                 table[id(obj)] = ir_name
+    table[id(stop_gradient)] = "stop_gradient"
     return table
 
 

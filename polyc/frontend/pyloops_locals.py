@@ -218,7 +218,8 @@ def expr_type(e: Expr, scope: Scope, local_types: Dict[str, DType]) -> _Type:
         t = None
         for a in e.args:
             t = _combine(t, rec(a))
-        return t if e.fn in ("max", "min", "pymax", "pymin", "fmax", "fmin", "abs", "pow") else _floating(t)
+        return t if e.fn in ("max", "min", "pymax", "pymin", "fmax", "fmin", "abs", "pow", "stop_gradient") \
+            else _floating(t)
     return None
 
 

@@ -29,7 +29,7 @@ from ..ir import Access, Affine, Binary, Const, Program, ScalarRef, Statement, T
 from ..poly.model import PolyModel
 from .analysis import (active_tensors, as_updates, check_no_overwrite, check_scales_first, classify_writes,
                        dataflow_order, describe, scale_factors_inactive)
-from .derivative import ONE, ZERO, div, local_adjoints, select
+from .derivative import ONE, ZERO, div, local_adjoints, select, with_reciprocals
 from .exprs import tensors_read, within
 from .domains import simplify_domain, split_interior
 from .padding import pad_gather
@@ -276,4 +276,5 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str], *,
         scalars=tuple(s for s in program.scalars if s.name in scalars_read), source=program.source,
         frontend="einsum", assumptions=program.assumptions, int_params=program.int_params,
         derived_sizes=program.derived_sizes)
-    return inline_pointwise_temps(out), GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt))
+    return (with_reciprocals(inline_pointwise_temps(out), set(adj.values())),
+            GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt)))

@@ -23,7 +23,7 @@ from ..errors import GradError
 from ..ir import Binary, Const, Program, Statement, Unary
 from ..poly.model import PolyModel
 from ..poly.islutil import isl_budget
-from .exprs import tensors_read
+from .exprs import tensors_differentiated, tensors_read
 
 _IDENTITY = {"+": 0, "max": float("-inf"), "min": float("inf")}
 
@@ -188,13 +188,14 @@ def dataflow_order(program: Program) -> Tuple[Statement, ...]:
 
 
 def active_tensors(program: Program, of: str, wrt: Sequence[str]) -> Set[str]:
-    """Tensors on a path from a `wrt` tensor to `of`: the ones that need an adjoint."""
+    """Tensors on a path from a `wrt` tensor to `of`: the ones that need an adjoint.  A read inside
+    `stop_gradient(...)` is no path."""
     depends = set(wrt)
     changed = True
     while changed:
         changed = False
         for st in program.statements:
-            if st.target.tensor not in depends and tensors_read(st.value) & depends:
+            if st.target.tensor not in depends and tensors_differentiated(st.value) & depends:
                 depends.add(st.target.tensor)
                 changed = True
     influences = {of}
@@ -203,7 +204,7 @@ def active_tensors(program: Program, of: str, wrt: Sequence[str]) -> Set[str]:
         changed = False
         for st in program.statements:
             if st.target.tensor in influences:
-                new = tensors_read(st.value) - influences
+                new = tensors_differentiated(st.value) - influences
                 if new:
                     influences |= new
                     changed = True

@@ -11,16 +11,23 @@ Decisions, each matching PyTorch's autograd so the two agree to rounding:
   `torch.maximum` does; Python's builtin `max` in loop kernels (`pymax`) routes it to the operand it
   returns (the first on a tie), following its order-dependent definition.
 - `abs` has derivative 0 at 0 (`torch.abs`); `floor`, `ceil`, `//` and comparisons have derivative 0.
+- `stop_gradient(x)` has derivative 0 (its operand is a constant to the gradient).
 - `pow(a, b)`: the exponent's adjoint is `seed * a**b * log(a)` where `a > 0`, else 0.
 - `select(c, t, f)` routes the seed to the branch taken; the condition gets nothing.
 - a cast to an integer type stops the gradient.
+- a division in an adjoint (`with_reciprocals`, run on the finished gradient) by a value that is
+  the same along one of the statement's iterators (`seed / s[i]`, `x[i, j] / sqrt(v[i] + eps)`,
+  `seed / N`) becomes a multiplication by its reciprocal, which the C compiler computes once
+  outside the loop over that iterator: a gradient is defined to rounding (this adds about an ulp),
+  and a division costs several multiplications (layernorm's backward divided three times per
+  element by its row's `sqrt(var + eps)`).
 Walks are iterative (expression trees may be deep).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Unary
+from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, Program, ScalarRef, Select, Unary, rebuild
 
 ZERO = Const(0.0)
 ONE = Const(1.0)
@@ -94,7 +101,7 @@ def _call_partials(e: Call, seed: Expr, stored: Optional[Expr] = None) -> List[T
         return [(x, neg(mul(seed, Call("sin", (x,)))))]
     if fn == "abs":
         return [(x, select(Binary(">", x, ZERO), seed, select(Binary("<", x, ZERO), neg(seed), ZERO)))]
-    if fn in ("floor", "ceil"):
+    if fn in ("floor", "ceil", "stop_gradient"):
         return []
     if fn in ("max", "min", "fmax", "fmin"):
         a, b = args
@@ -140,6 +147,38 @@ def _partials(e: Expr, seed: Expr, stored: Optional[Expr] = None) -> List[Tuple[
     if isinstance(e, Cast):
         return [(e.operand, seed)] if e.dtype.is_float else []
     return []
+
+
+def _names_indexed(e: Expr) -> FrozenSet[str]:
+    """The names `e`'s indices and index values mention (loop iterators and sizes alike)."""
+    names = set()
+    for n in e.walk():
+        if isinstance(n, Access):
+            for ix in n.indices:
+                names.update(ix.coeffs)
+        elif isinstance(n, IndexExpr):
+            names.update(n.value.coeffs)
+    return frozenset(names)
+
+
+def by_reciprocals(e: Expr, iterators: Sequence[str]) -> Expr:
+    """`e` with each `a / b` whose `b` is the same along one of `iterators` written `a * (1 / b)`
+    (a loop invariant the C compiler hoists).  Integer divisions (`//`) are left alone."""
+    iterators = frozenset(iterators)
+    def leaf(n: Expr) -> Optional[Expr]:
+        if isinstance(n, Binary) and n.op == "/" and not _is_one(n.lhs) and not iterators <= _names_indexed(n.rhs):
+            return Binary("*", rebuild(n.lhs, leaf), Binary("/", ONE, rebuild(n.rhs, leaf)))
+        return None
+    return rebuild(e, leaf) if iterators else e
+
+
+def with_reciprocals(program: Program, adjoints: Set[str]) -> Program:
+    """`program` with the divisions of the statements writing `adjoints` by values invariant along
+    one of their loops made multiplications by reciprocals (`by_reciprocals`).  Run last, after
+    `inline_pointwise_temps`, whose size limit counts the expressions as differentiated."""
+    return program.with_(statements=tuple(
+        st.with_(value=by_reciprocals(st.value, st.iterators)) if st.target.tensor in adjoints else st
+        for st in program.statements))
 
 
 def local_adjoints(value: Expr, seed: Expr, stored: Optional[Access] = None) -> Tuple[Tuple[Access, Expr], ...]:

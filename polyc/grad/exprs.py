@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Optional, Sequence, Set, Tuple
 
-from ..ir import Access, Affine, Constraint, Expr, IndexExpr, Program, rebuild
+from ..ir import Access, Affine, Call, Constraint, Expr, IndexExpr, Program, rebuild
 
 
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
@@ -33,6 +33,20 @@ def substitute_access(e: Expr, old: Access, new: Access) -> Expr:
 def tensors_read(e: Expr) -> Set[str]:
     """Names of the tensors `e` reads."""
     return {a.tensor for a in e.accesses()}
+
+
+def tensors_differentiated(e: Expr) -> Set[str]:
+    """Names of the tensors `e` reads outside `stop_gradient(...)`: those a gradient flows to."""
+    out: Set[str] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Call) and x.fn == "stop_gradient":
+            continue
+        if isinstance(x, Access):
+            out.add(x.tensor)
+        stack.extend(x.children())
+    return out
 
 
 def rename_tensors(e: Expr, names: Mapping[str, str]) -> Expr:

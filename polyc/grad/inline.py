@@ -24,7 +24,7 @@ from .fold import _covers
 #: Largest expression (in nodes) inlined into each reader.
 MAX_NODES = 24
 #: Math functions cheap enough to evaluate again in each reader (one instruction, or about that).
-CHEAP_CALLS = ("sqrt", "abs", "max", "min", "fmax", "fmin", "floor", "ceil")
+CHEAP_CALLS = ("sqrt", "abs", "max", "min", "fmax", "fmin", "floor", "ceil", "stop_gradient")
 
 
 def _candidate(program: Program, st: Statement) -> bool:

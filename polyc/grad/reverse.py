@@ -29,7 +29,7 @@ from ..ir import Access, Program, ScalarRef, Statement, TensorDecl
 from ..ir.guards import DNF, conjoin, guarded_accesses
 from .adjoint import GradNames, _Builder
 from .analysis import active_tensors
-from .derivative import local_adjoints
+from .derivative import local_adjoints, with_reciprocals
 from .expansion import Expanded
 from .exprs import tensors_read
 from .gather import fresh_name
@@ -138,4 +138,5 @@ def reverse_program(expanded: Expanded, of: str, wrt: Sequence[str], name: str) 
     scalars_read = {e.name for st in statements for e in st.value.walk() if isinstance(e, ScalarRef)}
     out = prog.with_(name=name, tensors=tuple(tensors), statements=tuple(statements),
                      scalars=tuple(s for s in prog.scalars if s.name in scalars_read))
-    return out, GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt))
+    return (with_reciprocals(out, set(adj.values())),
+            GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt)))

@@ -11,7 +11,10 @@ from .types import DType
 MATH_FUNCTIONS = {
     "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "abs": 1, "floor": 1, "ceil": 1,
     "sin": 1, "cos": 1, "max": 2, "min": 2, "pow": 2, "fmax": 2, "fmin": 2,
+    "stop_gradient": 1,
 }
+#: `stop_gradient(x)` is `x`, but `pc.grad` treats it as a constant (JAX's `lax.stop_gradient`,
+#: PyTorch's `detach`): softmax's row maximum, whose exact adjoint is zero, need not be carried back.
 #: `max`/`min` propagate NaN (`np.maximum`); `fmax`/`fmin` ignore it (`np.fmax`, C's `fmax`).
 #: `%` and `//` floor as in Python and numpy (`np.mod`, `np.floor_divide`); see README "Types".
 #: Python's builtin `max`/`min` as loop kernels call them: the first operand unless a later one
@@ -132,6 +135,13 @@ class Cast(Expr):
 
     def children(self):
         return (self.operand,)
+
+
+def stop_gradient(x):
+    """`x` itself.  In a kernel (`stop_gradient(m[i])` in Einstein notation, `pc.stop_gradient(...)`
+    in a loop kernel) it marks a value `pc.grad` treats as a constant (see `MATH_FUNCTIONS`); called
+    from Python, as a loop kernel's reference runs it, it returns its argument."""
+    return x
 
 
 def rebuild(e: Expr, leaf) -> Expr:

@@ -29,7 +29,7 @@ from ..poly.islutil import isl_name
 _NUMPY_FN = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs, "floor": np.floor,
              "ceil": np.ceil, "sin": np.sin, "cos": np.cos, "max": np.maximum, "min": np.minimum,
              "pymax": lambda a, b: np.where(b > a, b, a), "pymin": lambda a, b: np.where(b < a, b, a),
-             "fmax": np.fmax, "fmin": np.fmin, "pow": np.power}
+             "fmax": np.fmax, "fmin": np.fmin, "pow": np.power, "stop_gradient": lambda a: a}
 _BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod, "//": np.floor_divide,
         "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
         "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
