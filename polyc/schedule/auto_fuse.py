@@ -11,6 +11,8 @@ their outermost loop when
   loop over that index (keeping the locality the source had), and
 - fusing is legal: no dependence from the first to the second goes backwards along that index
   (checked with isl on the dependences themselves; the final schedule is proven again anyway).
+
+Rows are fused to a fixed point (`fuse_memory_bound`).
 """
 from __future__ import annotations
 
@@ -138,8 +140,22 @@ def _fuse(a: Band, b: Band, model: PolyModel, deps: Dependences, why: str) -> Ba
 
 def fuse_memory_bound(node: Node, model: PolyModel, deps: Dependences) -> Node:
     """`node` with sibling memory-bound bands fused where it pays (module docstring): first the
-    loops the user wrote fused, then loops that share rows of an array."""
-    return _fuse_pass(_fuse_pass(node, model, deps, "source"), model, deps, "rows")
+    loops the user wrote fused, then loops that share rows of an array.  The second is repeated
+    until nothing more fuses: a nest that shares rows only with a nest fused after it (layernorm's
+    backward: `beta_grad[j] +=! Y_grad[i, j]` beside the row nest that later takes in `gamma_grad`'s
+    `Y_grad[i, j] * ...`) would otherwise stream its array through memory once more on its own."""
+    node = _fuse_pass(node, model, deps, "source")
+    while True:
+        fused = _fuse_pass(node, model, deps, "rows")
+        if _bands(fused) == _bands(node):
+            return fused
+        node = fused
+
+
+def _bands(node: Node) -> int:
+    """How many bands `node` holds (each fusion removes one)."""
+    kids = [node.child] if isinstance(node, Band) else list(node.children) if isinstance(node, Sequence) else []
+    return int(isinstance(node, Band)) + sum(_bands(k) for k in kids)
 
 
 def _fuse_pass(node: Node, model: PolyModel, deps: Dependences, why: str) -> Node:

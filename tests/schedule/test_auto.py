@@ -9,6 +9,7 @@ import pytest
 import polyc as pc
 from polyc.schedule.auto import AutoScheduleWarning, auto_schedule
 from polyc.schedule.legality import check_legal, check_parallel
+from kernels import by_name
 
 POLYBENCH_MODULES = ("blas", "datamining", "linear_algebra", "medley", "solvers", "stencils")
 
@@ -201,3 +202,13 @@ def test_tune_measures_legal_variants_and_returns_the_fastest():
     assert result.seconds == min(t for _, t in result.trials)
     _assert_proven(mm, result.schedule)
     np.testing.assert_allclose(pc.compile(mm, result.schedule)(A=a, B=b), a @ b, rtol=1e-10, atol=1e-10)
+
+
+def test_rows_fuse_until_nothing_more_fuses():
+    """layernorm's backward: `beta_grad[j] +=! Y_grad[i, j]` shares rows of Y_grad only with a nest
+    fused after it; fused to a fixed point it joins the row loop instead of streaming Y_grad alone."""
+    g = pc.grad(by_name("layernorm").kernel, of="Y", wrt=["X", "gamma", "beta"])
+    updates = {s.target.tensor: s.name for s in g.program.statements if s.update == "+" and s.reduction}
+    maps = auto_schedule(g).map_texts
+    first = {t: maps[updates[t]].split("->")[2].split(",")[:2] for t in ("beta_grad", "gamma_grad", "var")}
+    assert first["beta_grad"] == first["gamma_grad"] == first["var"], maps
