@@ -26,9 +26,7 @@ class DType:
 
     def __getitem__(self, shape) -> "TensorType":
         """`pc.f32["M", "K"]` declares a tensor type with symbolic (or integer) sizes."""
-        if not isinstance(shape, tuple):
-            shape = (shape,)
-        return TensorType(self, tuple(Affine.parse(s) if isinstance(s, str) else Affine.const(int(s)) for s in shape))
+        return TensorType(self, tensor_shape(shape))
 
     def __call__(self, *shape) -> "TensorType":
         return self[tuple(shape)]
@@ -115,14 +113,30 @@ class TensorType:
         return f"{head}[{', '.join(repr(str(s)) for s in self.shape)}]"
 
 
+def tensor_shape(shape) -> Tuple[Affine, ...]:
+    """The extents of `pc.f32[...]` / `pc.tensor[...]`: each an integer or an affine expression of
+    sizes written as a string (`"N"`, `"2*H + 1"`); anything else is refused with `ArgumentError`."""
+    out = []
+    for extent in shape if isinstance(shape, tuple) else (shape,):
+        if isinstance(extent, str):
+            try:
+                out.append(Affine.parse(extent))
+            except ValueError:
+                raise ArgumentError(f"tensor extent {extent!r} is not an affine expression of sizes "
+                                    f"(write e.g. 'N', '2*H + 1' or an integer)") from None
+        elif isinstance(extent, (int, np.integer)) and not isinstance(extent, (bool, np.bool_)):
+            out.append(Affine.const(int(extent)))
+        else:
+            raise ArgumentError(f"tensor extent {extent!r} must be an integer or a string naming sizes "
+                                f"(pc.f32['N', 'C']); the element type goes before the brackets")
+    return tuple(out)
+
+
 class _ShapeOnly:
     """`pc.tensor["N", "C"]`: a tensor declaration fixing the shape and leaving the dtype open."""
 
     def __getitem__(self, shape) -> TensorType:
-        if not isinstance(shape, tuple):
-            shape = (shape,)
-        return TensorType(None, tuple(Affine.parse(s) if isinstance(s, str) else Affine.const(int(s))
-                                      for s in shape))
+        return TensorType(None, tensor_shape(shape))
 
     def __repr__(self) -> str:
         return "pc.tensor"

@@ -33,3 +33,13 @@ def test_unknown_type_names_are_refused_with_the_accepted_ones(bad):
 def test_testing_helpers_take_numpy_types():
     args = random_inputs(MATMUL, {"I": 2, "J": 3, "K": 4}, dtype=np.float32)
     assert args["A"].dtype == np.float32
+
+
+@pytest.mark.parametrize("extent, match", [("M +* 2", "not an affine expression"), (2.5, "integer or a string"),
+                                           (True, "integer or a string"), (pc.i32, "element type goes before"),
+                                           (None, "integer or a string")])
+def test_tensor_extents_that_are_not_sizes_are_refused(extent, match):
+    for declare in (pc.tensor, pc.f32):
+        with pytest.raises(ArgumentError, match=match):
+            declare["N", extent]
+    assert str(pc.f32["N", np.int64(3), "2*H + 1"].shape[1]) == "3"
