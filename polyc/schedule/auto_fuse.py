@@ -145,17 +145,21 @@ def fuse_memory_bound(node: Node, model: PolyModel, deps: Dependences) -> Node:
     backward: `beta_grad[j] +=! Y_grad[i, j]` beside the row nest that later takes in `gamma_grad`'s
     `Y_grad[i, j] * ...`) would otherwise stream its array through memory once more on its own."""
     node = _fuse_pass(node, model, deps, "source")
-    while True:
+    for _ in range(len(node.statements)):     # each pass that changes the tree fuses two nests
         fused = _fuse_pass(node, model, deps, "rows")
-        if _bands(fused) == _bands(node):
-            return fused
+        if _outline(fused) == _outline(node):
+            break
         node = fused
+    return node
 
 
-def _bands(node: Node) -> int:
-    """How many bands `node` holds (each fusion removes one)."""
-    kids = [node.child] if isinstance(node, Band) else list(node.children) if isinstance(node, Sequence) else []
-    return int(isinstance(node, Band)) + sum(_bands(k) for k in kids)
+def _outline(node: Node):
+    """The shape of the tree `node`: its bands (with their depth), sequences and statements."""
+    if isinstance(node, Band):
+        return ("band", len(node.members), node.statements, _outline(node.child))
+    if isinstance(node, Sequence):
+        return ("sequence", tuple(_outline(c) for c in node.children))
+    return getattr(node, "statements", None)
 
 
 def _fuse_pass(node: Node, model: PolyModel, deps: Dependences, why: str) -> Node:
