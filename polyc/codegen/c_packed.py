@@ -18,7 +18,7 @@ its buffers; the caller then runs the plain loops of the same schedule.
 """
 from __future__ import annotations
 
-from typing import Callable, List
+from typing import Callable, List, Optional, Tuple
 
 import islpy as isl
 
@@ -30,6 +30,7 @@ from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .c_packed_init import zero_box
 from .c_packed_inplace import inplace_path, reads_in_place
+from .c_packed_arows import reads_rows_in_place, row_pointer, rows_setup
 from .c_packed_rows import few_rows_path
 from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, target_rows, tile_copy, tile_loops
 from .names import CNames
@@ -88,11 +89,21 @@ def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
     ]
 
 
-def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, first: str = "") -> List[str]:
+def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, first: str = "",
+                        a_rows: Optional[Tuple[str, str]] = None) -> List[str]:
     """Micro-tile of the whole box.  Whole tiles: with `direct` (`target_rows_direct`) the
     micro-kernel updates the target in place, rows `ldc` apart; else they go through the tile
     buffer with constant trip counts.  Edge tiles copy only their valid part (the rest of the
-    buffer is zero)."""
+    buffer is zero).  `a_rows` (the C type and the m-side factor's text): whole m panels are read
+    from the factor's rows when `pc_ain` says so (`c_packed_arows`)."""
+
+    def call(c_arg: str, ld: str, indent: str) -> List[str]:
+        packed = f"{ukr}({first}{P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {c_arg}, {ld});"
+        if a_rows is None:
+            return [indent + packed]
+        return [f"{indent}if ({P}ain && {P}h == {mr}) {{", *row_pointer(c, *a_rows, indent + "  "),
+                f"{indent}  {ukr}_ain({first}{P}kb, {P}arow, {P}lda, {P}Bp + {P}jr * {P}kb, {c_arg}, {ld});",
+                f"{indent}}} else {{", f"{indent}  {packed}", f"{indent}}}"]
 
     def load(q):
         return f"{P}tile[{P}r * {nr} + {q}] = {target};"
@@ -100,16 +111,15 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, fir
     def store(q):
         return f"{target} = {P}tile[{P}r * {nr} + {q}];"
 
-    call = f"{ukr}({first}{P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, "
     edge = [f"            memset({P}tile, 0, sizeof({P}tile));",
             "            {", *tile_copy(c, f"{P}h", f"{P}w", load), "            }",
-            f"            {call}{P}tile, {nr});",
+            *call(f"{P}tile", str(nr), "            "),
             "            {", *tile_copy(c, f"{P}h", f"{P}w", store), "            }"]
     if direct:
         return [f"          if ({P}h == {mr} && {P}w == {nr}) {{",
                 *decode(c.m, f"{P}ic + {P}ir", "            "),
                 *decode(c.n, f"{P}jc + {P}jr", "            "),
-                f"            {call}&{target}, {P}ldc);",
+                *call(f"&{target}", f"{P}ldc", "            "),
                 "          } else {",
                 *edge,
                 "          }"]
@@ -121,7 +131,7 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, fir
         f"            memset({P}tile, 0, sizeof({P}tile));",
         *tile_copy(c, f"{P}h", f"{P}w", load),
         "          }",
-        f"          {call}{P}tile, {nr});",
+        *call(f"{P}tile", str(nr), "          "),
         f"          if ({P}whole) {{",
         *tile_copy(c, f"{mr}", f"{nr}", store),
         "          } else {",
@@ -220,20 +230,21 @@ def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for:
             "    }"]
 
 
-def _pack_m_side(g: Groups, mr: int, ctype: str, m_factor: str) -> List[str]:
+def _pack_m_side(g: Groups, mr: int, ctype: str, m_factor: str, a_rows: bool = False) -> List[str]:
     """The loop packing the m panels `ip` of the block (`ic`, `mb`) into `Ap + ip * kb`:
     Ap[panel][k][row], zero past the edge.  A whole panel copies its `mr` rows with a literal trip
     count, which the compiler unrolls: with the count of rows left as a variable, a compare and
-    branch per element made the packing a third of a product with 64 columns (1024x1024x64)."""
+    branch per element made the packing a third of a product with 64 columns (1024x1024x64).
+    `a_rows`: whole panels are not packed when `pc_ain` (the micro-kernel reads the factor's rows)."""
     def copy(rows: str) -> List[str]:
         return run_loop(g.m, f"{P}ic + {P}ip", rows, f"{P}r",
                         lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "            ")
     return [f"      for (int64_t {P}ip = 0; {P}ip < {P}mb; {P}ip += {mr}) {{",
             f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
             f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
-            f"        if ({P}h == {mr})",
+            f"        if ({P}h == {mr}{f' && !{P}ain' if a_rows else ''})",
             *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", copy(str(mr)), "        "),
-            "        else",
+            f"        else if ({P}h < {mr})",
             *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
                 *copy(f"{P}h"),
                 f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;"],
@@ -298,6 +309,9 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     first = f"{P}pc == 0, " if zero_init else ""
     lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes, zero_start=zero_init), ""]
     in_place = not plan.mask and reads_in_place(st, c)
+    a_rows = not plan.mask and reads_rows_in_place(c)
+    if a_rows:
+        lines += [micro_kernel(f"{ukr}_ain", ctype, lanes, mr, nv, vbytes, zero_start=zero_init, a_rows=True), ""]
     if in_place:
         lines += [micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes, in_place=True, zero_start=zero_init), ""]
         if nv > 1:
@@ -318,6 +332,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"  const int64_t {P}M = {size(g.m)}, {P}N = {size(g.n)}, {P}K = {size(g.k)};",
         f"  int {P}threads = 1;",
     ]
+    if a_rows:
+        lines += rows_setup(g, ctype, m_factor)
     direct = not plan.mask and target_rows_direct(st, c)
     if direct or in_place:
         # Elements between two target rows (the address moves by `ldc` with the m loop).
@@ -336,8 +352,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                               factor=printer.access(c.n_factor), m_factor=m_factor,
                               parallel=parallel, first=first, on_fail=zero)
     tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
-            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first))
-    pack_m = _pack_m_side(g, mr, ctype, m_factor)
+            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first, (ctype, m_factor) if a_rows else None))
+    pack_m = _pack_m_side(g, mr, ctype, m_factor, a_rows)
     lines += few_rows_path(ctype=ctype, mr=mr, nr=nr, mc=mc, kc=kc, pack_m=pack_m,
                            pack_n=_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=[],
                                                along_n=_read_along(c, c.n[-1]), along_k=_read_along(c, c.k[-1])),

@@ -12,19 +12,23 @@ P = INTERNAL
 
 
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int, in_place: bool = False,
-                 zero_start: bool = False) -> str:
+                 zero_start: bool = False, a_rows: bool = False) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
     row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes).
     The lane vectors come from a packed panel (`b + k * nv * lanes`), or, `in_place`, from the
     factor itself at `b + koff[k]` (unaligned; `c_packed_inplace`).  `zero_start`: a first
-    argument `first` makes the tile start from zero instead of `c` (`c_packed_init`)."""
+    argument `first` makes the tile start from zero instead of `c` (`c_packed_init`).  `a_rows`:
+    the m-side values come from the factor's own rows, `a[r * lda + k]` (`c_packed_arows`), not
+    from a packed panel `a[k * mr + r]`."""
     vt = f"{name}_v"
     nr = nv * lanes
     acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
     koff = f"const int64_t *restrict {P}koff, " if in_place else ""
     first = f"int {P}first, " if zero_start else ""
+    lda = f"int64_t {P}lda, " if a_rows else ""
     lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
-             f"static inline void {name}({first}int64_t {P}kb, const {ctype} *restrict {P}a, const {ctype} *restrict {P}b, "
+             f"static inline void {name}({first}int64_t {P}kb, const {ctype} *restrict {P}a, {lda}"
+             f"const {ctype} *restrict {P}b, "
              f"{koff}{ctype} *restrict {P}c, int64_t {P}ldc) {{"]
     loads = [f"memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));"
              for r in range(mr) for v in range(nv)]
@@ -39,7 +43,8 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
     for v in range(nv):
         lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}bk + {v * lanes}, sizeof({vt}));")
     for r in range(mr):
-        lines.append(f"    {{ const {ctype} {P}a{r} = {P}a[{P}k * {mr} + {r}];")
+        a = f"{P}a[{r} * {P}lda + {P}k]" if a_rows else f"{P}a[{P}k * {mr} + {r}]"
+        lines.append(f"    {{ const {ctype} {P}a{r} = {a};")
         for v in range(nv):
             lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
         lines.append("    }")
