@@ -2,6 +2,7 @@
 BLAS-style code whose results equal the source order's bit for bit."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -89,7 +90,7 @@ def test_a_register_tile_too_large_for_registers_is_refused_at_once():
     with pytest.raises(pc.errors.ScheduleArgumentError, match=r"64 x 64 vectors \(4096 accumulators\)"):
         mm.schedule().pack("S1", mr=64, nv=64)
     mm.schedule().pack("S1", mr=16, nv=4, mc=64, nc=1024)   # 64 accumulators: spills, compiles in a second
-    saved = mm.schedule().pack("S1").to_json().replace('"mr": 6', '"mr": 64').replace('"nv": 2', '"nv": 64')
+    saved = re.sub(r'"nv": \d+', '"nv": 64', re.sub(r'"mr": \d+', '"mr": 64', mm.schedule().pack("S1").to_json()))
     assert '"mr": 64' in saved and '"nv": 64' in saved
     with pytest.raises(pc.PolycError, match="4096 accumulators"):
         pc.Schedule.from_json(mm, saved)
