@@ -25,14 +25,15 @@ import islpy as isl
 from ..ir import Access, Program
 from ..poly.islutil import isl_name
 from ..schedule.packing import PackPlan
+from ..schedule.packing_paths import reads_at_offsets, reads_in_place, reads_rows_in_place, target_rows
 from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .c_packed_init import zero_box
-from .c_packed_inplace import inplace_path, reads_in_place
-from .c_packed_arows import reads_rows_in_place, row_pointer, rows_setup
+from .c_packed_inplace import inplace_path
+from .c_packed_arows import k_offsets, offsets_setup, row_pointer, row_pointers, rows_setup
 from .c_packed_rows import few_rows_path
-from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, target_rows, tile_copy, tile_loops
+from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, tile_copy, tile_loops
 from .names import CNames
 from .typing import Typing
 
@@ -90,20 +91,26 @@ def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
 
 
 def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, first: str = "",
-                        a_rows: Optional[Tuple[str, str]] = None) -> List[str]:
+                        a_rows: Optional[Tuple[str, str, str]] = None) -> List[str]:
     """Micro-tile of the whole box.  Whole tiles: with `direct` (`target_rows_direct`) the
     micro-kernel updates the target in place, rows `ldc` apart; else they go through the tile
     buffer with constant trip counts.  Edge tiles copy only their valid part (the rest of the
-    buffer is zero).  `a_rows` (the C type and the m-side factor's text): whole m panels are read
-    from the factor's rows when `pc_ain` says so (`c_packed_arows`)."""
+    buffer is zero).  `a_rows` (how, "rows" or "offsets", the C type and the m-side factor's text):
+    whole m panels are read from the factor itself when `pc_ain` says so (`c_packed_arows`)."""
 
     def call(c_arg: str, ld: str, indent: str) -> List[str]:
         packed = f"{ukr}({first}{P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {c_arg}, {ld});"
         if a_rows is None:
             return [indent + packed]
-        return [f"{indent}if ({P}ain && {P}h == {mr}) {{", *row_pointer(c, *a_rows, indent + "  "),
-                f"{indent}  {ukr}_ain({first}{P}kb, {P}arow, {P}lda, {P}Bp + {P}jr * {P}kb, {c_arg}, {ld});",
-                f"{indent}}} else {{", f"{indent}  {packed}", f"{indent}}}"]
+        how, ctype, m_factor = a_rows
+        if how == "offsets":
+            read = [*row_pointers(c, ctype, m_factor, mr, indent + "  "),
+                    f"{indent}  {ukr}_aoff({first}{P}kb, {P}arows, {P}akoff, {P}Bp + {P}jr * {P}kb, {c_arg}, {ld});"]
+        else:
+            read = [*row_pointer(c, ctype, m_factor, indent + "  "),
+                    f"{indent}  {ukr}_ain({first}{P}kb, {P}arow, {P}lda, {P}Bp + {P}jr * {P}kb, {c_arg}, {ld});"]
+        return [f"{indent}if ({P}ain && {P}h == {mr}) {{", *read, f"{indent}}} else {{", f"{indent}  {packed}",
+                f"{indent}}}"]
 
     def load(q):
         return f"{P}tile[{P}r * {nr} + {q}] = {target};"
@@ -230,12 +237,14 @@ def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for:
             "    }"]
 
 
-def _pack_m_side(g: Groups, mr: int, ctype: str, m_factor: str, a_rows: bool = False) -> List[str]:
+def _pack_m_side(g: Groups, mr: int, ctype: str, m_factor: str, a_rows: Optional[str] = None,
+                 kc: int = 0) -> List[str]:
     """The loop packing the m panels `ip` of the block (`ic`, `mb`) into `Ap + ip * kb`:
     Ap[panel][k][row], zero past the edge.  A whole panel copies its `mr` rows with a literal trip
     count, which the compiler unrolls: with the count of rows left as a variable, a compare and
     branch per element made the packing a third of a product with 64 columns (1024x1024x64).
-    `a_rows`: whole panels are not packed when `pc_ain` (the micro-kernel reads the factor's rows)."""
+    `a_rows` ("rows" or "offsets"): whole panels are not packed when `pc_ain` (the micro-kernel
+    reads the factor itself); with "offsets" the block's k offsets follow (`c_packed_arows`)."""
     def copy(rows: str) -> List[str]:
         return run_loop(g.m, f"{P}ic + {P}ip", rows, f"{P}r",
                         lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "            ")
@@ -249,7 +258,8 @@ def _pack_m_side(g: Groups, mr: int, ctype: str, m_factor: str, a_rows: bool = F
                 *copy(f"{P}h"),
                 f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;"],
                 "        "),
-            "      }"]
+            "      }",
+            *(k_offsets(g, ctype, m_factor, kc, "      ") if a_rows == "offsets" else [])]
 
 
 def _box_extents(plan: PackPlan, loops, printer: CExprPrinter) -> List[str]:
@@ -309,9 +319,11 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     first = f"{P}pc == 0, " if zero_init else ""
     lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes, zero_start=zero_init), ""]
     in_place = not plan.mask and reads_in_place(st, c)
-    a_rows = not plan.mask and reads_rows_in_place(c)
-    if a_rows:
+    a_rows = None if plan.mask else "rows" if reads_rows_in_place(c) else "offsets" if reads_at_offsets(c) else None
+    if a_rows == "rows":
         lines += [micro_kernel(f"{ukr}_ain", ctype, lanes, mr, nv, vbytes, zero_start=zero_init, a_rows=True), ""]
+    elif a_rows == "offsets":
+        lines += [micro_kernel(f"{ukr}_aoff", ctype, lanes, mr, nv, vbytes, zero_start=zero_init, a_offsets=True), ""]
     if in_place:
         lines += [micro_kernel(f"{ukr}_in", ctype, lanes, mr, nv, vbytes, in_place=True, zero_start=zero_init), ""]
         if nv > 1:
@@ -333,7 +345,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"  int {P}threads = 1;",
     ]
     if a_rows:
-        lines += rows_setup(g, ctype, m_factor)
+        lines += rows_setup(g, ctype, m_factor) if a_rows == "rows" else offsets_setup()
     direct = not plan.mask and target_rows_direct(st, c)
     if direct or in_place:
         # Elements between two target rows (the address moves by `ldc` with the m loop).
@@ -352,8 +364,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                               factor=printer.access(c.n_factor), m_factor=m_factor,
                               parallel=parallel, first=first, on_fail=zero)
     tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
-            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first, (ctype, m_factor) if a_rows else None))
-    pack_m = _pack_m_side(g, mr, ctype, m_factor, a_rows)
+            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first, (a_rows, ctype, m_factor) if a_rows else None))
+    pack_m = _pack_m_side(g, mr, ctype, m_factor, a_rows, kc)
     lines += few_rows_path(ctype=ctype, mr=mr, nr=nr, mc=mc, kc=kc, pack_m=pack_m,
                            pack_n=_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=[],
                                                along_n=_read_along(c, c.n[-1]), along_k=_read_along(c, c.k[-1])),

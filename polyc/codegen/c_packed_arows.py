@@ -12,29 +12,24 @@ same bit for bit.
 
 It applies when the contraction has one m loop and one k loop, the m-side factor is an array read
 whose elements are consecutive along k and whose rows lie a fixed distance apart along m, and the
-product has at most `MAX_LANES` lanes at run time.
+product has at most `MAX_LANES` lanes at run time (`polyc.schedule.packing_paths`).
+
+Any other m-side array read is read in place through offsets (`reads_at_offsets`): an affine
+subscript's address is a sum of a part that moves with the m loops and one that moves with the k
+loops, so the micro-kernel reads `arows[r][akoff[k]]`, a pointer per tile row (`row_pointers`) and
+an offset per k position of the block (`k_offsets`, computed once per block).  A convolution's
+weight gradient, `K_grad[f, c, kh, kw] += Y_grad[n, f, h, w] * X[n, c, h + kh, w + kw]`, turned
+round (`pack(..., lanes="Y_grad")`, as `"auto"` does: `auto_size.pack_lanes`), has m loops
+(c, kh, kw), k loops (n, h, w) and 32 lanes (f): X's windows are read where they lie, where the
+default orientation copied every element of them into lane panels, in decoded scalar moves, for
+two vector multiply-adds each (32x32x3x3 over 56x56: 0.69 -> 0.29 ms on one thread).
 """
 from __future__ import annotations
 
 from typing import List
 
-from ..ir import Access
-from .c_packed_parts import P, Groups, consecutive_along, decode
-
-#: Most lanes (n-side elements) for which the m-side rows are read in place.  Measured against
-#: OpenBLAS on 1024 rows x 1024 k (f32, AVX2, 1 thread; packed -> in place, two runs each): 64 lanes
-#: 0.85-0.87 -> 1.13-1.17x, 128 lanes 0.94-0.99 -> 1.04-1.11x, 256 lanes 0.82-0.97 -> 0.93-0.99x,
-#: 512 lanes 0.81-0.95 -> 0.77-0.87x (there the packed panel's reuse pays for its copy).
-MAX_LANES = 256
-
-
-def reads_rows_in_place(contraction) -> bool:
-    """Whether the m-side factor's whole panels can be read from its own rows (module docstring)."""
-    c = contraction
-    f = c.m_factor
-    return (len(c.m) == 1 and len(c.k) == 1 and isinstance(f, Access) and consecutive_along(f, c.k[0])
-            and f.indices[-1].coeff(c.m[0]) == 0)
-
+from ..schedule.packing_paths import MAX_LANES
+from .c_packed_parts import P, Groups, decode, k_positions
 
 def rows_setup(g: Groups, ctype: str, m_factor: str) -> List[str]:
     """Helper lines (sizes known): `pc_ain`, whether this call reads rows in place, and `pc_lda`,
@@ -54,3 +49,35 @@ def row_pointer(g: Groups, ctype: str, m_factor: str, indent: str) -> List[str]:
             *decode(g.k, f"{P}pc", indent + "  "),
             f"{indent}  {P}arow = &{m_factor};",
             f"{indent}}}"]
+
+
+def offsets_setup() -> List[str]:
+    """Helper line (sizes known): `pc_ain`, whether this call reads the factor in place."""
+    return [f"  const int {P}ain = {P}N <= {MAX_LANES};"]
+
+
+def k_offsets(g: Groups, ctype: str, m_factor: str, kc: int, indent: str) -> List[str]:
+    """Lines declaring `pc_akoff[kc]` and, when `pc_ain`, filling it for the k block (`pc`, `kb`):
+    the distance of each k position's element from the block's first, along the first row."""
+    base = [*decode(g.m, "0", indent + "    "), *decode(g.k, f"{P}pc", indent + "    "),
+            f"{indent}    {P}abase = &{m_factor};"]
+    return [f"{indent}int64_t {P}akoff[{kc}];",
+            f"{indent}if ({P}ain) {{",
+            f"{indent}  const {ctype} *{P}abase;",
+            f"{indent}  {{", *base, f"{indent}  }}",
+            f"{indent}  {{",
+            *decode(g.m, "0", indent + "    "),
+            *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk",
+                         [f"{indent}        {P}akoff[{P}kk] = (int64_t)(&{m_factor} - {P}abase);"], indent + "    "),
+            f"{indent}  }}",
+            f"{indent}}}"]
+
+
+def row_pointers(g: Groups, ctype: str, m_factor: str, mr: int, indent: str) -> List[str]:
+    """Lines declaring `pc_arows[mr]`: the factor's element at row `ic + ir + r` and the k block's
+    first position, for each row r of the tile."""
+    out = [f"{indent}const {ctype} *{P}arows[{mr}];"]
+    for r in range(mr):
+        out += [f"{indent}{{", *decode(g.m, f"{P}ic + {P}ir + {r}", indent + "  "),
+                *decode(g.k, f"{P}pc", indent + "  "), f"{indent}  {P}arows[{r}] = &{m_factor};", f"{indent}}}"]
+    return out

@@ -30,23 +30,10 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from ..ir import Access
-from .c_packed_parts import P, Groups, consecutive_along, decode, run_loop, target_rows
+from .c_packed_parts import P, Groups, decode, run_loop
 
 #: Lane panels whose rows stay in L1 against one m panel: the k block of the in-place variant.
 INPLACE_KC = 256
-
-
-def reads_in_place(st, c) -> bool:
-    """Whether the packed contraction `c` of statement `st` runs with its n-side factor read in
-    place (module docstring): a single m loop; the factor one array access whose last subscript
-    moves by exactly 1 along the last n loop, which no other subscript uses; some subscript of
-    it using both an n loop and a k loop (the sliding window); the target laid out the same way
-    along the last n loop, not moving with m in its last subscript."""
-    f = c.n_factor
-    if not target_rows(st, c) or not isinstance(f, Access) or not consecutive_along(f, c.n[-1]):
-        return False
-    return any(any(ix.coeff(x) for x in c.n) and any(ix.coeff(x) for x in c.k) for ix in f.indices)
 
 
 def _copy_tail(lanes: int, nr: int, indent: str) -> List[str]:

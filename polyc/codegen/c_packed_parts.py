@@ -12,22 +12,26 @@ P = INTERNAL
 
 
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int, in_place: bool = False,
-                 zero_start: bool = False, a_rows: bool = False) -> str:
+                 zero_start: bool = False, a_rows: bool = False, a_offsets: bool = False) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
     row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes).
     The lane vectors come from a packed panel (`b + k * nv * lanes`), or, `in_place`, from the
     factor itself at `b + koff[k]` (unaligned; `c_packed_inplace`).  `zero_start`: a first
     argument `first` makes the tile start from zero instead of `c` (`c_packed_init`).  `a_rows`:
     the m-side values come from the factor's own rows, `a[r * lda + k]` (`c_packed_arows`), not
-    from a packed panel `a[k * mr + r]`."""
+    from a packed panel `a[k * mr + r]`.  `a_offsets`: they come from the factor itself at
+    `arows[r][akoff[k]]`, a pointer per row and an offset per k position (`c_packed_arows`: rows
+    and k positions that are not one linear run, such as a convolution's)."""
     vt = f"{name}_v"
     nr = nv * lanes
     acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
     koff = f"const int64_t *restrict {P}koff, " if in_place else ""
     first = f"int {P}first, " if zero_start else ""
     lda = f"int64_t {P}lda, " if a_rows else ""
+    a_param = (f"const {ctype} *const *restrict {P}arows, const int64_t *restrict {P}akoff, " if a_offsets
+               else f"const {ctype} *restrict {P}a, ")
     lines = [f"typedef {ctype} {vt} __attribute__((vector_size({vbytes})));",
-             f"static inline void {name}({first}int64_t {P}kb, const {ctype} *restrict {P}a, {lda}"
+             f"static inline void {name}({first}int64_t {P}kb, {a_param}{lda}"
              f"const {ctype} *restrict {P}b, "
              f"{koff}{ctype} *restrict {P}c, int64_t {P}ldc) {{"]
     loads = [f"memcpy(&{acc[r][v]}, {P}c + {r} * {P}ldc + {v * lanes}, sizeof({vt}));"
@@ -38,12 +42,17 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
         lines.append(f"  else {{ {' '.join(loads)} }}")
     else:
         lines += [f"  {load}" for load in loads]
+    if a_offsets:
+        lines += [f"  const {ctype} *restrict {P}ar{r} = {P}arows[{r}];" for r in range(mr)]
     lines += ["  #pragma GCC unroll 4", f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{",
               f"    const {ctype} *{P}bk = {P}b + " + (f"{P}koff[{P}k];" if in_place else f"{P}k * {nr};")]
+    if a_offsets:
+        lines.append(f"    const int64_t {P}ko = {P}akoff[{P}k];")
     for v in range(nv):
         lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}bk + {v * lanes}, sizeof({vt}));")
     for r in range(mr):
-        a = f"{P}a[{r} * {P}lda + {P}k]" if a_rows else f"{P}a[{P}k * {mr} + {r}]"
+        a = (f"{P}ar{r}[{P}ko]" if a_offsets else f"{P}a[{r} * {P}lda + {P}k]" if a_rows
+             else f"{P}a[{P}k * {mr} + {r}]")
         lines.append(f"    {{ const {ctype} {P}a{r} = {a};")
         for v in range(nv):
             lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
@@ -54,23 +63,6 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
             lines.append(f"  memcpy({P}c + {r} * {P}ldc + {v * lanes}, &{acc[r][v]}, sizeof({vt}));")
     lines.append("}")
     return "\n".join(lines)
-
-
-def consecutive_along(access, loop: str) -> bool:
-    """Whether `access`'s elements are consecutive in memory along `loop` (row-major): its last
-    subscript moves by exactly 1 with the loop and no other subscript uses it."""
-    if not access.indices:
-        return False
-    *outer, last = access.indices
-    return last.coeff(loop) == 1 and all(ix.coeff(loop) == 0 for ix in outer)
-
-
-def target_rows(st, c) -> bool:
-    """Whether micro-tile rows can live in the target itself: one m loop, the target's elements
-    consecutive along the last n loop, and its last subscript not moving with m (so rows lie `ldc`
-    apart without overlapping)."""
-    return (len(c.m) == 1 and consecutive_along(st.target, c.n[-1])
-            and st.target.indices[-1].coeff(c.m[0]) == 0)
 
 
 class Groups(NamedTuple):

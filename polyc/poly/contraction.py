@@ -90,8 +90,12 @@ def _one_element_per(indices: Tuple[Affine, ...], loops: Tuple[str, ...]) -> boo
         return isl.Map(f"{{ [{', '.join(names)}] -> [{', '.join(exprs)}] }}").is_injective()
 
 
-def contraction_form(program: Program, name: str) -> Union[Contraction, str]:
-    """The statement as a `Contraction` (for `Schedule.pack`), or a sentence saying why it is not one."""
+def contraction_form(program: Program, name: str, lanes: Optional[str] = None) -> Union[Contraction, str]:
+    """The statement as a `Contraction` (for `Schedule.pack`), or a sentence saying why it is not one.
+
+    SIMD lanes go along the loops of the factor the target is laid out along (unit stride), when
+    there is one; `lanes` (a tensor only one factor reads) puts them along that factor's loops
+    instead, the other factor's loops becoming the rows (`pack(..., lanes=...)`)."""
     st: Statement = program.statement(name)
     if st.update != "+":
         return f"{name} is not an accumulation `+=`"
@@ -115,6 +119,14 @@ def contraction_form(program: Program, name: str) -> Union[Contraction, str]:
     # SIMD lanes go along the loops the target is laid out along (unit stride), when there are some.
     last = st.target.indices[-1] if st.target.indices else Affine.const(0)
     lanes_left = any(abs(last.coeff(x)) == 1 for x in lhs_only) and not any(last.coeff(x) for x in rhs_only)
+    if lanes is not None:
+        left, right = ({a.tensor for a in side.accesses()} for side in (v.lhs, v.rhs))
+        if (lanes in left) == (lanes in right):
+            where = "both factors" if lanes in left else "neither factor"
+            return (f"{name}: lanes={lanes!r} must name a tensor that exactly one factor of the product reads "
+                    f"({lanes!r} is in {where}; the factors read {', '.join(sorted(left))} and "
+                    f"{', '.join(sorted(right))})")
+        lanes_left = lanes in left
     m_first = not lanes_left
     m, n = (lhs_only, rhs_only) if m_first else (rhs_only, lhs_only)
     if not _one_element_per(st.target.indices, m + n):

@@ -43,7 +43,7 @@ from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
-from .auto_size import pack_pays, worth_parallel, worth_vector
+from .auto_size import pack_lanes, pack_pays, worth_parallel, worth_vector
 from .auto_split import split_pinned_loops
 from .auto_stride import row_walking
 from .auto_tree import UnsupportedTree, flatten, is_constant, tree_from_isl
@@ -549,14 +549,15 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
             continue
         if search is not None and search.expired("packing contractions"):
             break
+        lanes = pack_lanes(schedule.model, forms[st.name], sizes)
         try:
-            packed = schedule.pack(st.name, target=target)
+            packed = schedule.pack(st.name, target=target, lanes=lanes)
         except BatchLoopsInside:
             if not only_inits:
                 continue
             try:
                 schedule = add_marks(Schedule.source_order(schedule.model), deps, search)
-                packed = schedule.pack(st.name, target=target)
+                packed = schedule.pack(st.name, target=target, lanes=lanes)
             except (PolycError, IslBudgetError, isl.Error):
                 continue
         except (PolycError, IslBudgetError, isl.Error):

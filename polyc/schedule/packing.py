@@ -298,13 +298,14 @@ def _target(target: Optional["Target"]) -> "Target":
 
 def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, nv: Optional[int] = None,
          kc: Optional[int] = None, mc: Optional[int] = None, nc: Optional[int] = None,
-         vector_bytes: Optional[int] = None, target: Optional["Target"] = None) -> Schedule:
+         vector_bytes: Optional[int] = None, lanes: Optional[str] = None,
+         target: Optional["Target"] = None) -> Schedule:
     """The primitive behind `Schedule.pack` (see the module docstring).  Defaults come from
     `target` (default: `Target.host()`); the recorded step holds the values used, so a saved
-    schedule replays the same on any machine."""
+    schedule replays the same on any machine.  `lanes`: see `contraction_form`."""
     name = statement_name(s, statement)
     program = s.model.program
-    form = contraction_form(program, name)
+    form = contraction_form(program, name, lanes)
     if isinstance(form, str):
         raise PolycError(f"pack({name}) needs a contraction `T[m, n] += X[m, k] * Y[k, n]` (up to layout, "
                          f"batch loops and scalar factors): {form}")
@@ -322,7 +323,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
             f"pack({name}): a register tile of mr x nv = {mr} x {nv} vectors ({mr * nv} accumulators) cannot "
             f"live in registers; keep mr * nv <= {MAX_ACCUMULATORS} (the defaults use {d_mr} x {d_nv})")
     vbytes = vector_bytes or _target(target).vector_bytes
-    st_call = step("pack", name, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vbytes)
+    st_call = step("pack", name, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vbytes, lanes=lanes)
     lanes = max(1, vbytes // elem)
     nr = nv * lanes
     if mc % mr or nc % nr:

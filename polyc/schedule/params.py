@@ -26,7 +26,7 @@ from ..errors import ScheduleArgumentError
 from .integers import MAX_SCHEDULE_INT
 
 KINDS = ("loop", "loops", "statement", "statements", "loop_sizes", "int", "positive_int", "bool", "name",
-         "optional_int", "optional_loop", "target")
+         "optional_int", "optional_loop", "target", "tensor")
 
 #: The targets a primitive's result means something for.
 ALL_TARGETS = frozenset({"c", "cuda", "cuda-emu"})
@@ -107,6 +107,8 @@ def _problem(p: Param, value: Any) -> Optional[str]:
     kind = p.kind
     if kind in ("loop", "optional_loop", "name"):
         return None if _is_name(value) else f"must be a loop name, not {value!r}"
+    if kind == "tensor":
+        return None if _is_name(value) else f"must be a tensor name, not {value!r}"
     if kind == "statement":
         return None if _is_int(value) or _is_name(value) else f"must be a statement name or position, not {value!r}"
     if kind == "bool":

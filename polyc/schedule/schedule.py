@@ -111,14 +111,16 @@ class Schedule(ScheduleState):
 
     def pack(self, statement, *, mr: Optional[int] = None, nv: Optional[int] = None, kc: Optional[int] = None,
              mc: Optional[int] = None, nc: Optional[int] = None, vector_bytes: Optional[int] = None,
-             target=None) -> "Schedule":
+             lanes: Optional[str] = None, target=None) -> "Schedule":
         """Run contraction `statement` (`T[m, n] += X[m, k] * Y[k, n]`, recognised from its accesses)
         as BLAS does: operand panels packed into contiguous buffers, an `mr` x `nv`-vector register
         tile of `vector_bytes`-wide vectors, blocks of `kc`, `mc` and `nc` (defaults from `target`'s
-        caches and SIMD width, a `pc.Target`; default `Target.host()`).  Proven legal;
-        see polyc.schedule.packing."""
+        caches and SIMD width, a `pc.Target`; default `Target.host()`).  The SIMD lanes run along
+        the loops the target is laid out along, or along those of the factor that reads tensor
+        `lanes` (the other factor's loops are then the rows).  Proven legal; see
+        polyc.schedule.packing."""
         return PRIMITIVES["pack"].apply(self, statement, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc,
-                                        vector_bytes=vector_bytes, target=target)
+                                        vector_bytes=vector_bytes, lanes=lanes, target=target)
 
     def map_to_blocks(self, *loops: str) -> "Schedule":
         """Map loops to CUDA blocks (see polyc.schedule.gpu)."""

@@ -336,6 +336,7 @@ def check_steps(model: PolyModel, doc: Dict[str, Any], replayable: Sequence[str]
     known = sorted({i for st in model.program.statements for i in st.iterators}
                    | {st.name for st in model.program.statements})
     reserved = reserved_names(model) - set(known)
+    tensors = {t.name for t in model.program.tensors}
     out = []
     for k, entry in enumerate(steps):
         where = f"steps[{k}]"
@@ -347,13 +348,26 @@ def check_steps(model: PolyModel, doc: Dict[str, Any], replayable: Sequence[str]
         kwargs = expect(entry.get("kwargs", {}), (dict,), f"{where}.kwargs", "the keyword arguments")
         for j, a in enumerate(args):
             _check_argument(a, f"{where}.args[{j}]", known, reserved)
+        tensor_params = _tensor_params(name)
         for key, a in kwargs.items():
             if key.startswith("_"):
                 raise fail(f"{where}.kwargs", f"{name} takes no argument {key!r}")
             check_identifier(key, f"{where}.kwargs", "an argument name", existing=known)
+            if key in tensor_params:
+                if not isinstance(a, str) or a not in tensors:
+                    raise fail(f"{where}.kwargs.{key}", f"must name a tensor of the kernel "
+                                                        f"({', '.join(sorted(tensors))}), not {_show(a)}")
+                continue
             _check_argument(a, f"{where}.kwargs.{key}", known, reserved)
         out.append((name, list(args), dict(kwargs)))
     return out
+
+
+def _tensor_params(primitive: str) -> Set[str]:
+    """The parameters of `primitive` that name a tensor of the kernel (kind "tensor")."""
+    from .registry import PRIMITIVES
+    prim = PRIMITIVES.get(primitive)
+    return {p.name for p in prim.params if p.kind == "tensor"} if prim is not None else set()
 
 
 def _check_argument(value: Any, where: str, known: Sequence[str], reserved: Set[str]) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import polyc as pc
-from polyc.codegen.c_packed_arows import MAX_LANES
+from polyc.schedule.packing_paths import MAX_LANES
 
 EXACT = ["-O3", "-march=native", "-ffp-contract=off"]
 SMALL = dict(mr=3, nv=1, kc=5, mc=6)     # m panels of 3 rows, m blocks of 6, k blocks of 5

@@ -8,7 +8,8 @@ import pytest
 
 import kernels
 import polyc as pc
-from polyc.codegen.c_packed_inplace import INPLACE_KC, reads_in_place
+from polyc.codegen.c_packed_inplace import INPLACE_KC
+from polyc.schedule.packing_paths import reads_in_place
 from polyc.schedule.packing import contraction_form, packing_plans
 
 EXACT = ["-O3", "-march=native", "-ffp-contract=off"]

@@ -34,12 +34,13 @@ from . import obligations
 
 def pack(s: ScheduleState, statement: Union[str, int], *, mr: Optional[int] = None, nv: Optional[int] = None,
          kc: Optional[int] = None, mc: Optional[int] = None, nc: Optional[int] = None,
-         vector_bytes: Optional[int] = None, target=None) -> ScheduleState:
+         vector_bytes: Optional[int] = None, lanes: Optional[str] = None, target=None) -> ScheduleState:
     """Run contraction `statement` with packed operand panels and a register tile.
 
     `target` (a `polyc.Target`, default the host) gives the defaults of the blocks and the vector
     width; the step records the values used, so a replay needs no Target (it is no parameter)."""
-    return packing.pack(s, statement, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vector_bytes, target=target)
+    return packing.pack(s, statement, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vector_bytes, lanes=lanes,
+                        target=target)
 
 
 PRIMITIVE = Primitive(
@@ -56,6 +57,8 @@ PRIMITIVE = Primitive(
                   maximum=packing.MAX_BLOCK),
             Param("vector_bytes", "optional_int", "the SIMD register width in bytes", default=None, minimum=16,
                   maximum=256),
+            Param("lanes", "tensor", "a tensor one factor reads: SIMD lanes run along that factor's loops "
+                  "(default: the loops the target is laid out along)", default=None),
             Param("target", "target", "the machine whose caches and SIMD width give the defaults", default=None)),
     apply=pack,
     doc=__doc__,
