@@ -549,15 +549,15 @@ def pack_contractions(schedule: Schedule, deps: Dependences, search: Optional[Se
             continue
         if search is not None and search.expired("packing contractions"):
             break
-        lanes = pack_lanes(schedule.model, forms[st.name], sizes)
+        turned = pack_lanes(schedule.model, forms[st.name], sizes, target)
         try:
-            packed = schedule.pack(st.name, target=target, lanes=lanes)
+            packed = schedule.pack(st.name, target=target, **turned)
         except BatchLoopsInside:
             if not only_inits:
                 continue
             try:
                 schedule = add_marks(Schedule.source_order(schedule.model), deps, search)
-                packed = schedule.pack(st.name, target=target, lanes=lanes)
+                packed = schedule.pack(st.name, target=target, **turned)
             except (PolycError, IslBudgetError, isl.Error):
                 continue
         except (PolycError, IslBudgetError, isl.Error):

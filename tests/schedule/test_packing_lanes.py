@@ -84,8 +84,9 @@ def test_the_default_orientation_reads_a_windowed_m_factor_at_offsets():
 def test_auto_turns_the_weight_gradient_round_at_its_sizes_only():
     k = _weight_grad()
     sizes = dict(N=1, C=32, F=32, KH=3, KW=3, HO=54, WO=54)
-    turned = auto_schedule(k, sizes=sizes).packing[-1].contraction
-    assert turned.n == ("f",), turned
+    plan = auto_schedule(k, sizes=sizes).packing[-1]
+    assert plan.contraction.n == ("f",), plan.contraction
+    assert plan.kc == 54 * 54     # the whole reduction in one block: each tile through its buffer once
     # without sizes, or with few lanes (the default reads the rows in place already), it stays
     assert auto_schedule(k).packing[-1].contraction.n == ("c", "kh", "kw")
     few = dict(sizes, C=4)
