@@ -123,7 +123,7 @@ def contraction_form(program: Program, name: str, lanes: Optional[str] = None) -
         left, right = ({a.tensor for a in side.accesses()} for side in (v.lhs, v.rhs))
         if (lanes in left) == (lanes in right):
             where = "both factors" if lanes in left else "neither factor"
-            return (f"{name}: lanes={lanes!r} must name a tensor that exactly one factor of the product reads "
+            return (f"lanes={lanes!r} must name a tensor that exactly one factor of the product reads "
                     f"({lanes!r} is in {where}; the factors read {', '.join(sorted(left))} and "
                     f"{', '.join(sorted(right))})")
         lanes_left = lanes in left

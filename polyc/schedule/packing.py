@@ -305,10 +305,14 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
     schedule replays the same on any machine.  `lanes`: see `contraction_form`."""
     name = statement_name(s, statement)
     program = s.model.program
-    form = contraction_form(program, name, lanes)
+    form = contraction_form(program, name)
     if isinstance(form, str):
         raise PolycError(f"pack({name}) needs a contraction `T[m, n] += X[m, k] * Y[k, n]` (up to layout, "
                          f"batch loops and scalar factors): {form}")
+    if lanes is not None:
+        form = contraction_form(program, name, lanes)
+        if isinstance(form, str):
+            raise ScheduleArgumentError(f"pack({name}): {form}")
     c = form
     tensor = program.tensor(program.statement(name).target.tensor)
     elem = tensor.dtype.bits // 8 if tensor.dtype is not None else 4

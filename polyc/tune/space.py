@@ -11,7 +11,9 @@ the machine offer:
 - `register_blocking`, `jam_rows` — auto knobs ("bool");
 - `pack.<statement>.<param>` for each contraction statement — the `pack` primitive's
   "optional_int" parameters: `mr` register rows, `nv` vectors per row (vector width from the
-  Target), `kc`/`mc`/`nc` blocks sized to L1/L2/L3;
+  Target), `kc`/`mc`/`nc` blocks sized to L1/L2/L3; its "tensor" parameter `lanes`: the product
+  as recognised or the other way round (lanes along the row factor's loops; products whose loop
+  groups are not one loop each, such as a convolution's weight gradient);
 - `unroll` / `unroll_and_jam` factors ("positive_int") for the innermost loop and the one around
   it; `parallel` granularity: which loop level carries the threads (Target cores);
 - `order`: loop orders of the source nest ("loops", the `reorder` primitive);
@@ -110,6 +112,7 @@ class Space:
         return genes
 
     def _pack_genes(self, statement: str, params: Sequence[Any]) -> List[Gene]:
+        from ..tune.space_domains import other_lanes
         t, e = self.target, self.elem
         domains: Dict[str, Tuple[int, ...]] = {
             "mr": (4, 6, 8, 12),
@@ -121,8 +124,14 @@ class Space:
             # a kc x nc block of B in (half of) L3, in whole vector panels
             "nc": tuple(n for n in (512, 1024, 2048, 4096, 8192) if n * 128 * e <= max(t.l3, 1 << 20)) or (512,),
         }
-        return [Gene(f"pack.{statement}.{p.name}", (DEFAULT,) + domains[p.name])
-                for p in params if p.kind == "optional_int" and p.name in domains]
+        genes = [Gene(f"pack.{statement}.{p.name}", (DEFAULT,) + domains[p.name])
+                 for p in params if p.kind == "optional_int" and p.name in domains]
+        turned = other_lanes(self.kernel, statement)
+        for p in params:
+            if p.kind == "tensor" and p.name == "lanes" and turned is not None:
+                # the product the other way round: the lanes along the row factor's loops
+                genes.append(Gene(f"pack.{statement}.{p.name}", (DEFAULT, turned)))
+        return genes
 
     def seed_schedule(self, seed: "Candidate") -> Any:
         """The schedule of a seed with its knobs (no steps), memoised: the automatic scheduler is

@@ -5,7 +5,7 @@ the automatic scheduler tiled, the contraction statements `pack` accepts, the in
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import islpy as isl
 
@@ -30,6 +30,18 @@ def contraction_statements(kernel: Any) -> List[str]:
     return [st.name for st in program.statements if not isinstance(contraction_form(program, st.name), str)]
 
 
+def other_lanes(kernel: Any, statement: str) -> Optional[str]:
+    """A tensor of contraction `statement`'s row factor that the lane factor does not read: the
+    `lanes` argument that runs the product the other way round.  None for a plain product (one
+    loop per group: the other way round only strides its target) or when there is no such tensor."""
+    from ..schedule.packing import contraction_form
+    c = contraction_form(kernel.model.program, statement)
+    if isinstance(c, str) or (len(c.n) == 1 and len(c.k) == 1):
+        return None
+    lane_tensors = {a.tensor for a in c.n_factor.accesses()}
+    return next((a.tensor for a in c.m_factor.accesses() if a.tensor not in lane_tensors), None)
+
+
 def _loops(s: Any) -> List[Any]:
     """The loops of `s` that are not unrolled fully (register lanes)."""
     return [d for d in s.dims if d.name is not None and not d.unroll.is_full]
@@ -45,11 +57,11 @@ def realize_genome(space: Any, genome: Mapping[str, Any]) -> Tuple[Candidate, An
     """(candidate, schedule) for `genome` (see `Space.realize`)."""
     seed = genome.get("seed", "auto")
     knobs: Dict[str, Any] = {}
-    packs: Dict[str, Dict[str, int]] = {}
+    packs: Dict[str, Dict[str, Any]] = {}
     for name, v in genome.items():
         if name.startswith("pack.") and v is not DEFAULT:
             _, st, p = name.split(".")
-            packs.setdefault(st, {})[p] = int(v)
+            packs.setdefault(st, {})[p] = v if p == "lanes" else int(v)
     if seed == "auto":
         tiles = {n[5:]: int(v) for n, v in genome.items() if n.startswith("tile.") and v is not DEFAULT}
         if tiles:

@@ -71,3 +71,19 @@ def test_mutation_and_crossover_stay_in_the_space():
     child = space.crossover(a, b, rng)
     packs = [n for n in values if n.startswith("pack.")]
     assert all(child[n] == a[n] for n in packs) or all(child[n] == b[n] for n in packs)  # groups stay whole
+
+
+def test_the_product_the_other_way_round_is_a_gene_and_builds():
+    """`pack`'s tensor parameter `lanes` gives a gene per contraction: the product as recognised
+    or turned round (a convolution's weight gradient runs its output channels as lanes)."""
+    wgrad = pc.kernel("K_grad[f, c, kh, kw] +=! Y_grad[n, f, h, w] * X[n, c, h + kh, w + kw]", name="tune_wgrad",
+                      X=pc.f64["N", "C", "HO + KH - 1", "WO + KW - 1"], Y_grad=pc.f64["N", "F", "HO", "WO"],
+                      K_grad=pc.f64["F", "C", "KH", "KW"])
+    space = Space(wgrad, target_view(), 8)
+    assert _genes(space)["pack.S1.lanes"][1:] == ("Y_grad",)
+    assert "pack.S1.lanes" not in _genes(Space(MM, target_view(), 8))     # a plain product keeps its way
+    genome = dict(space.default(), **{"pack.S1.lanes": "Y_grad"})
+    cand, sched = space.realize(genome)
+    assert sched.packing[-1].contraction.n == ("f",)
+    assert build(wgrad, cand, space.target).maps == sched.maps
+    check_kernel(wgrad, sched, sizes={"N": 2, "C": 3, "F": 5, "KH": 2, "KW": 3, "HO": 6, "WO": 7})
