@@ -319,7 +319,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     first = f"{P}pc == 0, " if zero_init else ""
     lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes, zero_start=zero_init), ""]
     in_place = not plan.mask and reads_in_place(st, c)
-    a_rows = None if plan.mask else "rows" if reads_rows_in_place(c) else "offsets" if reads_at_offsets(c) else None
+    a_rows = None if plan.mask else "rows" if reads_rows_in_place(c) else "offsets" if reads_at_offsets(c, kc) else None
     if a_rows == "rows":
         lines += [micro_kernel(f"{ukr}_ain", ctype, lanes, mr, nv, vbytes, zero_start=zero_init, a_rows=True), ""]
     elif a_rows == "offsets":

@@ -278,7 +278,8 @@ DIRECT_ROW = 16
 def pack_lanes(model, contraction, sizes: Optional[Mapping[str, int]], target) -> Dict[str, object]:
     """The arguments `"auto"` adds to `pack` for `contraction` (the default form): `lanes`, a
     tensor of its m-side factor, when the lanes should run along that factor's loops instead, with
-    `kc` the whole reduction when its lane panels fit in half of L2; else none.
+    `kc` the whole reduction when its lane panels fit in half of L2 (and its offset table the
+    stack: `MAX_K_OFFSETS`); else none.
 
     A contraction whose loop groups are several loops each (a convolution's weight gradient:
     rows f, lanes (c, kh, kw), k (n, h, w)) packs its lane side element by element, decoded; with
@@ -292,7 +293,7 @@ def pack_lanes(model, contraction, sizes: Optional[Mapping[str, int]], target) -
     convolution reads in place (rows of at least `DIRECT_ROW` lanes), and sizes unknown at
     schedule time."""
     from ..ir import Access
-    from .packing_paths import MAX_LANES, reads_in_place
+    from .packing_paths import MAX_K_OFFSETS, MAX_LANES, reads_in_place
     c = contraction
     if not sizes or (len(c.n) == 1 and len(c.k) == 1) or not isinstance(c.m_factor, Access):
         return {}
@@ -309,7 +310,7 @@ def pack_lanes(model, contraction, sizes: Optional[Mapping[str, int]], target) -
         return {}
     out: Dict[str, object] = {"lanes": c.m_factor.tensor}
     # a k position of a lane panel: two vectors of lanes (the default register tile's width)
-    if depth is not None and 0 < depth * 2 * target.vector_bytes <= target.l2 // 2:
+    if depth is not None and 0 < depth <= MAX_K_OFFSETS and depth * 2 * target.vector_bytes <= target.l2 // 2:
         out["kc"] = depth
     return out
 

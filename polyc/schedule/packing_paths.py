@@ -11,6 +11,10 @@ from ..ir import Access
 #: 512 lanes 0.81-0.95 -> 0.77-0.87x (there the packed panel's reuse pays for its copy).
 MAX_LANES = 256
 
+#: Longest k block read through offsets: its table of k offsets lives on each thread's stack
+#: (8 bytes a position, 64 KB at most); a longer block (`pack(kc=...)`) packs the factor instead.
+MAX_K_OFFSETS = 8192
+
 
 def consecutive_along(access, loop: str) -> bool:
     """Whether `access`'s elements are consecutive in memory along `loop` (row-major): its last
@@ -51,7 +55,9 @@ def reads_rows_in_place(contraction) -> bool:
             and f.indices[-1].coeff(c.m[0]) == 0)
 
 
-def reads_at_offsets(contraction) -> bool:
+def reads_at_offsets(contraction, kc: int) -> bool:
     """Whether the m-side factor is an array read that `reads_rows_in_place` does not cover (read
-    through row pointers and k offsets instead, `polyc.codegen.c_packed_arows`)."""
-    return isinstance(contraction.m_factor, Access) and not reads_rows_in_place(contraction)
+    through row pointers and k offsets instead, `polyc.codegen.c_packed_arows`), in k blocks of at
+    most `kc` positions (no more than `MAX_K_OFFSETS`)."""
+    return (isinstance(contraction.m_factor, Access) and not reads_rows_in_place(contraction)
+            and kc <= MAX_K_OFFSETS)

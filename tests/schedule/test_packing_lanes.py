@@ -128,3 +128,17 @@ def test_lanes_must_name_a_tensor_of_exactly_one_factor_and_survive_a_saved_sche
     tampered = sched.to_json().replace('"lanes": "Y_grad"', '"lanes": "n"')
     with pytest.raises(pc.errors.ScheduleFileError, match="must name a tensor of the kernel"):
         pc.Schedule.from_json(k, tampered)
+
+
+def test_a_k_block_too_long_for_an_offset_table_packs_the_factor_instead():
+    """`pack(kc=...)` past `MAX_K_OFFSETS`: the offsets would not fit a thread's stack, so the
+    m side is packed (same result)."""
+    from polyc.schedule.packing_paths import MAX_K_OFFSETS
+    conv = pc.kernel("O[f, p] +=! W[f, c, kh] * I[c, p + kh]", name="conv1d_long_k", W=pc.f64["F", "C", "KH"],
+                     I=pc.f64["C", "P"])
+    assert "_ukr_aoff(" not in pc.codegen(conv, conv.schedule().pack("S1", kc=MAX_K_OFFSETS + 1))
+    sched = conv.schedule().pack("S1", kc=MAX_K_OFFSETS)
+    assert "_ukr_aoff(" in pc.codegen(conv, sched)
+    rng = np.random.default_rng(6)
+    w, i = rng.standard_normal((9, 5, 3)), rng.standard_normal((5, 40))
+    _check(conv, sched, W=w, I=i)
