@@ -26,7 +26,6 @@ from ..ir import Access, Program
 from ..poly.islutil import isl_name
 from ..schedule.packing import PackPlan
 from ..schedule.packing_paths import reads_at_offsets, reads_in_place, reads_rows_in_place, target_rows
-from .c_omp import PARALLEL_MIN_WORK
 from .cexpr import CExprPrinter
 from .loop_ast import c_text, lexpr, strip_parens
 from .c_packed_init import zero_box
@@ -36,6 +35,12 @@ from .c_packed_rows import few_rows_path
 from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, tile_copy, tile_loops
 from .names import CNames
 from .typing import Typing
+
+#: Flops of a packed product below which it runs on one thread: its parallel region has a barrier
+#: per k block, so a second thread that is asleep, or descheduled by another process's spinning
+#: pool, stalls the whole product.  Measured on 2 cores (AVX-512 EPYC, benchmark harness with
+#: pauses between calls): 128^3 (4.2 Mflop) took 535 us on 2 threads against 33 us on one.
+PACKED_MIN_FLOPS = 1 << 23
 
 #: Panels of the n-side factor packed together, k by k (see `packed_helper`).
 PACK_GROUP_PANELS = 16
@@ -354,9 +359,9 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                   f"  {{ int64_t {m} = {P}lo_{m}; const int64_t {', '.join(f'{x} = {P}lo_{x}' for x in g.n)};",
                   f"    const {ctype} *{P}row = &{target}; {m}++; {P}ldc = (int64_t)(&{target} - {P}row); }}"]
     if parallel:
-        # Too little work to pay for waking the thread pool (see c_omp.PARALLEL_MIN_WORK): one thread.
+        # Too little work to pay for waking the thread pool: one thread (`PACKED_MIN_FLOPS`).
         lines += ["#ifdef _OPENMP", f"  {P}threads = omp_get_max_threads();",
-                  f"  if (2.0 * (double){P}M * (double){P}N * (double){P}K < {float(PARALLEL_MIN_WORK)!r}) {P}threads = 1;",
+                  f"  if (2.0 * (double){P}M * (double){P}N * (double){P}K < {float(PACKED_MIN_FLOPS)!r}) {P}threads = 1;",
                   "#endif"]
     if in_place:
         lines += inplace_path(g, ctype=ctype, mr=mr, nr=nr, lanes=lanes, ukr=ukr, ukr_in=f"{ukr}_in",

@@ -130,3 +130,5 @@ def test_packed_contractions_fall_back_to_one_thread_for_little_work():
     assert "_packed" in src
     assert re.search(r"omp parallel num_threads\(\w+\) if\(\w+ > 1\)", src)
     assert "threads = 1;" in src
+    from polyc.codegen.c_packed import PACKED_MIN_FLOPS
+    assert f"< {float(PACKED_MIN_FLOPS)!r}) pc_threads = 1;" in src
