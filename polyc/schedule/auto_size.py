@@ -274,43 +274,60 @@ def pack_pays(program, contraction, sizes: Optional[Mapping[str, int]], target) 
 #: convolution (`c_packed_inplace`, which packs rows shorter than a lane panel after all).
 DIRECT_ROW = 16
 
+#: The shortest reduction for which a direct convolution is turned round (`pack_lanes`).
+DIRECT_TURN_DEPTH = 256
+
 
 def pack_lanes(model, contraction, sizes: Optional[Mapping[str, int]], target) -> Dict[str, object]:
     """The arguments `"auto"` adds to `pack` for `contraction` (the default form): `lanes`, a
     tensor of its m-side factor, when the lanes should run along that factor's loops instead, with
     `kc` the whole reduction when its lane panels fit in half of L2 (and its offset table the
-    stack: `MAX_K_OFFSETS`); else none.
+    stack: `MAX_K_OFFSETS`); else none.  Only products whose loop groups are not one loop each
+    (convolutions), with few rows (at most the in-place limit), at known sizes.
 
-    A contraction whose loop groups are several loops each (a convolution's weight gradient:
-    rows f, lanes (c, kh, kw), k (n, h, w)) packs its lane side element by element, decoded; with
-    many lanes (more than the in-place limit) and few rows, that copy of every element of the big
-    factor, used by few rows, costs more than the product.  The other way round the big factor
-    becomes the rows, read in place (`c_packed_arows`), and only the small one is packed:
-    K_grad of a 32x32x3x3 convolution over 56x56, 0.69 -> 0.29 ms (1 thread; PyTorch 0.31).
-    Its target is then not laid out along the lanes, so every tile goes through a buffer once per
-    k block: one block of the whole k (2916) instead of blocks of 256, 0.30 -> 0.25 ms (1 thread),
-    0.18 -> 0.14 ms (2).  Kept as is: plain products (one loop per group, tuned as they are), a lane side the direct
-    convolution reads in place (rows of at least `DIRECT_ROW` lanes), and sizes unknown at
-    schedule time."""
+    - A convolution's weight gradient (rows f, lanes (c, kh, kw), k (n, h, w)), with more lanes
+      than the in-place limit (`MAX_LANES`; with fewer its rows are read in place), packs its lane side
+      element by element, decoded: that copy of every element of the big factor, used by few rows,
+      cost more than the product.  Turned round, the big factor becomes the rows, read in place
+      (`c_packed_arows`), and only the small one is packed: K_grad of a 32x32x3x3 convolution over
+      56x56, 0.69 -> 0.29 ms (1 thread; PyTorch 0.31); its target is then not laid out along the
+      lanes, so each tile goes through a buffer once per k block, and one block of the whole k
+      (2916) instead of blocks of 256 gave 0.30 -> 0.25 ms (1 thread), 0.18 -> 0.14 ms (2).
+    - A forward convolution (rows f, lanes (n, h, w), k (c, kh, kw)) reads its lanes in place
+      (the direct convolution, rows of at least `DIRECT_ROW` lanes) or packs them.  Turned round
+      (lanes: the output channels; rows: the output pixels, their input windows read in place;
+      k in one block) it gains where the channels fill two vectors of lanes and the reduction
+      is long (at least `DIRECT_TURN_DEPTH`), measured on one / two threads: 64x64x3x3 over 56x56
+      1.20 -> 1.00 ms / 0.61 -> 0.52 ms, 128x128 over 28x28 1.47x / 1.43x, 256x256 over 14x14
+      1.41x / 1.75x, 32x32 over 56x56 1.17x / 1.14x; and loses where they do not (16 channels
+      0.23x, 3 input channels 0.29x).
+    """
     from ..ir import Access
     from .packing_paths import MAX_K_OFFSETS, MAX_LANES, reads_in_place
     c = contraction
     if not sizes or (len(c.n) == 1 and len(c.k) == 1) or not isinstance(c.m_factor, Access):
         return {}
-    st = model.program.statement(c.statement)
+    program = model.program
+    st = program.statement(c.statement)
     try:
         rows, lanes = loops_size(model, c.statement, c.m, sizes), loops_size(model, c.statement, c.n, sizes)
         row = loops_size(model, c.statement, c.n[-1:], sizes)
         depth = loops_size(model, c.statement, c.k, sizes)
     except (isl.Error, KeyError, ValueError):
         return {}
-    if rows is None or lanes is None or row is None or lanes <= MAX_LANES or rows > MAX_LANES:
+    if rows is None or lanes is None or row is None or rows > MAX_LANES:
         return {}
-    if reads_in_place(st, c) and row >= DIRECT_ROW:
+    # a k position of a lane panel: two vectors of lanes (the default register tile's width)
+    whole_k = (depth is not None and 0 < depth <= MAX_K_OFFSETS
+               and depth * 2 * target.vector_bytes <= target.l2 // 2)
+    dtype = program.tensor(st.target.tensor).dtype
+    vector_lanes = target.vector_bytes // (dtype.bits // 8 if dtype is not None else 4)
+    long_rows = whole_k and rows >= 2 * vector_lanes and depth >= DIRECT_TURN_DEPTH
+    direct = reads_in_place(st, c) and row >= DIRECT_ROW
+    if not long_rows and (direct or lanes <= MAX_LANES):
         return {}
     out: Dict[str, object] = {"lanes": c.m_factor.tensor}
-    # a k position of a lane panel: two vectors of lanes (the default register tile's width)
-    if depth is not None and 0 < depth <= MAX_K_OFFSETS and depth * 2 * target.vector_bytes <= target.l2 // 2:
+    if whole_k:
         out["kc"] = depth
     return out
 

@@ -87,9 +87,11 @@ def test_auto_turns_the_weight_gradient_round_at_its_sizes_only():
     plan = auto_schedule(k, sizes=sizes).packing[-1]
     assert plan.contraction.n == ("f",), plan.contraction
     assert plan.kc == 54 * 54     # the whole reduction in one block: each tile through its buffer once
-    # without sizes, or with few lanes (the default reads the rows in place already), it stays
+    # few input channels: still turned (its reduction is long and 32 output channels fill lanes)
+    assert auto_schedule(k, sizes=dict(sizes, C=4)).packing[-1].contraction.n == ("f",)
+    # without sizes, or with few lanes either way (the default reads its rows in place), it stays
     assert auto_schedule(k).packing[-1].contraction.n == ("c", "kh", "kw")
-    few = dict(sizes, C=4)
+    few = dict(sizes, C=4, F=4)
     assert auto_schedule(k, sizes=few).packing[-1].contraction.n == ("c", "kh", "kw")
     # plain products are left as they are
     mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_lanes")
@@ -142,3 +144,33 @@ def test_a_k_block_too_long_for_an_offset_table_packs_the_factor_instead():
     rng = np.random.default_rng(6)
     w, i = rng.standard_normal((9, 5, 3)), rng.standard_normal((5, 40))
     _check(conv, sched, W=w, I=i)
+
+
+def test_auto_turns_a_forward_convolution_with_many_channels_and_a_long_reduction():
+    """Lanes along the output channels, rows along the output pixels (their windows read in place),
+    where the channels fill two vectors and (c, kh, kw) is long; the direct convolution otherwise."""
+    from kernels import by_name
+    conv = by_name("conv2d").kernel
+    lanes = pc.Target.host().vector_bytes // 4
+    wide = dict(N=1, C=64, H=56, W=56, F=max(64, 2 * lanes), KH=3, KW=3)
+    assert auto_schedule(conv, sizes=wide).packing[-1].contraction.n == ("f",)
+    for narrow in (dict(wide, C=3), dict(wide, F=lanes // 2)):   # a short reduction, too few channels
+        assert auto_schedule(conv, sizes=narrow).packing[-1].contraction.n == ("n", "h", "w")
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_forward_convolution_turned_round_equals_the_source_order(monkeypatch, threads):
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    conv = pc.kernel("Y[n, f, h, w] +=! X[n, c, h + kh, w + kw] * K[f, c, kh, kw]", name="conv_turned",
+                     X=pc.f32["N", "C", "HO + KH - 1", "WO + KW - 1"], K=pc.f32["F", "C", "KH", "KW"])
+    sched = conv.schedule().pack("S1", lanes="K", **SMALL)
+    assert sched.packing[-1].contraction.n == ("f",)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 7, 9)).astype(np.float32)
+    k = rng.standard_normal((5, 3, 2, 3)).astype(np.float32)
+    got = _check(conv, sched, X=x, K=k)
+    want = np.zeros((2, 5, 6, 7), np.float32)
+    for a in range(2):
+        for b in range(3):
+            want += np.einsum("nchw,fc->nfhw", x[:, :, a:a + 6, b:b + 7], k[:, :, a, b])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
