@@ -307,6 +307,8 @@ def pack_lanes(model, contraction, sizes: Optional[Mapping[str, int]], target) -
     c = contraction
     if not sizes or (len(c.n) == 1 and len(c.k) == 1) or not isinstance(c.m_factor, Access):
         return {}
+    if c.m_factor.tensor in {a.tensor for a in c.n_factor.accesses()}:
+        return {}     # both factors read it: `lanes` could not tell them apart
     program = model.program
     st = program.statement(c.statement)
     try:

@@ -174,3 +174,13 @@ def test_a_forward_convolution_turned_round_equals_the_source_order(monkeypatch,
         for b in range(3):
             want += np.einsum("nchw,fc->nfhw", x[:, :, a:a + 6, b:b + 7], k[:, :, a, b])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_convolution_of_a_tensor_with_itself_is_still_packed():
+    """Both factors read X: `lanes` cannot name one of them, so "auto" keeps the default form
+    (and still packs) rather than asking for a turn `pack` refuses."""
+    auto_corr = pc.kernel("R[f, c, kh, kw] +=! X[n, f, h, w] * X[n, c, h + kh, w + kw]", name="autocorr",
+                          X=pc.f32["N", "C", "H", "W"])
+    sizes = dict(N=1, C=32, H=40, W=40, KH=3, KW=3)
+    sched = auto_schedule(auto_corr, sizes=sizes)
+    assert sched.packing and sched.packing[-1].contraction.n == ("c", "kh", "kw")
