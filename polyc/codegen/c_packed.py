@@ -15,6 +15,11 @@ in place (`target_rows_direct`); other tiles go through a buffer, edge tiles loa
 only their valid part.  With OpenMP and a `parallel` mark on the m_block loop, the threads share the packed `Bp`
 (packed cooperatively) and each packs its own `Ap`.  The helper returns 0 when it cannot allocate
 its buffers; the caller then runs the plain loops of the same schedule.
+
+Factors read where they lie instead of packed (`polyc.schedule.packing_paths` says when): a
+sliding-window n-side factor (`c_packed_inplace`, the direct convolution), and, with few lanes,
+the m-side factor's rows or any affine m-side access through row pointers and k offsets
+(`c_packed_arows`).
 """
 from __future__ import annotations
 
