@@ -59,25 +59,22 @@ def offsets_setup() -> List[str]:
 def k_offsets(g: Groups, ctype: str, m_factor: str, kc: int, indent: str) -> List[str]:
     """Lines declaring `pc_akoff[kc]` and, when `pc_ain`, filling it for the k block (`pc`, `kb`):
     the distance of each k position's element from the block's first, along the first row."""
-    base = [*decode(g.m, "0", indent + "    "), *decode(g.k, f"{P}pc", indent + "    "),
-            f"{indent}    {P}abase = &{m_factor};"]
+    inner = indent + "  "
     return [f"{indent}int64_t {P}akoff[{kc}];",
             f"{indent}if ({P}ain) {{",
-            f"{indent}  const {ctype} *{P}abase;",
-            f"{indent}  {{", *base, f"{indent}  }}",
-            f"{indent}  {{",
-            *decode(g.m, "0", indent + "    "),
+            *decode(g.m, "0", inner),
+            f"{inner}const {ctype} *{P}abase;",
+            f"{inner}{{", *decode(g.k, f"{P}pc", inner + "  "), f"{inner}  {P}abase = &{m_factor};", f"{inner}}}",
             *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk",
-                         [f"{indent}        {P}akoff[{P}kk] = (int64_t)(&{m_factor} - {P}abase);"], indent + "    "),
-            f"{indent}  }}",
+                         [f"{inner}    {P}akoff[{P}kk] = (int64_t)(&{m_factor} - {P}abase);"], inner),
             f"{indent}}}"]
 
 
 def row_pointers(g: Groups, ctype: str, m_factor: str, mr: int, indent: str) -> List[str]:
     """Lines declaring `pc_arows[mr]`: the factor's element at row `ic + ir + r` and the k block's
-    first position, for each row r of the tile."""
-    out = [f"{indent}const {ctype} *{P}arows[{mr}];"]
+    first position (decoded once), for each row r of the tile."""
+    out = [f"{indent}const {ctype} *{P}arows[{mr}];", f"{indent}{{", *decode(g.k, f"{P}pc", indent + "  ")]
     for r in range(mr):
-        out += [f"{indent}{{", *decode(g.m, f"{P}ic + {P}ir + {r}", indent + "  "),
-                *decode(g.k, f"{P}pc", indent + "  "), f"{indent}  {P}arows[{r}] = &{m_factor};", f"{indent}}}"]
-    return out
+        out += [f"{indent}  {{", *decode(g.m, f"{P}ic + {P}ir + {r}", indent + "    "),
+                f"{indent}    {P}arows[{r}] = &{m_factor};", f"{indent}  }}"]
+    return out + [f"{indent}}}"]

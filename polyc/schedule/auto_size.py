@@ -78,14 +78,18 @@ def extents(s: isl.Set) -> List[Optional[int]]:
     return out
 
 
-def loops_size(model, statement: str, loops: Iterable[str], sizes: Mapping[str, int]) -> Optional[int]:
-    """The number of values of `loops` (iterators of `statement`) together at `sizes`: the product
-    of their bounding-box extents; None when the sizes leave one unbounded."""
+def loop_extents(model, statement: str, sizes: Mapping[str, int]) -> Dict[str, Optional[int]]:
+    """Each iterator of `statement` -> its bounding-box extent at `sizes` (None: unbounded)."""
     its = model.program.statement(statement).iterators
-    box = extents(fix_sizes(model.domains[statement].intersect_params(model.context), sizes))
+    return dict(zip(its, extents(fix_sizes(model.domains[statement].intersect_params(model.context), sizes))))
+
+
+def loops_size(extents_of: Mapping[str, Optional[int]], loops: Iterable[str]) -> Optional[int]:
+    """The number of values of `loops` together: the product of their extents (`loop_extents`);
+    None when one is unbounded."""
     total = 1
     for loop in loops:
-        e = box[its.index(loop)]
+        e = extents_of[loop]
         if e is None:
             return None
         total *= e
@@ -303,20 +307,20 @@ def pack_lanes(model, contraction, sizes: Optional[Mapping[str, int]], target) -
       0.23x, 3 input channels 0.29x).
     """
     from ..ir import Access
-    from .packing_paths import MAX_K_OFFSETS, MAX_LANES, reads_in_place
+    from .packing_paths import MAX_K_OFFSETS, MAX_LANES, reads_in_place, turning_tensor
     c = contraction
-    if not sizes or (len(c.n) == 1 and len(c.k) == 1) or not isinstance(c.m_factor, Access):
+    tensor = turning_tensor(c)
+    # the turned form reads its rows in place: the row factor must be that tensor's access
+    if not sizes or tensor is None or not isinstance(c.m_factor, Access) or c.m_factor.tensor != tensor:
         return {}
-    if c.m_factor.tensor in {a.tensor for a in c.n_factor.accesses()}:
-        return {}     # both factors read it: `lanes` could not tell them apart
     program = model.program
     st = program.statement(c.statement)
     try:
-        rows, lanes = loops_size(model, c.statement, c.m, sizes), loops_size(model, c.statement, c.n, sizes)
-        row = loops_size(model, c.statement, c.n[-1:], sizes)
-        depth = loops_size(model, c.statement, c.k, sizes)
+        box = loop_extents(model, c.statement, sizes)
     except (isl.Error, KeyError, ValueError):
         return {}
+    rows, lanes, row, depth = (loops_size(box, c.m), loops_size(box, c.n), loops_size(box, c.n[-1:]),
+                               loops_size(box, c.k))
     if rows is None or lanes is None or row is None or rows > MAX_LANES:
         return {}
     # a k position of a lane panel: two vectors of lanes (the default register tile's width)
@@ -328,7 +332,7 @@ def pack_lanes(model, contraction, sizes: Optional[Mapping[str, int]], target) -
     direct = reads_in_place(st, c) and row >= DIRECT_ROW
     if not long_rows and (direct or lanes <= MAX_LANES):
         return {}
-    out: Dict[str, object] = {"lanes": c.m_factor.tensor}
+    out: Dict[str, object] = {"lanes": tensor}
     if whole_k:
         out["kc"] = depth
     return out

@@ -3,6 +3,8 @@ accesses, asked by the C generator (`polyc.codegen.c_packed*`) when it emits the
 automatic scheduler when it chooses the orientation of a product (`auto_size.pack_lanes`)."""
 from __future__ import annotations
 
+from typing import Optional
+
 from ..ir import Access
 
 #: Most lanes (n-side elements) for which the m-side rows are read in place.  Measured against
@@ -61,3 +63,14 @@ def reads_at_offsets(contraction, kc: int) -> bool:
     most `kc` positions (no more than `MAX_K_OFFSETS`)."""
     return (isinstance(contraction.m_factor, Access) and not reads_rows_in_place(contraction)
             and kc <= MAX_K_OFFSETS)
+
+
+def turning_tensor(contraction) -> Optional[str]:
+    """The `lanes` argument that runs `contraction` the other way round: a tensor of its row
+    factor that its lane factor does not read.  None for a plain product (one loop per group: the
+    other way round only strides its target) and where no tensor tells the factors apart."""
+    c = contraction
+    if len(c.n) == 1 and len(c.k) == 1:
+        return None
+    lane_tensors = {a.tensor for a in c.n_factor.accesses()}
+    return next((a.tensor for a in c.m_factor.accesses() if a.tensor not in lane_tensors), None)

@@ -31,15 +31,12 @@ def contraction_statements(kernel: Any) -> List[str]:
 
 
 def other_lanes(kernel: Any, statement: str) -> Optional[str]:
-    """A tensor of contraction `statement`'s row factor that the lane factor does not read: the
-    `lanes` argument that runs the product the other way round.  None for a plain product (one
-    loop per group: the other way round only strides its target) or when there is no such tensor."""
+    """The `lanes` argument that runs contraction `statement` the other way round, where there is
+    one (`packing_paths.turning_tensor`)."""
     from ..schedule.packing import contraction_form
+    from ..schedule.packing_paths import turning_tensor
     c = contraction_form(kernel.model.program, statement)
-    if isinstance(c, str) or (len(c.n) == 1 and len(c.k) == 1):
-        return None
-    lane_tensors = {a.tensor for a in c.n_factor.accesses()}
-    return next((a.tensor for a in c.m_factor.accesses() if a.tensor not in lane_tensors), None)
+    return None if isinstance(c, str) else turning_tensor(c)
 
 
 def _loops(s: Any) -> List[Any]:
