@@ -11,6 +11,10 @@ Each contender runs in its own worker process, interleaved round by round, media
 - `polyc`: the kernel `pc.grad(k, of=..., wrt=<all inputs>)` compiled with `schedule="auto"`; it
   takes the inputs and the output's adjoint and returns every input's gradient.  It recomputes the
   forward intermediates it needs (softmax's row maxima and sums, layernorm's mean and variance);
+- `polyc saved`: the same gradient built with `saved=` the forward values PyTorch's autograd saves
+  where they are not the inputs (softmax: its output `Y` and row sums `s`, from which the gradient
+  recovers `exp(X - m) = Y * s`; layernorm: the row means and variances, `mean` and `var`), taken
+  from the forward (`pc.returning`) in the worker's setup; only for those two;
 - `torch bwd`: `torch.autograd.grad(y, inputs, ybar, retain_graph=True)` on a graph built once,
   i.e. the backward pass alone, reusing the intermediates autograd saved;
 - `torch f+b`: forward and backward together (what the polyc kernel does, recomputation included);
@@ -34,6 +38,10 @@ from typing import Any, Dict, List
 import numpy as np
 
 from . import _harness as H
+
+#: What `polyc saved` saves, per library kernel: what autograd saves for its backward, where that is
+#: not the inputs (matmul and conv2d save their inputs, which the gradient reads anyway).
+SAVED = {"softmax": ("Y", "s"), "layernorm": ("mean", "var")}
 
 #: name -> (library kernel, sizes); all float32.
 BENCHMARKS: Dict[str, tuple] = {
@@ -86,15 +94,21 @@ def _torch_grads(lk, wrt, inputs, ybar) -> Dict[str, np.ndarray]:
 
 # -- worker setups ------------------------------------------------------------------------------
 
-def setup_polyc(bench: str, small: bool = False) -> Dict[str, Any]:
+def setup_polyc(bench: str, small: bool = False, saved: bool = False) -> Dict[str, Any]:
+    """The gradient kernel compiled with "auto"; `saved`: built with `saved=SAVED[kernel]`, whose
+    values the forward returns here (outside timing)."""
     import polyc as pc
     lk, of, wrt, inputs, ybar = _case(bench, small)
-    g = pc.grad(lk.kernel, of=of, wrt=wrt)
+    keep = SAVED[lk.name] if saved else ()
+    g = pc.grad(lk.kernel, of=of, wrt=wrt, saved=keep)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         f = pc.compile(g, schedule="auto")
     names = {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
     args = {k: v for k, v in inputs.items() if k in names}
+    if keep:
+        kept = pc.compile(pc.returning(lk.kernel, *keep), schedule="auto")(**inputs)
+        args.update({t: kept[t] for t in keep})
     args[g.grad_names.seed] = ybar
     f(**args)
 
@@ -135,16 +149,20 @@ def setup_torch(bench: str, forward: bool, compiled: bool = False, small: bool =
 
 #: (header, contender) for each time column after polyc's, then the ratio columns: contender / polyc
 PEERS = (("torch bwd", "vs bwd"), ("torch f+b", "vs f+b"), ("torch.compile f+b", "vs compile"))
-HEADER = ["backward", "thr", "polyc auto"] + [n for n, _ in PEERS] + [h for _, h in PEERS] + ["max err"]
+HEADER = (["backward", "thr", "polyc auto", "polyc saved"] + [n for n, _ in PEERS] + [h for _, h in PEERS]
+          + ["saved vs bwd", "max err"])
 
 
 def table_row(bench: str, threads: int, results: List[H.Result]) -> list:
     """One table row from one benchmark's results (see HEADER)."""
     by = {r.name: r for r in results}
     p = by.get("polyc")
-    err = p.info.get("max_rel_err") if p is not None and isinstance(p.info, dict) else None
-    row: list = [bench, threads, H.time_cell(p)] + [H.time_cell(by.get(nm)) for nm, _ in PEERS]
+    kept = by.get("polyc saved")
+    row: list = [bench, threads, H.time_cell(p), H.time_cell(kept)] + [H.time_cell(by.get(nm)) for nm, _ in PEERS]
     row += [H.ratio(p, by[nm]) if p is not None and nm in by else float("nan") for nm, _ in PEERS]
+    row.append(H.ratio(kept, by["torch bwd"]) if kept is not None and "torch bwd" in by else float("nan"))
+    errs = [r.info.get("max_rel_err") for r in (p, kept) if r is not None and isinstance(r.info, dict)]
+    err = max((e for e in errs if e is not None), default=None)
     row.append(f"{err:.1e}" if err is not None else "-")
     return row
 
@@ -174,6 +192,8 @@ def main(argv=None) -> int:
             env = H.thread_env(t)
             kw = dict(bench=bench, small=True) if args.small else dict(bench=bench)
             cs = [H.Contender("polyc", "benchmarks.grad:setup_polyc", kw, env, bench)]
+            if BENCHMARKS[bench][0] in SAVED:
+                cs.append(H.Contender("polyc saved", "benchmarks.grad:setup_polyc", dict(kw, saved=True), env, bench))
             if have_torch:
                 cs.append(H.Contender("torch bwd", "benchmarks.grad:setup_torch", dict(kw, forward=False), env, bench))
                 cs.append(H.Contender("torch f+b", "benchmarks.grad:setup_torch", dict(kw, forward=True), env, bench))

@@ -5,7 +5,7 @@ transform it with schedules that are proven legal, and run generated C (OpenMP +
 on numpy arrays.  This module only re-exports the public API.
 """
 from . import codegen as _codegen_package  # noqa: F401  (load it first: see below)
-from .api import Kernel, codegen, compile, kernel
+from .api import Kernel, codegen, compile, kernel, returning
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, NameClashError,
                      OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
@@ -32,5 +32,5 @@ __all__ = [
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
     "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "grad", "GradError", "tune",
-    "stop_gradient",
+    "stop_gradient", "returning",
 ]

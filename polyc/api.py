@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .errors import PolycError
@@ -118,6 +119,31 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
         filename = f"<kernel defined at {caller.f_code.co_filename}:{caller.f_lineno}>"
     program = program_from_einsum(source, name or "kernel", declared, filename=filename, outputs=outputs)
     return Kernel(program)
+
+
+def returning(k: Kernel, *tensors: str) -> Kernel:
+    """Kernel `k` whose calls also return the intermediates `tensors` (a call then returns a dict of
+    every output): a forward that keeps the values a gradient built with
+    `pc.grad(k, ..., saved=[...])` reads instead of recomputing them.  Outputs named are returned
+    anyway; inputs, and a loop kernel's local scalars, cannot be returned (`PolycError`)."""
+    if not isinstance(k, Kernel):
+        raise PolycError(f"pc.returning takes a kernel made by pc.kernel, not {type(k).__name__}")
+    decls = k.source_program.tensor_map
+    temps = [t.name for t in k.source_program.tensors if t.role == "temp"]
+    for t in tensors:
+        if not isinstance(t, str) or t not in decls:
+            raise PolycError(f"pc.returning: {t!r} is not a tensor of kernel {k.name!r}; its intermediates are "
+                             f"{', '.join(temps) or 'none'}")
+        if decls[t].role == "input":
+            raise PolycError(f"pc.returning: {t!r} is an input of kernel {k.name!r}; only values it computes "
+                             f"can be returned")
+        if decls[t].role == "temp" and k.function is not None:
+            raise PolycError(f"pc.returning: {t!r} is a local scalar of loop kernel {k.name!r}; write it to an "
+                             f"array parameter to return it")
+    names = set(tensors)
+    program = k.source_program.with_(tensors=tuple(
+        replace(d, role="output") if d.name in names and d.role == "temp" else d for d in k.source_program.tensors))
+    return Kernel(program, function=k.function)
 
 
 #: Named schedules that packages above the API provide: name -> resolver(kernel, target) giving a

@@ -28,7 +28,7 @@ CHECKPOINTS = ("store",)
 
 
 def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[str] = None, *,
-         pad_borders: bool = True):
+         pad_borders: bool = True, saved: Union[str, Sequence[str]] = ()):
     """The gradient kernel of `kernel`: the adjoint of tensor `of` in, the gradients of `wrt` out.
 
     `kernel.grad_names` on the result (a `GradNames`) says which names it chose: `<of>_grad` for the
@@ -47,12 +47,21 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
     loops forward, then backward (`polyc.grad.reverse`).  `wrt` may then also name arrays updated
     in place (the gradient is with respect to the values passed in), and `of` an array updated in
     place (its values at the end).  Memory: one copy of every value computed (for a stencil, one
-    grid per time step).  Without it such kernels are refused with the reason."""
+    grid per time step).  Without it such kernels are refused with the reason.
+
+    `saved=["Y", "s"]` names forward tensors (outputs or intermediates) whose values the caller
+    passes to the gradient kernel, as the forward computed them, instead of the kernel recomputing
+    them, as autograd saves them for its backward (`pc.returning` gives the forward returning its
+    intermediates).  Every saved tensor is an input of the gradient, under its own name.  A saved
+    division `V = T / W` also gives back `T = V * W` (softmax saved as `Y` and its row sums `s`:
+    no `exp` in the backward); see `polyc.grad.saved`."""
     from ..api import Kernel
     if not isinstance(pad_borders, bool):
         raise GradError(f"pad_borders must be True or False, not {pad_borders!r}")
+    if checkpoint is not None and saved:
+        raise GradError("checkpoint='store' keeps every forward value itself; pass saved=... without it")
     if _is_program(kernel):
-        return _program_grad(kernel, of, wrt, pad_borders)
+        return _program_grad(kernel, of, wrt, pad_borders, saved)
     if not isinstance(kernel, Kernel):
         raise GradError(f"pc.grad takes a kernel made by pc.kernel or a @pc.program, not {type(kernel).__name__}")
     if not isinstance(of, str):
@@ -66,7 +75,7 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
     if checkpoint == "store":
         program, names = _stored_grad(kernel.program, of, wrt)
     else:
-        program, names = adjoint_program(kernel.program, of, wrt, pad_borders=pad_borders)
+        program, names = adjoint_program(kernel.program, of, wrt, pad_borders=pad_borders, saved=saved)
     out = Kernel(program)
     out.grad_names = names  # type: ignore[attr-defined]
     return out
@@ -77,9 +86,11 @@ def _is_program(obj) -> bool:
     return all(hasattr(obj, a) for a in ("kernel", "outputs", "inputs", "trace_nodes"))
 
 
-def _program_grad(program, of: str, wrt: Union[str, Sequence[str]], pad_borders: bool = True):
+def _program_grad(program, of: str, wrt: Union[str, Sequence[str]], pad_borders: bool = True,
+                  saved: Union[str, Sequence[str]] = ()):
     """`grad` of an operator program: its outputs take their user-facing names in the traced kernel
-    (so the adjoint input is `<output>_grad`), then the kernel is differentiated."""
+    (so the adjoint input is `<output>_grad`), then the kernel is differentiated.  `saved` names
+    tensors of that traced kernel (its outputs by their returned names)."""
     from ..api import Kernel
     from .exprs import program_with_tensor_names
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
@@ -99,7 +110,8 @@ def _program_grad(program, of: str, wrt: Union[str, Sequence[str]], pad_borders:
         raise GradError(f"program {program.name!r} returns {clash[0]!r}, a name its trace also uses for "
                         f"another tensor; return it under another name to differentiate it")
     renamed = program_with_tensor_names(traced, renames)
-    adjoint, names = adjoint_program(renamed, renames.get(outputs[of], outputs[of]), wrt, pad_borders=pad_borders)
+    adjoint, names = adjoint_program(renamed, renames.get(outputs[of], outputs[of]), wrt, pad_borders=pad_borders,
+                                     saved=saved)
     out = Kernel(adjoint.with_(name=f"{program.name}_grad"))
     out.grad_names = names  # type: ignore[attr-defined]
     return out

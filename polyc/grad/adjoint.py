@@ -4,8 +4,8 @@ Given the forward program, the tensor `of` whose adjoint is supplied and the ten
 gradient program
 
 1. recomputes the forward values the adjoint reads (pruned to those), each statement top level, in
-   data-flow order; a `max=!`/`min=!` reduction also counts its ties (`<T>_ties`), so the adjoint
-   is split evenly among equal maxima;
+   data-flow order, except those the caller saved (`saved=`, `polyc.grad.saved`); a `max=!`/`min=!`
+   reduction also counts its ties (`<T>_ties`), so the adjoint is split evenly among equal maxima;
 2. zeroes the adjoint of every active tensor (on a path from `wrt` to `of`);
 3. walks the forward statements in reverse data-flow order and, for each read of an active tensor,
    emits a *gather* (`polyc.grad.gather`) adding `seed * d value / d read` into the read tensor's
@@ -33,6 +33,7 @@ from .derivative import ONE, ZERO, div, local_adjoints, select, with_reciprocals
 from .exprs import tensors_read, within
 from .domains import simplify_domain, split_interior
 from .padding import pad_gather
+from .saved import check_saved, recomputed, recoveries, recovery_after
 from .fold import fold_pointwise
 from .inline import inline_pointwise_temps
 from .gather import check_exact, fresh_name, gather_iterators, gather_value, invert_access
@@ -41,11 +42,13 @@ from .gather import check_exact, fresh_name, gather_iterators, gather_value, inv
 @dataclass(frozen=True)
 class GradNames:
     """The names a gradient kernel uses: `seed` is the input holding `of`'s adjoint; `wrt` maps each
-    differentiated tensor to the output holding its gradient."""
+    differentiated tensor to the output holding its gradient; `saved` the forward tensors it takes
+    as inputs (under their own names) instead of recomputing them."""
 
     of: str
     seed: str
     wrt: Tuple[Tuple[str, str], ...]
+    saved: Tuple[str, ...] = ()
 
     def __getitem__(self, tensor: str) -> str:
         return dict(self.wrt)[tensor]
@@ -121,13 +124,15 @@ class _Builder:
                          location=source.location, text=source.text)
 
 
-def adjoint_program(program: Program, of: str, wrt: Sequence[str], *,
-                    pad_borders: bool = True) -> Tuple[Program, GradNames]:
+def adjoint_program(program: Program, of: str, wrt: Sequence[str], *, pad_borders: bool = True,
+                    saved: Sequence[str] = ()) -> Tuple[Program, GradNames]:
     """The gradient program of the (shape-inferred) forward `program`, and the names it uses.
     `pad_borders`: gathers whose reads leave an adjoint near its border read a zero-padded copy
-    (`polyc.grad.padding`) rather than splitting the border off (`domains.split_interior`)."""
+    (`polyc.grad.padding`) rather than splitting the border off (`domains.split_interior`).
+    `saved`: forward tensors the gradient takes as inputs rather than recomputing (`polyc.grad.saved`)."""
     wrt = tuple(wrt)
     check_request(program, of, wrt)
+    saved = check_saved(program, saved)
     program = as_updates(program)
     writes = classify_writes(program)
     model = PolyModel(program)
@@ -198,30 +203,26 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str], *,
             preludes.append((padded.gather, (padded.zero, padded.copy)))
             contributions.append(padded.gather)
 
-    # 1. forward recomputation of what the adjoint reads (and what that needs).
+    # 1. forward recomputation of what the adjoint reads (and what that needs), except the tensors
+    # the caller saved, and those a saved division gives back (`polyc.grad.saved`).
     needed: Set[str] = set()
     for c in contributions:
         needed |= tensors_read(c.value)
     needed |= set(ties)
     needed -= set(adj.values())
-    queue = list(needed)
-    while queue:
-        t = queue.pop()
-        if t not in writes:
-            continue
-        for st in program.statements:
-            if st.target.tensor == t:
-                for r in tensors_read(st.value) - needed:
-                    needed.add(r)
-                    queue.append(r)
-    for t in sorted(needed):
-        if t in writes and fwd_tensors[t].role == "inout":
+    recovered = recoveries(program, model, writes, saved) if saved else {}
+    computed, _ = recomputed(program, needed, saved, recovered)
+    for t in sorted(computed):
+        if fwd_tensors[t].role == "inout":
             raise GradError(f"the gradient needs the values of {t}, which the kernel updates in place; pc.grad "
                             f"would have to recompute them from the contents passed in: write them to a new array")
     for st in order:
-        if st.target.tensor in needed:
-            b.add(st)
         t = st.target.tensor
+        if t in computed and t not in recovered:
+            b.add(st)
+        rec = recovery_after(recovered, computed, st)
+        if rec is not None:
+            b.add(rec)
         if t in ties and st is ties[t][1]:
             count, upd = ties[t]
             b.add(b.fill(count, fwd_tensors[t].shape, upd, value=Const(0.0)))
@@ -246,7 +247,9 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str], *,
     tensors: List[TensorDecl] = []
     reads = {a.tensor for st in b.statements for a in st.value.accesses()}
     for t in program.tensors:
-        if t.name in needed and t.name in writes:
+        if t.name in saved:
+            tensors.append(TensorDecl(t.name, t.dtype, t.shape, "input", declared=True))
+        elif t.name in computed:
             tensors.append(TensorDecl(t.name, t.dtype, t.shape, "temp"))
         elif t.name in reads:
             tensors.append(TensorDecl(t.name, t.dtype, t.shape, "input", declared=True))
@@ -277,4 +280,4 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str], *,
         frontend="einsum", assumptions=program.assumptions, int_params=program.int_params,
         derived_sizes=program.derived_sizes)
     return (with_reciprocals(inline_pointwise_temps(out), set(adj.values())),
-            GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt)))
+            GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt), saved=saved))

@@ -60,18 +60,23 @@ def _as_f64(inputs: Mapping[str, Any], kernel) -> Dict[str, Any]:
 def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional[Mapping[str, Any]] = None, *,
                directions: int = 3, seed: int = 0, rtol: Optional[float] = None, step: Optional[float] = None,
                target: str = "c", schedule: Any = None, checkpoint: Optional[str] = None,
-               **kw_inputs: Any) -> GradCheck:
+               saved: Sequence[str] = (), **kw_inputs: Any) -> GradCheck:
     """Check `pc.grad(kernel, of, wrt)` on `inputs` (a dict and/or keyword arrays and scalars).
 
     Raises AssertionError, with both values, when a directional derivative disagrees beyond `rtol`
     (default per the dtype of the `wrt` arrays, `GRAD_TOLERANCES`).  `target`/`schedule` choose how
     the gradient kernel is compiled, `checkpoint` is passed to `pc.grad` (an array updated in place
-    may then be `of` or in `wrt`).  Returns the comparison."""
+    may then be `of` or in `wrt`).  `saved` is passed to `pc.grad` too: the saved values come from
+    the forward returning them (`pc.returning`).  Returns the comparison."""
     import polyc as pc
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     given = dict(inputs or {})
     given.update(kw_inputs)
-    g = pc.grad(kernel, of=of, wrt=wrt, checkpoint=checkpoint) if checkpoint else pc.grad(kernel, of=of, wrt=wrt)
+    saved = (saved,) if isinstance(saved, str) else tuple(saved)
+    options = dict(checkpoint=checkpoint) if checkpoint else {}
+    if saved:
+        options["saved"] = saved
+    g = pc.grad(kernel, of=of, wrt=wrt, **options)
     rng = np.random.default_rng(seed)
     first = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in given.items()}
     out = _output(kernel(**first), of, first)
@@ -81,6 +86,11 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
                  if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
                  | set(g.program.sizes)}
     grad_args[g.grad_names.seed] = ybar
+    if saved:
+        kept = pc.returning(kernel, *saved)(**{k: (v.copy() if isinstance(v, np.ndarray) else v)
+                                              for k, v in given.items()})
+        for t in saved:
+            grad_args[t] = kept[t] if isinstance(kept, dict) else kept
     compiled = pc.compile(g, schedule, target=target)
     res = compiled(**grad_args)
     grads = {x: np.asarray(res[g.grad_names[x]] if isinstance(res, dict) else res, dtype=np.float64) for x in wrt}

@@ -61,6 +61,26 @@ def test_grad_row_has_the_torch_compile_forward_and_backward_and_its_ratio():
     assert cell(grad.HEADER, failed, "torch.compile f+b") == "FAILED"
 
 
+def test_grad_row_compares_the_saved_gradient_with_torchs_backward():
+    res = [result("polyc", 0.004, info={"max_rel_err": 2e-7}), result("polyc saved", 0.001, info={"max_rel_err": 3e-7}),
+           result("torch bwd", 0.002)]
+    row = grad.table_row("softmax", 1, res)
+    assert cell(grad.HEADER, row, "polyc saved") == "1.0 ms"
+    assert cell(grad.HEADER, row, "saved vs bwd") == pytest.approx(2.0)
+    assert cell(grad.HEADER, row, "vs bwd") == pytest.approx(0.5)
+    assert cell(grad.HEADER, row, "max err") == "3.0e-07"     # the worse of the two
+    plain = grad.table_row("matmul 512", 1, res[:1] + res[2:])
+    assert cell(grad.HEADER, plain, "polyc saved") == "-"
+
+
+def test_grad_saved_worker_takes_the_forwards_values_and_computes_the_same_gradient():
+    plain = grad.setup_polyc("softmax 2048x2048", small=True)
+    kept = grad.setup_polyc("softmax 2048x2048", small=True, saved=True)
+    import numpy as np
+    np.testing.assert_allclose(kept["run"](), plain["run"](), rtol=1e-4, atol=1e-7)
+    assert kept["check"]().get("max_rel_err", 0.0) < 1e-5    # against torch autograd, where importable
+
+
 def test_root_reason_names_the_innermost_cause_by_its_first_line():
     class BackendFailed(Exception):
         def __init__(self, inner):
