@@ -9,7 +9,7 @@ runtime with a perfect allocator); the *planned* peak is this plan's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,10 @@ def _last_use(steps: Sequence[Step], keep: Sequence[str]) -> Dict[str, int]:
     return last
 
 
-def peak(steps: Sequence[Step], sizes: Mapping[str, int], outputs: Sequence[str]) -> int:
-    """The most bytes of intermediates (not program inputs or outputs) live during any step."""
-    last = _last_use(steps, ())
+def peak(steps: Sequence[Step], sizes: Mapping[str, int], outputs: Sequence[str], keep: Sequence[str] = ()) -> int:
+    """The most bytes of intermediates (not program inputs or outputs) live during any step
+    (`keep`: live from their production to the end)."""
+    last = _last_use(steps, keep)
     born = {t: k for k, st in enumerate(steps) for t in st.produces}
     best = 0
     for k, st in enumerate(steps):
@@ -68,9 +69,14 @@ def peak(steps: Sequence[Step], sizes: Mapping[str, int], outputs: Sequence[str]
 
 
 def plan_buffers(steps: Sequence[Step], sizes: Mapping[str, int], outputs: Sequence[str],
-                 unfused_steps: Sequence[Step]) -> MemoryPlan:
-    """Greedy best-fit assignment of intermediates to reusable buffers, in step order."""
-    last = _last_use(steps, ())
+                 unfused_steps: Sequence[Step], unfused_sizes: Optional[Mapping[str, int]] = None,
+                 keep: Sequence[str] = ()) -> MemoryPlan:
+    """Greedy best-fit assignment of intermediates to reusable buffers, in step order.  `sizes`:
+    bytes per tensor as the steps hold them (one block's rows where they run in row blocks);
+    `unfused_sizes` (default `sizes`): as whole tensors, for the unfused peak.  `keep`: tensors
+    live until the last step (those the steps of a row-block loop read again in every block)."""
+    whole = sizes if unfused_sizes is None else unfused_sizes
+    last = _last_use(steps, keep)
     slots: List[int] = []
     free: List[int] = []
     slot_of: Dict[str, int] = {}
@@ -94,7 +100,8 @@ def plan_buffers(steps: Sequence[Step], sizes: Mapping[str, int], outputs: Seque
             if t in slot_of and last[t] == k:
                 free.append(slot_of[t])
     scratch = max((st.scratch for st in steps), default=0)
-    planned = max(sum(slots) + scratch, peak(steps, sizes, outputs)) if slots else peak(steps, sizes, outputs)
-    total = sum(sizes[t] for st in unfused_steps for t in st.produces if t not in outputs) + \
+    top = peak(steps, sizes, outputs, keep)
+    planned = max(sum(slots) + scratch, top) if slots else top
+    total = sum(whole[t] for st in unfused_steps for t in st.produces if t not in outputs) + \
         sum(st.scratch for st in unfused_steps)
-    return MemoryPlan(slot_of, tuple(slots), planned, peak(unfused_steps, sizes, outputs), total)
+    return MemoryPlan(slot_of, tuple(slots), planned, peak(unfused_steps, whole, outputs), total)

@@ -13,12 +13,14 @@ mlp.plan(**arrays)                       # groups, vendor calls, memory plan
 ```
 
 The plan depends on the sizes only through the vendor decision (a matrix product of at least
-`vendor.VENDOR_FLOPS` runs as BLAS on the C target), so it is made per call shape and cached.
+`vendor.VENDOR_FLOPS` runs as BLAS on the C target) and the rows per block (`blocking`: operators
+that work row by row run block of rows by block, their intermediates sized for one block), so it
+is made per call shape and cached.
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -27,14 +29,28 @@ from ..api import Kernel, TARGETS
 from ..errors import ArgumentError, PolycError
 from ..frontend.reference import bind_sizes
 from ..runtime.cuda_arrays import is_device_array
+from ..runtime.loader import openmp_team
 from .combine import combined_program, node_internal_tensors
 from .device import DeviceMemory, check_device_inputs, stand_in
+from .blocking import RowBlocks, block_rows, openmp_threads, row_blocks
 from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
 from .layout import relayout_transposed_operands
 from .simplify import remove_dead, share_common
 from .trace import Node, ProgramError, TensorHandle, returned_handles, trace
 from .vendor import VENDOR_FLOPS, Gemm, recognise_gemm
+
+
+def _view(slots: Mapping[str, np.ndarray], name: str, sizes: Mapping[str, int], handles: Mapping[str, TensorHandle],
+          env: Mapping[str, Any]) -> np.ndarray:
+    """Tensor `name` at `sizes` in its own buffer of `slots` (a row-block worker's), typed like the
+    program's arrays."""
+    h = handles[name]
+    floats = [a.dtype for a in env.values() if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    dt = h.dtype.numpy if h.dtype is not None else (np.result_type(*floats) if floats else np.dtype(np.float64))
+    shape = tuple(d.evaluate(sizes) for d in h.shape)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    return slots[name][:n].view(dt).reshape(shape)
 
 
 def _aligned_bytes(n: int, alignment: int = 64) -> np.ndarray:
@@ -60,13 +76,28 @@ Unit = Union[Group, VendorCall]
 
 
 @dataclass(frozen=True)
+class RowLoop:
+    """The units from `first` on run once per block of `rows` rows (`blocks.size` is bound to the
+    block's row count), the others once, before; `threads` run blocks side by side."""
+
+    blocks: RowBlocks
+    rows: int
+    first: int
+    threads: int = 1
+    itemsize: int = 8
+    #: the intermediates the loop's units hand each other (each thread beyond the first has its own)
+    buffers: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Plan:
-    """How one call shape runs: units in order, the memory plan, and why."""
+    """How one call shape runs: units in order, the memory plan, and why; `loop`: row blocks."""
 
     units: Tuple[Unit, ...]
     memory: MemoryPlan
     decisions: Tuple[str, ...]
     sizes: Mapping[str, int]
+    loop: Optional[RowLoop] = None
 
 
 class OperatorProgram:
@@ -74,11 +105,13 @@ class OperatorProgram:
 
     def __init__(self, function: Callable, *, target: str = "c", vendor: Union[str, bool] = "auto",
                  fuse: bool = True, contract: Optional[bool] = None, schedule: Optional[str] = "auto",
-                 relayout: bool = True):
+                 relayout: bool = True, blocks: Union[str, bool, int] = "auto"):
         if target not in TARGETS:
             raise PolycError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
         if vendor not in ("auto", True, False):
             raise PolycError("vendor must be 'auto', True or False")
+        if not (blocks is True or blocks is False or blocks == "auto" or (type(blocks) is int and blocks > 0)):
+            raise PolycError(f"blocks must be 'auto', True, False or a positive number of rows, not {blocks!r}")
         self.function = function
         self.name = function.__name__
         self.target = target
@@ -111,9 +144,18 @@ class OperatorProgram:
         self.nodes: Tuple[Node, ...] = tuple(nodes)
         self.notes: Tuple[str, ...] = tuple(layout_notes + notes + dead)
         self._gemms = {n.index: recognise_gemm(n) for n in self.nodes}
+        # Row blocks (`blocking`): on the C target (device arrays are not sliced), unless the caller
+        # asked for row-by-row contraction (contract=True) or turned them off.
+        use_blocks = blocks is not False and target == "c" and contract is not True
+        self.blocks: Optional[RowBlocks] = (row_blocks(self.nodes, self.handles, [p for _, p in self.outputs],
+                                                       self.sizes) if use_blocks else None)
+        self._block_rows = blocks if type(blocks) is int else None
+        self._blocked_gemms = ({n.index: recognise_gemm(n) for n in self.blocks.blocked}
+                               if self.blocks is not None else {})
         self._plans: Dict[tuple, Plan] = {}
         self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
-        self._compiled: Dict[str, Any] = {}
+        self._compiled: Dict[Tuple[int, bool], Tuple[Group, Any]] = {}
+        self._workers: Any = None    # threads running row blocks beside the caller's (made on first use)
         self._kernel: Optional[Kernel] = None
         self._lock = threading.RLock()
         self._host_pools = threading.local()
@@ -180,8 +222,10 @@ class OperatorProgram:
     def _size_values(self, env: Mapping[str, np.ndarray]) -> Dict[str, int]:
         return bind_sizes(self.kernel.program, dict(env), {})
 
-    def _needed_after(self, order: Sequence[Node]) -> Dict[int, Tuple[str, ...]]:
-        outs = {p for _, p in self.outputs}
+    def _needed_after(self, order: Sequence[Node], keep: Sequence[str] = ()) -> Dict[int, Tuple[str, ...]]:
+        """Tensors still needed after each node of `order`: the program's outputs, `keep`, and what
+        later nodes read."""
+        outs = {p for _, p in self.outputs} | set(keep)
         needed: Dict[int, Tuple[str, ...]] = {}
         later: set = set(outs)
         for n in reversed(order):
@@ -217,20 +261,25 @@ class OperatorProgram:
         with self._lock:
             if key in self._plans:
                 return self._plans[key]
-            vendored, decisions = self._vendor_choices(sizes)
-            units, group_notes = self._units(vendored)
-            plan = Plan(units, self._memory(units, sizes, itemsize), decisions + group_notes, dict(sizes))
+            plan = self._blocked_plan(sizes, itemsize) if self.blocks is not None else None
+            if plan is None:
+                vendored, decisions = self._vendor_choices(sizes)
+                units, group_notes = self._units(vendored)
+                plan = Plan(units, self._memory(units, sizes, itemsize), decisions + group_notes, dict(sizes))
             if len(self._plans) >= 64:   # one entry per call shape: bounded like any cache
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = plan
             return plan
 
-    def _vendor_choices(self, sizes: Mapping[str, int]) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
-        """The matrix products bound to the vendor at these sizes, and a line per product saying why."""
+    def _vendor_choices(self, sizes: Mapping[str, int], nodes: Optional[Sequence[Node]] = None,
+                        gemms: Optional[Mapping[int, Optional[Gemm]]] = None) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
+        """The matrix products of `nodes` (default: all) bound to the vendor at these sizes, and a
+        line per product saying why."""
         vendored = []
         decisions: List[str] = []
-        for n in self.nodes:
-            g = self._gemms[n.index]
+        gemms = self._gemms if gemms is None else gemms
+        for n in (self.nodes if nodes is None else nodes):
+            g = gemms[n.index]
             if g is None:
                 continue
             flops = g.flops(sizes)
@@ -246,26 +295,37 @@ class OperatorProgram:
             decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
         return tuple(vendored), tuple(decisions)
 
-    def _units(self, vendored: Tuple[int, ...]) -> Tuple[Tuple[Unit, ...], Tuple[str, ...]]:
+    def _units(self, vendored: Tuple[int, ...], part: str = "all", first: int = 0
+               ) -> Tuple[Tuple[Unit, ...], Tuple[str, ...]]:
         """The fused groups and vendor calls in order, with a line per group (made once per choice
-        of vendored products: grouping never depends on the sizes)."""
-        gemms = self._gemms
+        of vendored products: grouping never depends on the sizes).  `part`: "all" the nodes, or
+        with row blocks the nodes run "before" them or "blocked"; `first` numbers the groups."""
+        if part == "all":
+            nodes, handles, sizes, gemms, keep = self.nodes, self.handles, self.sizes, self._gemms, ()
+        else:
+            b = self.blocks
+            assert b is not None
+            if part == "before":
+                nodes, handles, sizes, gemms = b.before, self.handles, self.sizes, self._gemms
+                keep = tuple(p for n in b.blocked for p in n.inputs) + tuple(p for _, p in b.sliced)
+            else:
+                nodes, handles, sizes, gemms, keep = b.blocked, b.handles, self.sizes + (b.size,), self._blocked_gemms, ()
         with self._lock:
-            if vendored in self._groupings:
-                return self._groupings[vendored]
+            cache_key = (part, vendored)
+            if cache_key in self._groupings:
+                return self._groupings[cache_key]
             decisions: List[str] = []
             units: List[Unit] = []
-            needed = self._needed_after(self.nodes)
+            needed = self._needed_after(nodes, keep)
             run: List[Node] = []
 
             def flush() -> None:
                 if not run:
                     return
                 apart = {n.index for n in run if gemms[n.index] is not None} if self.products_apart else set()
-                for members in group_nodes(self.name, run, self.handles, self.sizes, needed, fuse=self.fuse,
-                                           apart=apart):
-                    gname = f"{self.name}_g{len(units)}"
-                    g = build_group(gname, members, self.handles, self.sizes, needed[members[-1].index],
+                for members in group_nodes(self.name, run, handles, sizes, needed, fuse=self.fuse, apart=apart):
+                    gname = f"{self.name}_g{first + len(units)}"
+                    g = build_group(gname, members, handles, sizes, needed[members[-1].index],
                                     fuse=self.fuse, contract_storage=self.contract)
                     units.append(g)
                     decisions.append(f"{gname}: {' + '.join(m.name for m in members)}: {g.note}" +
@@ -273,15 +333,49 @@ class OperatorProgram:
                                       if g.contracted else ""))
                 run.clear()
 
-            for n in self.nodes:
+            for n in nodes:
                 if n.index in vendored:
                     flush()
                     units.append(VendorCall(n, gemms[n.index]))
                 else:
                     run.append(n)
             flush()
-            self._groupings[vendored] = (tuple(units), tuple(decisions))
-            return self._groupings[vendored]
+            self._groupings[cache_key] = (tuple(units), tuple(decisions))
+            return self._groupings[cache_key]
+
+    def _blocked_plan(self, sizes: Mapping[str, int], itemsize: int) -> Optional[Plan]:
+        """The plan with row blocks, or None when one block would hold every row anyway."""
+        b = self.blocks
+        assert b is not None
+        from ..target import Target
+        host = Target.host()
+        threads = openmp_threads(host.cores)
+        total = b.extent.evaluate(sizes)
+        if self._block_rows is not None:
+            rows = self._block_rows
+        else:
+            from ..schedule.packing import default_blocking
+            rows = block_rows(total, default_blocking(itemsize, host)[3], threads)
+        if rows >= total:
+            return None
+        threads = min(threads, -(-total // rows))
+        block_sizes = dict(sizes)
+        block_sizes[b.size] = rows
+        v_before, d_before = self._vendor_choices(sizes, b.before)
+        v_blocked, d_blocked = self._vendor_choices(block_sizes, b.blocked, self._blocked_gemms)
+        before, n_before = self._units(v_before, "before")
+        blocked, n_blocked = self._units(v_blocked, "blocked", first=len(before))
+        units = before + blocked
+        handed = tuple(t for u in blocked for t in (u.outputs if isinstance(u, Group) else (u.gemm.c,))
+                       if t in b.intermediates)
+        loop = RowLoop(b, rows, len(before), threads, itemsize, handed)
+        names = ", ".join(u.name for u in blocked)
+        line = (f"rows {b.extent} in blocks of {rows} ({b.size}): {names} run per block"
+                + (f" on {threads} threads, a block each" if threads > 1 else "")
+                + (f"; {', '.join(u.name for u in before)} once before" if before else "")
+                + (f"; intermediates per block: {', '.join(b.intermediates)}" if b.intermediates else ""))
+        memory = self._memory(units, sizes, itemsize, loop)
+        return Plan(units, memory, d_before + d_blocked + n_before + n_blocked + (line,), dict(sizes), loop)
 
     def _bytes(self, shape, sizes: Mapping[str, int], itemsize: int) -> int:
         n = 1
@@ -289,17 +383,28 @@ class OperatorProgram:
             n *= max(0, d.evaluate(sizes))
         return n * itemsize
 
-    def _memory(self, units: Sequence[Unit], sizes: Mapping[str, int], itemsize: int) -> MemoryPlan:
+    def _memory(self, units: Sequence[Unit], sizes: Mapping[str, int], itemsize: int,
+                loop: Optional[RowLoop] = None) -> MemoryPlan:
+        """The memory plan of `units`; with row blocks, the blocked units' tensors at one block's rows."""
         outs = [p for _, p in self.outputs]
         tensor_bytes = {name: self._bytes(h.shape, sizes, itemsize) for name, h in self.handles.items()}
+        planned_bytes = dict(tensor_bytes)
+        block_sizes = dict(sizes)
+        if loop is not None:
+            block_sizes[loop.blocks.size] = loop.rows
+            planned_bytes.update({name: self._bytes(h.shape, block_sizes, itemsize)
+                                  for name, h in loop.blocks.handles.items()})
+        # A loop unit reading rows of a tensor computed whole before the loop reads that tensor.
+        whole_of = dict(loop.blocks.sliced) if loop is not None else {}
         steps = []
-        for u in units:
+        for k, u in enumerate(units):
+            at = block_sizes if loop is not None and k >= loop.first else sizes
             nodes = u.nodes if isinstance(u, Group) else (u.node,)
             produced = tuple(p for n in nodes for p in n.outputs)
-            reads = tuple(p for n in nodes for p in n.inputs if p not in self.inputs)
+            reads = tuple(whole_of.get(p, p) for n in nodes for p in n.inputs if whole_of.get(p, p) not in self.inputs)
             if isinstance(u, Group):
                 decls = u.kernel.program.tensor_map
-                scratch = sum(self._bytes(decls[t].shape, sizes, itemsize) for t in u.temps)
+                scratch = sum(self._bytes(decls[t].shape, at, itemsize) for t in u.temps)
                 produced = tuple(p for p in produced if p in u.outputs)
             else:
                 scratch = 0
@@ -308,17 +413,33 @@ class OperatorProgram:
         for n in self.nodes:
             scratch = sum(self._bytes(t.shape, sizes, itemsize) for t in node_internal_tensors(n))
             unfused.append(Step(n.name, n.outputs, tuple(p for p in n.inputs if p not in self.inputs), scratch))
-        return plan_buffers(steps, tensor_bytes, outs, unfused)
+        # The loop's units run again for every block: what they read from before the loop stays.
+        keep = ()
+        if loop is not None:
+            before = {t for st in steps[:loop.first] for t in st.produces}
+            keep = tuple(sorted({t for st in steps[loop.first:] for t in st.reads if t in before}))
+        plan = plan_buffers(steps, planned_bytes, outs, unfused, tensor_bytes, keep)
+        if loop is not None and loop.threads > 1:   # each other thread's set of one block's buffers
+            extra = (loop.threads - 1) * sum(planned_bytes[t] for t in loop.buffers)
+            plan = replace(plan, planned_peak=plan.planned_peak + extra)
+        return plan
 
     # -- running -----------------------------------------------------------------------------------
-    def _compiled_group(self, g: Group) -> Any:
+    def _compiled_group(self, g: Group, openmp: bool = True) -> Any:
+        """The group's compiled kernel, compiled once: groups are made once per grouping and kept, so
+        the group object itself is the key (row blocks call each group once per block).
+        `openmp=False`: a single-threaded build (row blocks run in parallel, one block per thread)."""
         from ..api import compile as compile_kernel
-        key = g.name + repr([m.index for m in g.nodes]) + repr(g.contracted)
+        key = (id(g), openmp)
+        found = self._compiled.get(key)
+        if found is not None and found[0] is g:
+            return found[1]
         with self._lock:
-            if key not in self._compiled:
+            if key not in self._compiled or self._compiled[key][0] is not g:
                 schedule = self.schedule if self.target == "c" else None
-                self._compiled[key] = compile_kernel(g.kernel, schedule, target=self.target)
-            return self._compiled[key]
+                extra = {} if openmp else {"openmp": False}
+                self._compiled[key] = (g, compile_kernel(g.kernel, schedule, target=self.target, **extra))
+            return self._compiled[key][1]
 
     def __call__(self, *args: Any, **arrays: Any) -> Any:
         """Run the program: arrays by name, or by position in the function's parameter order."""
@@ -336,25 +457,113 @@ class OperatorProgram:
         pool = gpu.pool(plan.memory.slot_bytes) if gpu else self._host_pool(plan)
         outs = {p for _, p in self.outputs}
 
-        def buffer(name: str) -> Any:
-            h = self.handles[name]
+        def buffer(name: str, at: Mapping[str, int] = sizes, handles: Mapping[str, TensorHandle] = self.handles) -> Any:
+            h = handles[name]
             dt = h.dtype.numpy if h.dtype is not None else dtype
-            shape = tuple(d.evaluate(sizes) for d in h.shape)
+            shape = tuple(d.evaluate(at) for d in h.shape)
             if name in outs:
                 return gpu.empty(shape, dt) if gpu else np.empty(shape, dtype=dt)
             n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
             slot = pool[plan.memory.slot_of[name]]
             return DeviceMemory.view(slot, n, shape, dt) if gpu else slot[:n].view(dt).reshape(shape)
 
-        for u in plan.units:
-            if isinstance(u, VendorCall):
-                env[u.gemm.c] = u.gemm.run(env, buffer(u.gemm.c))
-                continue
-            kwargs = {t: env[t] for t in u.inputs}
-            for t in u.outputs:
-                env[t] = kwargs[t] = buffer(t)
-            self._compiled_group(u)(**kwargs)
+        loop = plan.loop
+        for u in plan.units[:loop.first] if loop is not None else plan.units:
+            self._run_unit(u, env, buffer)
+        if loop is not None:
+            self._run_blocks(loop, plan.units[loop.first:], env, sizes, buffer, pool)
         return gpu.result(self._result(env)) if gpu else self._result(env)
+
+    def _run_unit(self, u: Unit, env: Dict[str, Any], out: Callable[[str], Any], openmp: bool = True) -> None:
+        """Run one unit on the arrays of `env`, its results in `out(name)` (and then in `env`)."""
+        if isinstance(u, VendorCall):
+            env[u.gemm.c] = u.gemm.run(env, out(u.gemm.c))
+            return
+        kwargs = {t: env[t] for t in u.inputs}
+        for t in u.outputs:
+            env[t] = kwargs[t] = out(t)
+        self._compiled_group(u, openmp)(**kwargs)
+
+    def _run_blocks(self, loop: RowLoop, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
+                    buffer: Callable[..., Any], pool: List[np.ndarray]) -> None:
+        """Row blocks: every unit of `units` on rows r0:r1, block after block; outputs are written
+        row block by row block into whole arrays, intermediates into one block's buffers.
+
+        With several threads the blocks are dealt out in contiguous runs, one run per thread (the
+        caller's included), each running single-threaded kernels on buffers of its own: blocks
+        are independent (`blocking`), and one parallel region per kernel call per block would
+        wake the OpenMP team tens of times per call.  The caller's thread uses the planned
+        buffers; each other thread one more set of the loop's intermediates (`MemoryPlan`)."""
+        b = loop.blocks
+        outs = {p for _, p in self.outputs}
+        produced = [t for u in units for t in ((u.gemm.c,) if isinstance(u, VendorCall) else u.outputs)]
+        whole = {t: buffer(t) for t in produced if t in outs}
+        total = b.extent.evaluate(sizes)
+        starts = list(range(0, total, loop.rows))
+        shares = [starts]
+        parallel = min(loop.threads, len(starts))
+        if parallel > 1:
+            per = -(-len(starts) // parallel)
+            shares = [starts[k * per:(k + 1) * per] for k in range(parallel)]
+
+        def blocks(share: Sequence[int], slots: Optional[Mapping[str, np.ndarray]]) -> None:
+            if parallel > 1:
+                with openmp_team(1):
+                    return in_blocks(share, slots)
+            return in_blocks(share, slots)
+
+        def in_blocks(share: Sequence[int], slots: Optional[Mapping[str, np.ndarray]]) -> None:
+            local = dict(env)
+            for r0 in share:
+                r1 = min(total, r0 + loop.rows)
+                at = dict(sizes)
+                at[b.size] = r1 - r0
+                for alias, p in b.sliced:
+                    local[alias] = env[p][r0:r1]
+
+                def out(t: str) -> Any:
+                    if t in whole:
+                        return whole[t][r0:r1]
+                    if slots is None:
+                        return buffer(t, at, b.handles)
+                    return _view(slots, t, at, b.handles, local)
+                for u in units:
+                    self._run_unit(u, local, out)
+
+        if parallel <= 1:
+            blocks(starts, None)
+        else:
+            workers = self._worker_pool(parallel - 1)
+            pending = [workers.submit(blocks, share, self._block_buffers(loop, sizes, k))
+                       for k, share in enumerate(shares[1:], 1)]
+            blocks(shares[0], None)
+            for f in pending:
+                f.result()
+        env.update(whole)
+
+    def _worker_pool(self, n: int) -> Any:
+        """`n` threads for row blocks, kept for later calls (ctypes releases the GIL in kernels)."""
+        from concurrent.futures import ThreadPoolExecutor
+        with self._lock:
+            if self._workers is None or self._workers._max_workers < n:
+                self._workers = ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"polyc-{self.name}")
+            return self._workers
+
+    def _block_buffers(self, loop: RowLoop, sizes: Mapping[str, int], worker: int) -> List[np.ndarray]:
+        """Worker `worker`'s buffers for one block's intermediates (one per loop-produced
+        intermediate, at full block size), made once per plan and worker."""
+        cache = self.__dict__.setdefault("_block_sets", {})
+        key = (id(loop), worker)
+        found = cache.get(key)
+        if found is None or found[0] is not loop:
+            at = dict(sizes)
+            at[loop.blocks.size] = loop.rows
+            names = loop.buffers
+            found = cache[key] = (loop, {t: _aligned_bytes(self._bytes(loop.blocks.handles[t].shape, at, loop.itemsize))
+                                         for t in names})
+            if len(cache) > 16:
+                cache.pop(next(iter(cache)))
+        return found[1]
 
     def _host_pool(self, plan: Plan) -> List[np.ndarray]:
         """The planned buffers for `plan`, kept between calls in the calling thread: fresh buffers

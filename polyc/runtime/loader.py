@@ -5,12 +5,13 @@ hash, so a path seen before always names the same code and need not be dlopen'ed
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Tuple, Union
 
 import numpy as np
 
@@ -51,6 +52,46 @@ def default_openmp_environment(environ=os.environ) -> Dict[str, str]:
     for name, value in OMP_WAIT_DEFAULTS.items():
         environ[name] = value
     return dict(OMP_WAIT_DEFAULTS)
+
+
+_OPENMP_RUNTIME: Any = None
+
+
+def _openmp_runtime() -> Any:
+    """The OpenMP runtime the kernels use (libgomp), or None where it cannot be loaded."""
+    global _OPENMP_RUNTIME
+    if _OPENMP_RUNTIME is None:
+        import ctypes.util
+        default_openmp_environment()
+        found = False
+        for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
+            if not name:
+                continue
+            try:
+                found = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        _OPENMP_RUNTIME = found
+    return _OPENMP_RUNTIME or None
+
+
+@contextlib.contextmanager
+def openmp_team(threads: int) -> Iterator[None]:
+    """Within the block, parallel regions started by the calling thread use `threads` threads
+    (OpenMP's per-thread `nthreads` setting, restored after).  Threads of Python that run kernels
+    side by side use `openmp_team(1)`: each is its own serial team, no pool is oversubscribed.
+    Where the runtime cannot be loaded the block runs with the default team (correct, slower)."""
+    rt = _openmp_runtime()
+    if rt is None:
+        yield
+        return
+    before = rt.omp_get_max_threads()
+    rt.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        rt.omp_set_num_threads(before)
 
 
 def scalar_ctype(dtype: DType) -> Any:
