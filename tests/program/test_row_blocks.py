@@ -146,3 +146,25 @@ def test_tensors_read_again_in_every_block_keep_their_buffer():
 
 def test_row_blocks_needs_outputs():
     assert row_blocks((), {}, [], ()) is None
+
+
+def _plan(prog, **shapes):
+    return prog.plan(**{k: np.zeros(s, np.float32) for k, s in shapes.items()})
+
+
+def test_auto_leaves_out_blocks_that_would_not_pay(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # One fused group: no intermediate between units, nothing to shrink.
+    ln = _plan(P.ln_residual_gelu(), x=(1024, 64), r=(1024, 64), g=(64,), b=(64,))
+    assert ln.loop is None
+    # An MLP: each block would read (and pack) both weight matrices again, more bytes than the
+    # block's intermediates; with blocks=N it still runs in blocks, and correctly.
+    shapes = dict(x=(512, 512), w1=(512, 1024), b1=(1024,), w2=(1024, 512))
+    assert _plan(P.mlp(), **shapes).loop is None
+    forced = P.mlp(blocks=128)
+    assert _plan(forced, **shapes).loop is not None
+    a = P.inputs(forced, dict(B=300, D=16, H=40))
+    np.testing.assert_allclose(forced(**a), P.mlp(blocks=False)(**a), rtol=1e-5, atol=1e-6)
+    # Two threads: whole operators run their own threads (measured faster than blocks side by side).
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert _plan(P.attention(), Q=(1024, 64), K=(1024, 64), V=(1024, 64)).loop is None
