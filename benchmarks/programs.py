@@ -129,11 +129,11 @@ def main(argv=None) -> int:
                     failures.append(f"{bench} {t}t {r.name}: {(r.error or '').strip().splitlines()[-1][:300]}")
             p = by["polyc"]
             info = p.info if p.ok and isinstance(p.info, dict) else {}
-            if info:
-                memory[bench] = info
+            if info:   # per thread count: the plan depends on it (row blocks run on one thread)
+                memory[f"{bench} {t}t"] = info
             pb = by["polyc+BLAS"]
             if pb.ok and isinstance(pb.info, dict):
-                memory[bench + " (vendor=True)"] = pb.info
+                memory[f"{bench} {t}t (vendor=True)"] = pb.info
             row = [bench, t] + [H.fmt_time(by[n].median) if n in by and by[n].ok else "-"
                                 for n in ("polyc", "polyc+BLAS", "numpy", "torch", "torch.compile")]
             row += [H.ratio(p, by[n]) if n in by else float("nan") for n in ("numpy", "torch", "torch.compile")]
