@@ -445,6 +445,11 @@ class OperatorProgram:
         return plan
 
     # -- running -----------------------------------------------------------------------------------
+    def compiled_groups(self) -> List[Tuple[Group, Any]]:
+        """(group, its compiled kernel) for every group compiled so far, in compilation order."""
+        with self._lock:
+            return [(g, f) for g, f in self._compiled.values()]
+
     def _compiled_group(self, g: Group, openmp: bool = True) -> Any:
         """The group's compiled kernel, compiled once: groups are made once per grouping and kept, so
         the group object itself is the key (row blocks call each group once per block).

@@ -61,18 +61,11 @@ def _openmp_runtime() -> Any:
     """The OpenMP runtime the kernels use (libgomp), or None where it cannot be loaded."""
     global _OPENMP_RUNTIME
     if _OPENMP_RUNTIME is None:
-        import ctypes.util
         default_openmp_environment()
-        found = False
-        for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
-            if not name:
-                continue
-            try:
-                found = ctypes.CDLL(name)
-                break
-            except OSError:
-                continue
-        _OPENMP_RUNTIME = found
+        try:   # gcc's runtime, already loaded by the kernels: dlopen returns the same instance
+            _OPENMP_RUNTIME = ctypes.CDLL("libgomp.so.1")
+        except OSError:
+            _OPENMP_RUNTIME = False
     return _OPENMP_RUNTIME or None
 
 

@@ -11,7 +11,7 @@ import pytest
 import polyc as pc
 
 def _fused_kernel(prog):
-    return next(f for key, f in prog._compiled.items() if "(" in key and f.schedule.dims)
+    return next(f for g, f in prog.compiled_groups() if g.contracted and f.schedule.dims)
 
 
 def test_a_loop_reusing_a_contracted_row_runs_in_parallel_with_private_copies():
@@ -48,7 +48,7 @@ def test_the_attention_programs_fused_row_loop_is_parallel():
     prog = P.attention(contract=True)      # products fused row by row, their rows contracted
     args = P.inputs(prog, dict(S=96, D=16))
     got = prog(**args)
-    fused = [f for key, f in prog._compiled.items() if "relayout_matmul5_C" in key]
+    fused = [f for g, f in prog.compiled_groups() if "relayout_matmul5_C" in {t for t, _, _ in g.contracted}]
     assert fused and any("parallel" in d.labels() for d in fused[0].schedule.dims if d.name)
     assert "pc_private_" in fused[0].source
     assert fused[0].schedule.storage.private      # the contracted rows, one copy per thread

@@ -168,3 +168,15 @@ def test_auto_leaves_out_blocks_that_would_not_pay(monkeypatch):
     # Two threads: whole operators run their own threads (measured faster than blocks side by side).
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert _plan(P.attention(), Q=(1024, 64), K=(1024, 64), V=(1024, 64)).loop is None
+
+
+def test_openmp_team_sets_the_calling_threads_team_and_restores_it():
+    from polyc.runtime.loader import _openmp_runtime, openmp_team
+    pc.compile(pc.kernel("Y[i] = X[i] * 2.0"))(X=np.ones(3))      # the runtime is loaded by then
+    rt = _openmp_runtime()
+    if rt is None:
+        pytest.skip("no libgomp in this process")
+    before = rt.omp_get_max_threads()
+    with openmp_team(1):
+        assert rt.omp_get_max_threads() == 1
+    assert rt.omp_get_max_threads() == before
