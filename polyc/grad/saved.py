@@ -48,22 +48,6 @@ def check_saved(program: Program, saved: Sequence[str]) -> Tuple[str, ...]:
     return saved
 
 
-def _recompute_closure(program: Program, start: Set[str], saved: Set[str]) -> Set[str]:
-    """Every tensor recomputing `start` reads, transitively (saved tensors are taken, not recomputed)."""
-    out = set(start)
-    queue = list(start)
-    while queue:
-        t = queue.pop()
-        if t in saved:
-            continue
-        for st in program.statements:
-            if st.target.tensor == t:
-                for r in tensors_read(st.value) - out:
-                    out.add(r)
-                    queue.append(r)
-    return out
-
-
 def _writes_all_of(model: PolyModel, definer: Statement, reader: Statement, acc: Access) -> bool:
     """Whether `reader`'s read `acc` covers every element `definer` writes."""
     with isl_budget(f"checking which elements of {acc.tensor} a saved tensor gives back"):
@@ -92,7 +76,7 @@ def recoveries(program: Program, model: PolyModel, writes: Mapping[str, Writes],
         tw = writes.get(t)
         if t in taken or t in out or tw is None or tw.kind != "define" or num.indices != st.target.indices:
             continue
-        if t in _recompute_closure(program, tensors_read(den), taken):
+        if t in recomputed(program, tensors_read(den), taken, {})[0]:
             continue                      # W needs T: no way round
         definer = program.statement(tw.updates[0])
         if not _writes_all_of(model, definer, st, num):

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..ir import Affine, Constraint, IndexExpr, ScalarRef
+from ..schedule.rewrite import fresh_name
 from .trace import Node, TensorHandle
 
 
@@ -122,14 +123,6 @@ class RowBlocks:
         return tuple(p for n in self.blocked for p in n.outputs if p in read)
 
 
-def _fresh(name: str, taken: Set[str]) -> str:
-    out, k = name, 2
-    while out in taken:
-        out, k = f"{name}{k}", k + 1
-    taken.add(out)
-    return out
-
-
 def row_blocks(nodes: Sequence[Node], handles: Mapping[str, TensorHandle], outputs: Sequence[str],
                sizes: Sequence[str]) -> Optional[RowBlocks]:
     """The row blocks of a program (see the module docstring), or None when none pay."""
@@ -164,8 +157,8 @@ def row_blocks(nodes: Sequence[Node], handles: Mapping[str, TensorHandle], outpu
         return None
     taken = set(sizes) | set(handles)
     single = extent.as_single_var()
-    size = _fresh(f"{single}_rows" if single else "rows", taken)
-    rows_of_whole = {p: _fresh(f"{p}_rows", taken) for p in sorted(by_rows - produced_in)}
+    size = fresh_name(f"{single}_rows" if single else "rows", taken)
+    rows_of_whole = {p: fresh_name(f"{p}_rows", taken) for p in sorted(by_rows - produced_in)}
     out_handles: Dict[str, TensorHandle] = dict(handles)
     for p in produced_in:
         h = handles[p]
