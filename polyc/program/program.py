@@ -29,35 +29,16 @@ from ..api import Kernel, TARGETS
 from ..errors import ArgumentError, PolycError
 from ..frontend.reference import bind_sizes
 from ..runtime.cuda_arrays import is_device_array
-from ..runtime.loader import openmp_team
 from .combine import combined_program, node_internal_tensors
 from .device import DeviceMemory, check_device_inputs, stand_in
 from .blocking import RowBlocks, block_rows, openmp_threads, row_blocks
+from .row_loop import BlockWorkers, RowLoop, aligned_bytes, run_blocks
 from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
 from .layout import relayout_transposed_operands
 from .simplify import remove_dead, share_common
 from .trace import Node, ProgramError, TensorHandle, returned_handles, trace
 from .vendor import VENDOR_FLOPS, Gemm, recognise_gemm
-
-
-def _view(slots: Mapping[str, np.ndarray], name: str, sizes: Mapping[str, int], handles: Mapping[str, TensorHandle],
-          env: Mapping[str, Any]) -> np.ndarray:
-    """Tensor `name` at `sizes` in its own buffer of `slots` (a row-block worker's), typed like the
-    program's arrays."""
-    h = handles[name]
-    floats = [a.dtype for a in env.values() if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-    dt = h.dtype.numpy if h.dtype is not None else (np.result_type(*floats) if floats else np.dtype(np.float64))
-    shape = tuple(d.evaluate(sizes) for d in h.shape)
-    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    return slots[name][:n].view(dt).reshape(shape)
-
-
-def _aligned_bytes(n: int, alignment: int = 64) -> np.ndarray:
-    """`n` bytes starting on a cache-line boundary (vector loads of a row never straddle two)."""
-    raw = np.empty(n + alignment, dtype=np.uint8)
-    start = -raw.ctypes.data % alignment
-    return raw[start:start + n]
 
 
 @dataclass(frozen=True)
@@ -73,20 +54,6 @@ class VendorCall:
 
 
 Unit = Union[Group, VendorCall]
-
-
-@dataclass(frozen=True)
-class RowLoop:
-    """The units from `first` on run once per block of `rows` rows (`blocks.size` is bound to the
-    block's row count), the others once, before; `threads` run blocks side by side."""
-
-    blocks: RowBlocks
-    rows: int
-    first: int
-    threads: int = 1
-    itemsize: int = 8
-    #: the intermediates the loop's units hand each other (each thread beyond the first has its own)
-    buffers: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,7 +122,7 @@ class OperatorProgram:
         self._plans: Dict[tuple, Plan] = {}
         self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
         self._compiled: Dict[Tuple[int, bool], Tuple[Group, Any]] = {}
-        self._workers: Any = None    # threads running row blocks beside the caller's (made on first use)
+        self._block_workers = BlockWorkers(self.name)   # threads and buffers for row blocks beside the caller's
         self._kernel: Optional[Kernel] = None
         self._lock = threading.RLock()
         self._host_pools = threading.local()
@@ -496,7 +463,7 @@ class OperatorProgram:
         for u in plan.units[:loop.first] if loop is not None else plan.units:
             self._run_unit(u, env, buffer)
         if loop is not None:
-            self._run_blocks(loop, plan.units[loop.first:], env, sizes, buffer, pool)
+            self._run_blocks(loop, plan.units[loop.first:], env, sizes, buffer)
         return gpu.result(self._result(env)) if gpu else self._result(env)
 
     def _run_unit(self, u: Unit, env: Dict[str, Any], out: Callable[[str], Any], openmp: bool = True) -> None:
@@ -510,85 +477,15 @@ class OperatorProgram:
         self._compiled_group(u, openmp)(**kwargs)
 
     def _run_blocks(self, loop: RowLoop, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
-                    buffer: Callable[..., Any], pool: List[np.ndarray]) -> None:
-        """Row blocks: every unit of `units` on rows r0:r1, block after block; outputs are written
-        row block by row block into whole arrays, intermediates into one block's buffers.
+                    buffer: Callable[..., Any]) -> None:
+        """Row blocks (`row_loop.run_blocks`); outputs go to whole arrays made by `buffer`."""
+        def results(u: Unit) -> Tuple[str, ...]:
+            return (u.gemm.c,) if isinstance(u, VendorCall) else u.outputs
 
-        With several threads the blocks are dealt out in contiguous runs, one run per thread (the
-        caller's included), each running single-threaded kernels on buffers of its own: blocks
-        are independent (`blocking`), and one parallel region per kernel call per block would
-        wake the OpenMP team tens of times per call.  The caller's thread uses the planned
-        buffers; each other thread one more set of the loop's intermediates (`MemoryPlan`)."""
-        b = loop.blocks
-        outs = {p for _, p in self.outputs}
-        produced = [t for u in units for t in ((u.gemm.c,) if isinstance(u, VendorCall) else u.outputs)]
-        whole = {t: buffer(t) for t in produced if t in outs}
-        total = b.extent.evaluate(sizes)
-        starts = list(range(0, total, loop.rows))
-        shares = [starts]
-        parallel = min(loop.threads, len(starts))
-        if parallel > 1:
-            per = -(-len(starts) // parallel)
-            shares = [starts[k * per:(k + 1) * per] for k in range(parallel)]
-
-        def blocks(share: Sequence[int], slots: Optional[Mapping[str, np.ndarray]]) -> None:
-            if parallel > 1:
-                with openmp_team(1):
-                    return in_blocks(share, slots)
-            return in_blocks(share, slots)
-
-        def in_blocks(share: Sequence[int], slots: Optional[Mapping[str, np.ndarray]]) -> None:
-            local = dict(env)
-            for r0 in share:
-                r1 = min(total, r0 + loop.rows)
-                at = dict(sizes)
-                at[b.size] = r1 - r0
-                for alias, p in b.sliced:
-                    local[alias] = env[p][r0:r1]
-
-                def out(t: str) -> Any:
-                    if t in whole:
-                        return whole[t][r0:r1]
-                    if slots is None:
-                        return buffer(t, at, b.handles)
-                    return _view(slots, t, at, b.handles, local)
-                for u in units:
-                    self._run_unit(u, local, out)
-
-        if parallel <= 1:
-            blocks(starts, None)
-        else:
-            workers = self._worker_pool(parallel - 1)
-            pending = [workers.submit(blocks, share, self._block_buffers(loop, sizes, k))
-                       for k, share in enumerate(shares[1:], 1)]
-            blocks(shares[0], None)
-            for f in pending:
-                f.result()
-        env.update(whole)
-
-    def _worker_pool(self, n: int) -> Any:
-        """`n` threads for row blocks, kept for later calls (ctypes releases the GIL in kernels)."""
-        from concurrent.futures import ThreadPoolExecutor
-        with self._lock:
-            if self._workers is None or self._workers._max_workers < n:
-                self._workers = ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"polyc-{self.name}")
-            return self._workers
-
-    def _block_buffers(self, loop: RowLoop, sizes: Mapping[str, int], worker: int) -> List[np.ndarray]:
-        """Worker `worker`'s buffers for one block's intermediates (one per loop-produced
-        intermediate, at full block size), made once per plan and worker."""
-        cache = self.__dict__.setdefault("_block_sets", {})
-        key = (id(loop), worker)
-        found = cache.get(key)
-        if found is None or found[0] is not loop:
-            at = dict(sizes)
-            at[loop.blocks.size] = loop.rows
-            names = loop.buffers
-            found = cache[key] = (loop, {t: _aligned_bytes(self._bytes(loop.blocks.handles[t].shape, at, loop.itemsize))
-                                         for t in names})
-            if len(cache) > 16:
-                cache.pop(next(iter(cache)))
-        return found[1]
+        def unit_bytes(name: str, at: Mapping[str, int]) -> int:
+            return self._bytes(loop.blocks.handles[name].shape, at, loop.itemsize)
+        run_blocks(loop, units, env, sizes, outputs={p for _, p in self.outputs}, buffer=buffer,
+                   run_unit=self._run_unit, results=results, workers=self._block_workers, nbytes=unit_bytes)
 
     def _host_pool(self, plan: Plan) -> List[np.ndarray]:
         """The planned buffers for `plan`, kept between calls in the calling thread: fresh buffers
@@ -603,7 +500,7 @@ class OperatorProgram:
         if pool is None or pool[0] is not plan:
             if len(pools) >= 4:
                 pools.pop(next(iter(pools)))
-            pool = pools[id(plan)] = (plan, [_aligned_bytes(n) for n in plan.memory.slot_bytes])
+            pool = pools[id(plan)] = (plan, [aligned_bytes(n) for n in plan.memory.slot_bytes])
         return pool[1]
 
     # -- views -------------------------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""Running row blocks (`blocking`): the units of a program's row loop, block of rows after block.
+
+A block binds the blocked size to its row count, hands the operators rows `r0:r1` of the tensors
+computed whole that they read by rows, writes the program's outputs into rows `r0:r1` of whole
+arrays, and keeps the intermediates between its operators in one block's buffers.  With several
+threads the blocks are dealt out in contiguous runs, one run per thread (the caller's included),
+each running single-threaded kernels (`openmp_team(1)`) on buffers of its own: blocks are
+independent (`blocking`), and ctypes releases the GIL while a kernel runs.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from ..runtime.loader import openmp_team
+from .blocking import RowBlocks
+from .trace import TensorHandle
+
+
+@dataclass(frozen=True)
+class RowLoop:
+    """The units from `first` on run once per block of `rows` rows (`blocks.size` is bound to the
+    block's row count), the others once, before; `threads` run blocks side by side."""
+
+    blocks: RowBlocks
+    rows: int
+    first: int
+    threads: int = 1
+    itemsize: int = 8
+    #: the intermediates the loop's units hand each other (each thread beyond the first has its own)
+    buffers: Tuple[str, ...] = ()
+
+
+def aligned_bytes(n: int, alignment: int = 64) -> np.ndarray:
+    """`n` bytes starting on a cache-line boundary (vector loads of a row never straddle two)."""
+    raw = np.empty(n + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + n]
+
+
+def _view(slots: Mapping[str, np.ndarray], name: str, sizes: Mapping[str, int], handles: Mapping[str, TensorHandle],
+          env: Mapping[str, Any]) -> np.ndarray:
+    """Tensor `name` at `sizes` in its own buffer of `slots` (a worker's), typed like the arrays."""
+    h = handles[name]
+    floats = [a.dtype for a in env.values() if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    dt = h.dtype.numpy if h.dtype is not None else (np.result_type(*floats) if floats else np.dtype(np.float64))
+    shape = tuple(d.evaluate(sizes) for d in h.shape)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    return slots[name][:n].view(dt).reshape(shape)
+
+
+class BlockWorkers:
+    """The threads that run row blocks beside the caller's, and each one's buffers, kept between
+    calls (made on first use; one buffer set per plan and worker, the latest 16 kept)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._lock = threading.Lock()
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._size = 0
+        self._sets: Dict[Tuple[int, int], Tuple[RowLoop, Dict[str, np.ndarray]]] = {}
+
+    def pool(self, n: int) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None or self._size < n:
+                self._pool, self._size = ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"polyc-{self.name}"), n
+            return self._pool
+
+    def buffers(self, loop: RowLoop, sizes: Mapping[str, int], worker: int,
+                nbytes: Callable[[str, Mapping[str, int]], int]) -> Dict[str, np.ndarray]:
+        """Worker `worker`'s buffers for one block's intermediates, at full block size."""
+        key = (id(loop), worker)
+        with self._lock:
+            found = self._sets.get(key)
+            if found is None or found[0] is not loop:
+                at = dict(sizes)
+                at[loop.blocks.size] = loop.rows
+                found = self._sets[key] = (loop, {t: aligned_bytes(nbytes(t, at)) for t in loop.buffers})
+                if len(self._sets) > 16:
+                    self._sets.pop(next(iter(self._sets)))
+            return found[1]
+
+
+def run_blocks(loop: RowLoop, units: Sequence[Any], env: Dict[str, Any], sizes: Mapping[str, int], *,
+               outputs: Set[str], buffer: Callable[..., Any], run_unit: Callable[..., None],
+               results: Callable[[Any], Tuple[str, ...]], workers: BlockWorkers,
+               nbytes: Callable[[str, Mapping[str, int]], int]) -> None:
+    """Every unit of `units` on rows r0:r1, block after block (see the module docstring).
+    `buffer(name[, sizes, handles])`: a whole output array, or the caller's planned buffer of an
+    intermediate; `run_unit(unit, env, out)` runs one unit with its results in `out(name)`."""
+    b = loop.blocks
+    whole = {t: buffer(t) for u in units for t in results(u) if t in outputs}
+    total = b.extent.evaluate(sizes)
+    starts = list(range(0, total, loop.rows))
+    parallel = min(loop.threads, len(starts))
+    per = -(-len(starts) // max(1, parallel))
+    shares = [starts[k * per:(k + 1) * per] for k in range(max(1, parallel))]
+
+    def in_blocks(share: Sequence[int], slots: Optional[Mapping[str, np.ndarray]]) -> None:
+        local = dict(env)
+        for r0 in share:
+            r1 = min(total, r0 + loop.rows)
+            at = dict(sizes)
+            at[b.size] = r1 - r0
+            for alias, p in b.sliced:
+                local[alias] = env[p][r0:r1]
+
+            def out(t: str) -> Any:
+                if t in whole:
+                    return whole[t][r0:r1]
+                if slots is None:
+                    return buffer(t, at, b.handles)
+                return _view(slots, t, at, b.handles, local)
+            for u in units:
+                run_unit(u, local, out)
+
+    def serial_team(share: Sequence[int], slots: Optional[Mapping[str, np.ndarray]]) -> None:
+        with openmp_team(1):
+            in_blocks(share, slots)
+
+    if parallel <= 1:
+        in_blocks(starts, None)
+    else:
+        pool = workers.pool(parallel - 1)
+        pending = [pool.submit(serial_team, share, workers.buffers(loop, sizes, k, nbytes))
+                   for k, share in enumerate(shares[1:], 1)]
+        serial_team(shares[0], None)
+        for f in pending:
+            f.result()
+    env.update(whole)
