@@ -211,7 +211,7 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str], *, pad_border
     needed |= set(ties)
     needed -= set(adj.values())
     recovered = recoveries(program, model, writes, saved) if saved else {}
-    computed, _ = recomputed(program, needed, saved, recovered)
+    computed = recomputed(program, needed, set(saved), recovered)
     for t in sorted(computed):
         if fwd_tensors[t].role == "inout":
             raise GradError(f"the gradient needs the values of {t}, which the kernel updates in place; pc.grad "

@@ -18,7 +18,7 @@ ulps relative); where `W` is 0 the forward's `V` was already infinite or NaN.  O
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import GradError
 from ..ir import Access, Binary, Program, Statement
@@ -76,7 +76,7 @@ def recoveries(program: Program, model: PolyModel, writes: Mapping[str, Writes],
         tw = writes.get(t)
         if t in taken or t in out or tw is None or tw.kind != "define" or num.indices != st.target.indices:
             continue
-        if t in recomputed(program, tensors_read(den), taken, {})[0]:
+        if t in recomputed(program, tensors_read(den), taken, {}):
             continue                      # W needs T: no way round
         definer = program.statement(tw.updates[0])
         if not _writes_all_of(model, definer, st, num):
@@ -86,22 +86,18 @@ def recoveries(program: Program, model: PolyModel, writes: Mapping[str, Writes],
     return out
 
 
-def recomputed(program: Program, needed: Set[str], saved: Sequence[str],
-               recovered: Mapping[str, Tuple[Statement, Statement]]) -> Tuple[Set[str], Set[str]]:
-    """(tensors the gradient computes, recovered ones included; saved tensors it reads), starting
-    from the forward tensors its adjoint statements read: each computed one needs what its forward
-    statements read, or, when a saved tensor gives it back, what that recovery reads."""
+def recomputed(program: Program, needed: Set[str], saved: AbstractSet[str],
+               recovered: Mapping[str, Tuple[Statement, Statement]]) -> Set[str]:
+    """The tensors the gradient computes (recovered ones included), starting from the forward
+    tensors its adjoint statements read: each computed one needs what its forward statements read,
+    or, when a saved tensor gives it back, what that recovery reads; saved ones are taken as they are."""
     computed: Set[str] = set()
-    taken: Set[str] = set()
     writers = {st.target.tensor for st in program.statements}
     queue = list(needed)
     seen: Set[str] = set(needed)
     while queue:
         t = queue.pop()
-        if t in saved:
-            taken.add(t)
-            continue
-        if t not in writers:
+        if t in saved or t not in writers:
             continue
         computed.add(t)
         if t in recovered:
@@ -111,7 +107,7 @@ def recomputed(program: Program, needed: Set[str], saved: Sequence[str],
         for r in reads - seen:
             seen.add(r)
             queue.append(r)
-    return computed, taken
+    return computed
 
 
 def recovery_after(recovered: Mapping[str, Tuple[Statement, Statement]], computed: Set[str],

@@ -56,6 +56,11 @@ class VendorCall:
 Unit = Union[Group, VendorCall]
 
 
+def _results(u: Unit) -> Tuple[str, ...]:
+    """The tensors a unit writes (a group's outputs, a vendor call's product)."""
+    return (u.gemm.c,) if isinstance(u, VendorCall) else u.outputs
+
+
 @dataclass(frozen=True)
 class Plan:
     """How one call shape runs: units in order, the memory plan, and why; `loop`: row blocks."""
@@ -121,7 +126,7 @@ class OperatorProgram:
                                if self.blocks is not None else {})
         self._plans: Dict[tuple, Plan] = {}
         self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
-        self._compiled: Dict[Tuple[int, bool], Tuple[Group, Any]] = {}
+        self._compiled: Dict[int, Tuple[Group, Any]] = {}
         self._block_workers = BlockWorkers(self.name)   # threads and buffers for row blocks beside the caller's
         self._kernel: Optional[Kernel] = None
         self._lock = threading.RLock()
@@ -337,8 +342,8 @@ class OperatorProgram:
         before, n_before = self._units(v_before, "before")
         blocked, n_blocked = self._units(v_blocked, "blocked", first=len(before))
         units = before + blocked
-        handed = tuple(t for u in blocked for t in (u.outputs if isinstance(u, Group) else (u.gemm.c,))
-                       if t in b.intermediates)
+        inside = set(b.intermediates)
+        handed = tuple(t for u in blocked for t in _results(u) if t in inside)
         if not handed:
             return None          # one fused group already: blocks would only add calls
         if self._block_rows is None:
@@ -359,8 +364,7 @@ class OperatorProgram:
 
     def _whole_reads(self, units: Sequence[Unit], b: RowBlocks, sizes: Mapping[str, int], itemsize: int) -> int:
         """Bytes the units of a block read whole (neither sliced by rows nor made in the block)."""
-        by_rows = {alias for alias, _ in b.sliced} | {t for u in units
-                                                    for t in (u.outputs if isinstance(u, Group) else (u.gemm.c,))}
+        by_rows = {alias for alias, _ in b.sliced} | {t for u in units for t in _results(u)}
         names = {t for u in units for t in (u.inputs if isinstance(u, Group) else (u.gemm.a, u.gemm.b))}
         return sum(self._bytes(b.handles[t].shape, sizes, itemsize) for t in names - by_rows)
 
@@ -417,21 +421,18 @@ class OperatorProgram:
         with self._lock:
             return [(g, f) for g, f in self._compiled.values()]
 
-    def _compiled_group(self, g: Group, openmp: bool = True) -> Any:
+    def _compiled_group(self, g: Group) -> Any:
         """The group's compiled kernel, compiled once: groups are made once per grouping and kept, so
-        the group object itself is the key (row blocks call each group once per block).
-        `openmp=False`: a single-threaded build (row blocks run in parallel, one block per thread)."""
+        the group object itself is the key (row blocks call each group once per block)."""
         from ..api import compile as compile_kernel
-        key = (id(g), openmp)
-        found = self._compiled.get(key)
+        found = self._compiled.get(id(g))
         if found is not None and found[0] is g:
             return found[1]
         with self._lock:
-            if key not in self._compiled or self._compiled[key][0] is not g:
+            if id(g) not in self._compiled or self._compiled[id(g)][0] is not g:
                 schedule = self.schedule if self.target == "c" else None
-                extra = {} if openmp else {"openmp": False}
-                self._compiled[key] = (g, compile_kernel(g.kernel, schedule, target=self.target, **extra))
-            return self._compiled[key][1]
+                self._compiled[id(g)] = (g, compile_kernel(g.kernel, schedule, target=self.target))
+            return self._compiled[id(g)][1]
 
     def __call__(self, *args: Any, **arrays: Any) -> Any:
         """Run the program: arrays by name, or by position in the function's parameter order."""
@@ -449,14 +450,17 @@ class OperatorProgram:
         pool = gpu.pool(plan.memory.slot_bytes) if gpu else self._host_pool(plan)
         outs = {p for _, p in self.outputs}
 
-        def buffer(name: str, at: Mapping[str, int] = sizes, handles: Mapping[str, TensorHandle] = self.handles) -> Any:
+        def buffer(name: str, at: Mapping[str, int] = sizes, handles: Mapping[str, TensorHandle] = self.handles,
+                   slots: Optional[Mapping[str, np.ndarray]] = None) -> Any:
+            """Tensor `name` at sizes `at`: a new output array, or a view of its planned buffer (of
+            its own buffer in `slots`, for a row-block worker's intermediates)."""
             h = handles[name]
             dt = h.dtype.numpy if h.dtype is not None else dtype
             shape = tuple(d.evaluate(at) for d in h.shape)
             if name in outs:
                 return gpu.empty(shape, dt) if gpu else np.empty(shape, dtype=dt)
             n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-            slot = pool[plan.memory.slot_of[name]]
+            slot = slots[name] if slots is not None else pool[plan.memory.slot_of[name]]
             return DeviceMemory.view(slot, n, shape, dt) if gpu else slot[:n].view(dt).reshape(shape)
 
         loop = plan.loop
@@ -466,7 +470,7 @@ class OperatorProgram:
             self._run_blocks(loop, plan.units[loop.first:], env, sizes, buffer)
         return gpu.result(self._result(env)) if gpu else self._result(env)
 
-    def _run_unit(self, u: Unit, env: Dict[str, Any], out: Callable[[str], Any], openmp: bool = True) -> None:
+    def _run_unit(self, u: Unit, env: Dict[str, Any], out: Callable[[str], Any]) -> None:
         """Run one unit on the arrays of `env`, its results in `out(name)` (and then in `env`)."""
         if isinstance(u, VendorCall):
             env[u.gemm.c] = u.gemm.run(env, out(u.gemm.c))
@@ -474,18 +478,15 @@ class OperatorProgram:
         kwargs = {t: env[t] for t in u.inputs}
         for t in u.outputs:
             env[t] = kwargs[t] = out(t)
-        self._compiled_group(u, openmp)(**kwargs)
+        self._compiled_group(u)(**kwargs)
 
     def _run_blocks(self, loop: RowLoop, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
                     buffer: Callable[..., Any]) -> None:
         """Row blocks (`row_loop.run_blocks`); outputs go to whole arrays made by `buffer`."""
-        def results(u: Unit) -> Tuple[str, ...]:
-            return (u.gemm.c,) if isinstance(u, VendorCall) else u.outputs
-
         def unit_bytes(name: str, at: Mapping[str, int]) -> int:
             return self._bytes(loop.blocks.handles[name].shape, at, loop.itemsize)
         run_blocks(loop, units, env, sizes, outputs={p for _, p in self.outputs}, buffer=buffer,
-                   run_unit=self._run_unit, results=results, workers=self._block_workers, nbytes=unit_bytes)
+                   run_unit=self._run_unit, results=_results, workers=self._block_workers, nbytes=unit_bytes)
 
     def _host_pool(self, plan: Plan) -> List[np.ndarray]:
         """The planned buffers for `plan`, kept between calls in the calling thread: fresh buffers

@@ -18,7 +18,6 @@ import numpy as np
 
 from ..runtime.loader import openmp_team
 from .blocking import RowBlocks
-from .trace import TensorHandle
 
 
 @dataclass(frozen=True)
@@ -40,17 +39,6 @@ def aligned_bytes(n: int, alignment: int = 64) -> np.ndarray:
     raw = np.empty(n + alignment, dtype=np.uint8)
     start = -raw.ctypes.data % alignment
     return raw[start:start + n]
-
-
-def _view(slots: Mapping[str, np.ndarray], name: str, sizes: Mapping[str, int], handles: Mapping[str, TensorHandle],
-          env: Mapping[str, Any]) -> np.ndarray:
-    """Tensor `name` at `sizes` in its own buffer of `slots` (a worker's), typed like the arrays."""
-    h = handles[name]
-    floats = [a.dtype for a in env.values() if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-    dt = h.dtype.numpy if h.dtype is not None else (np.result_type(*floats) if floats else np.dtype(np.float64))
-    shape = tuple(d.evaluate(sizes) for d in h.shape)
-    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    return slots[name][:n].view(dt).reshape(shape)
 
 
 class BlockWorkers:
@@ -90,8 +78,8 @@ def run_blocks(loop: RowLoop, units: Sequence[Any], env: Dict[str, Any], sizes: 
                results: Callable[[Any], Tuple[str, ...]], workers: BlockWorkers,
                nbytes: Callable[[str, Mapping[str, int]], int]) -> None:
     """Every unit of `units` on rows r0:r1, block after block (see the module docstring).
-    `buffer(name[, sizes, handles])`: a whole output array, or the caller's planned buffer of an
-    intermediate; `run_unit(unit, env, out)` runs one unit with its results in `out(name)`."""
+    `buffer(name[, sizes, handles, slots])`: a whole output array, or a view of an intermediate's
+    buffer (the caller's planned one, or the worker's own in `slots`); `run_unit(unit, env, out)` runs one unit with its results in `out(name)`."""
     b = loop.blocks
     whole = {t: buffer(t) for u in units for t in results(u) if t in outputs}
     total = b.extent.evaluate(sizes)
@@ -112,9 +100,7 @@ def run_blocks(loop: RowLoop, units: Sequence[Any], env: Dict[str, Any], sizes: 
             def out(t: str) -> Any:
                 if t in whole:
                     return whole[t][r0:r1]
-                if slots is None:
-                    return buffer(t, at, b.handles)
-                return _view(slots, t, at, b.handles, local)
+                return buffer(t, at, b.handles, slots)
             for u in units:
                 run_unit(u, local, out)
 
