@@ -33,6 +33,7 @@ from .combine import combined_program, node_internal_tensors
 from .device import DeviceMemory, check_device_inputs, stand_in
 from .blocking import RowBlocks, block_rows, openmp_threads, row_blocks
 from .row_loop import BlockWorkers, RowLoop, aligned_bytes, run_blocks
+from .row_driver import RowDriver, record
 from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
 from .layout import relayout_transposed_operands
@@ -128,6 +129,7 @@ class OperatorProgram:
         self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
         self._compiled: Dict[int, Tuple[Group, Any]] = {}
         self._block_workers = BlockWorkers(self.name)   # threads and buffers for row blocks beside the caller's
+        self._drivers: Dict[tuple, Tuple[Plan, Optional[RowDriver]]] = {}   # C row loops (`_row_driver`)
         self._kernel: Optional[Kernel] = None
         self._lock = threading.RLock()
         self._host_pools = threading.local()
@@ -326,10 +328,6 @@ class OperatorProgram:
         if self._block_rows is not None:
             rows = self._block_rows
         else:
-            if threads > 1:
-                # Measured: blocks side by side on Python threads ran the attention head in 2.1 ms
-                # against 1.0 ms with the threads inside each (whole) operator; ask with blocks=N.
-                return None
             from ..schedule.packing import default_blocking
             rows = block_rows(total, default_blocking(itemsize, host)[3], threads)
         if rows >= total:
@@ -346,6 +344,11 @@ class OperatorProgram:
         handed = tuple(t for u in blocked for t in _results(u) if t in inside)
         if not handed:
             return None          # one fused group already: blocks would only add calls
+        in_c = all(isinstance(u, Group) for u in blocked)
+        if self._block_rows is None and threads > 1 and not in_c:
+            # Measured: blocks side by side on Python threads (a vendor call among them, so no C
+            # loop) ran the attention head in 1.1-2.1 ms against 0.9 ms whole; ask with blocks=N.
+            return None
         if self._block_rows is None:
             # Every block reads the operands it does not slice again (a product packs them again):
             # worth it while that is no more than the intermediates a block keeps in cache.
@@ -356,7 +359,8 @@ class OperatorProgram:
         loop = RowLoop(b, rows, len(before), threads, itemsize, handed)
         names = ", ".join(u.name for u in blocked)
         line = (f"rows {b.extent} in blocks of {rows} ({b.size}): {names} run per block"
-                + (f" on {threads} threads, a block each" if threads > 1 else "")
+                + (f" on {threads} threads, a run of blocks each" if threads > 1 else "")
+                + (", in one C loop" if in_c else ", from Python (a vendor call among them)")
                 + (f"; {', '.join(u.name for u in before)} once before" if before else "")
                 + (f"; intermediates per block: {', '.join(b.intermediates)}" if b.intermediates else ""))
         memory = self._memory(units, sizes, itemsize, loop)
@@ -467,7 +471,7 @@ class OperatorProgram:
         for u in plan.units[:loop.first] if loop is not None else plan.units:
             self._run_unit(u, env, buffer)
         if loop is not None:
-            self._run_blocks(loop, plan.units[loop.first:], env, sizes, buffer)
+            self._run_blocks(plan, plan.units[loop.first:], env, sizes, buffer)
         return gpu.result(self._result(env)) if gpu else self._result(env)
 
     def _run_unit(self, u: Unit, env: Dict[str, Any], out: Callable[[str], Any]) -> None:
@@ -480,13 +484,62 @@ class OperatorProgram:
             env[t] = kwargs[t] = out(t)
         self._compiled_group(u)(**kwargs)
 
-    def _run_blocks(self, loop: RowLoop, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
+    def _run_blocks(self, plan: Plan, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
                     buffer: Callable[..., Any]) -> None:
-        """Row blocks (`row_loop.run_blocks`); outputs go to whole arrays made by `buffer`."""
+        """Row blocks: in one C loop (`row_driver`) where every unit is a compiled group, else from
+        Python (`row_loop.run_blocks`); outputs go to whole arrays made by `buffer`."""
+        loop = plan.loop
+        assert loop is not None
+        outputs = {p for _, p in self.outputs}
+        driver = self._row_driver(plan, units, env, sizes, buffer)
+        if driver is not None:
+            at = dict(sizes)
+            at[loop.blocks.size] = loop.rows
+            planned = {t: buffer(t, at, loop.blocks.handles) for t in driver.buffers}
+            driver.run(env, loop.blocks.extent.evaluate(sizes), planned)
+            return
+
         def unit_bytes(name: str, at: Mapping[str, int]) -> int:
             return self._bytes(loop.blocks.handles[name].shape, at, loop.itemsize)
-        run_blocks(loop, units, env, sizes, outputs={p for _, p in self.outputs}, buffer=buffer,
+        run_blocks(loop, units, env, sizes, outputs=outputs, buffer=buffer,
                    run_unit=self._run_unit, results=_results, workers=self._block_workers, nbytes=unit_bytes)
+
+    def _row_driver(self, plan: Plan, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
+                    buffer: Callable[..., Any]) -> Optional[RowDriver]:
+        """The C row loop for `plan` and arrays like these (recorded once per plan and input
+        dtypes and layouts), with the program's outputs made whole in `env`; None where some unit
+        is not a compiled group, after which `env` is as it was."""
+        if self.target != "c":
+            return None
+        key = (id(plan),) + tuple((n, a.dtype.str, a.strides) for n, a in sorted(env.items()) if n in self.inputs)
+        with self._lock:
+            found = self._drivers.get(key)
+        if found is not None and found[0] is not plan:
+            found = None            # a plan since dropped, its id reused
+        if found is not None and found[1] is None:
+            return None
+        if found is None and not all(isinstance(u, Group) for u in units):
+            self._remember_driver(key, plan, None)
+            return None
+        outs = {p for _, p in self.outputs}
+        made = [t for u in units for t in _results(u) if t in outs]
+        for t in made:
+            env[t] = buffer(t)
+        if found is not None:
+            return found[1]
+        driver = record(plan.loop, units, env, sizes, outputs=set(made), buffer=buffer,
+                        compiled=self._compiled_group)
+        self._remember_driver(key, plan, driver)
+        if driver is None:
+            for t in made:
+                del env[t]
+        return driver
+
+    def _remember_driver(self, key: tuple, plan: Plan, driver: Optional[RowDriver]) -> None:
+        with self._lock:
+            if len(self._drivers) >= 16:
+                self._drivers.pop(next(iter(self._drivers)))
+            self._drivers[key] = (plan, driver)
 
     def _host_pool(self, plan: Plan) -> List[np.ndarray]:
         """The planned buffers for `plan`, kept between calls in the calling thread: fresh buffers

@@ -50,7 +50,7 @@ class BlockWorkers:
         self._lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
         self._size = 0
-        self._sets: Dict[Tuple[int, int], Tuple[RowLoop, Dict[str, np.ndarray]]] = {}
+        self._sets: Dict[Tuple[int, int, int], Tuple[RowLoop, Dict[str, np.ndarray]]] = {}
 
     def pool(self, n: int) -> ThreadPoolExecutor:
         with self._lock:
@@ -60,8 +60,9 @@ class BlockWorkers:
 
     def buffers(self, loop: RowLoop, sizes: Mapping[str, int], worker: int,
                 nbytes: Callable[[str, Mapping[str, int]], int]) -> Dict[str, np.ndarray]:
-        """Worker `worker`'s buffers for one block's intermediates, at full block size."""
-        key = (id(loop), worker)
+        """Worker `worker`'s buffers for one block's intermediates, at full block size (a set per
+        calling thread too: two threads calling the program at once must not share them)."""
+        key = (id(loop), threading.get_ident(), worker)
         with self._lock:
             found = self._sets.get(key)
             if found is None or found[0] is not loop:

@@ -91,7 +91,8 @@ def test_auto_blocks_of_a_packed_m_block_shrink_the_attention_intermediates_4x(m
 
 def test_block_rows_rule():
     assert block_rows(1024, 256, 1) == 256
-    assert block_rows(300, 256, 2) == 150          # every thread a block
+    assert block_rows(1024, 256, 2) == 128         # two blocks live at once: half a block each
+    assert block_rows(200, 256, 2) == 100          # every thread a block
     assert block_rows(100, 256, 4) == 64           # not below 64
     assert block_rows(40, 256, 1) == 40
 
@@ -165,9 +166,12 @@ def test_auto_leaves_out_blocks_that_would_not_pay(monkeypatch):
     assert _plan(forced, **shapes).loop is not None
     a = P.inputs(forced, dict(B=300, D=16, H=40))
     np.testing.assert_allclose(forced(**a), P.mlp(blocks=False)(**a), rtol=1e-5, atol=1e-6)
-    # Two threads: whole operators run their own threads (measured faster than blocks side by side).
+    # Two threads: blocks with a vendor call among them would run from Python threads (measured
+    # slower than whole operators with their own threads); in one C loop they run.
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    assert _plan(P.attention(), Q=(1024, 64), K=(1024, 64), V=(1024, 64)).loop is None
+    shapes = dict(Q=(1024, 64), K=(1024, 64), V=(1024, 64))
+    assert _plan(P.attention(vendor=True), **shapes).loop is None
+    assert _plan(P.attention(), **shapes).loop is not None
 
 
 def test_openmp_team_sets_the_calling_threads_team_and_restores_it():
