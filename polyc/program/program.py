@@ -32,7 +32,8 @@ from ..runtime.cuda_arrays import is_device_array
 from .combine import combined_program, node_internal_tensors
 from .device import DeviceMemory, check_device_inputs, stand_in
 from .blocking import RowBlocks, block_rows, openmp_threads, row_blocks
-from .row_loop import BlockWorkers, RowLoop, aligned_bytes, run_blocks
+from ..runtime.aligned import aligned_bytes, aligned_empty
+from .row_loop import BlockWorkers, RowLoop, run_blocks
 from .row_driver import RowDriver, record
 from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
@@ -462,7 +463,7 @@ class OperatorProgram:
             dt = h.dtype.numpy if h.dtype is not None else dtype
             shape = tuple(d.evaluate(at) for d in h.shape)
             if name in outs:
-                return gpu.empty(shape, dt) if gpu else np.empty(shape, dtype=dt)
+                return gpu.empty(shape, dt) if gpu else aligned_empty(shape, dt)
             n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
             slot = slots[name] if slots is not None else pool[plan.memory.slot_of[name]]
             return DeviceMemory.view(slot, n, shape, dt) if gpu else slot[:n].view(dt).reshape(shape)

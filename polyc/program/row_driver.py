@@ -31,7 +31,8 @@ from ..runtime.compiler import compile_c
 from ..runtime.loader import load_library
 from ..runtime.ready_call import data_pointer
 from .fusion import Group
-from .row_loop import RowLoop, aligned_bytes
+from ..runtime.aligned import aligned_bytes
+from .row_loop import RowLoop
 
 #: The driver's exported function.
 SYMBOL = "polyc_row_loop"

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ..runtime.aligned import aligned_bytes
 from ..runtime.loader import openmp_team
 from .blocking import RowBlocks
 
@@ -32,13 +33,6 @@ class RowLoop:
     itemsize: int = 8
     #: the intermediates the loop's units hand each other (each thread beyond the first has its own)
     buffers: Tuple[str, ...] = ()
-
-
-def aligned_bytes(n: int, alignment: int = 64) -> np.ndarray:
-    """`n` bytes starting on a cache-line boundary (vector loads of a row never straddle two)."""
-    raw = np.empty(n + alignment, dtype=np.uint8)
-    start = -raw.ctypes.data % alignment
-    return raw[start:start + n]
 
 
 class BlockWorkers:

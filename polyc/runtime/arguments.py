@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES, f64
 from ..codegen.signature import KernelSignature
+from .aligned import aligned_empty
 
 Number = Union[int, float]
 
@@ -105,14 +106,14 @@ def scratch_array(scratch: Optional[Dict[Tuple[str, Tuple[int, ...], str], np.nd
     and dtype (an earlier call's), else a new one, which `scratch` then holds instead of any
     other shape's (one buffer per intermediate)."""
     if scratch is None:
-        return np.empty(extents, dtype=dtype)
+        return aligned_empty(extents, dtype)
     key = (name, extents, np.dtype(dtype).name)
     reused = scratch.get(key)
     if reused is not None:
         return reused
     for stale in [k for k in scratch if k[0] == name]:
         del scratch[stale]
-    array = scratch[key] = np.empty(extents, dtype=dtype)
+    array = scratch[key] = aligned_empty(extents, dtype)
     return array
 
 
@@ -347,7 +348,7 @@ def _allocate(t: TensorDecl, dtypes: Mapping[str, DType], sizes: Mapping[str, in
     # Zero-filled unless the kernel writes every element: an output need not be written everywhere
     # (e.g. stencil borders).
     extents = _extents(t, sizes, origins)
-    return np.zeros(extents, dtype=dtype.numpy) if zero else np.empty(extents, dtype=dtype.numpy)
+    return aligned_empty(extents, dtype.numpy, zero=zero)
 
 
 def _extents(t: TensorDecl, sizes: Mapping[str, int], origins: Mapping[str, str]) -> Tuple[int, ...]:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tup
 import numpy as np
 
 from ..codegen.signature import KernelSignature
+from .aligned import aligned_empty
 from .arguments import BoundCall, check_aliasing, scratch_array
 
 _WRITTEN_ROLES = ("output", "inout")
@@ -86,7 +87,7 @@ class ReadyCall:
             pa, pb = pointers[a], pointers[b]
             if pa < pb + self.nbytes[b] and pb < pa + self.nbytes[a] and self.nbytes[a] and self.nbytes[b]:
                 check_aliasing(self.program, {a: kwargs[a], b: kwargs[b]})   # raises, naming the pair
-        arrays = {name: (np.zeros if zero else np.empty)(shape, dtype=dtype)
+        arrays = {name: aligned_empty(shape, dtype, zero=zero)
                   for name, shape, dtype, zero in self.fresh}
         args = []
         for kind, what in self.steps:
