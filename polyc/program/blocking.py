@@ -29,7 +29,6 @@ Blocks pay only when some intermediate is produced and consumed inside them.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -189,10 +188,3 @@ def block_rows(total: int, m_block: int, threads: int) -> int:
     if threads > 1:
         rows = min(rows, max(64, -(-total // threads)))
     return max(1, min(total, rows))
-
-
-def openmp_threads(cores: int) -> int:
-    """The threads an OpenMP region of this process gets: `OMP_NUM_THREADS` (its first entry),
-    else `cores`."""
-    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    return int(first) if first.isdigit() and int(first) > 0 else max(1, cores)

@@ -31,7 +31,7 @@ from ..frontend.reference import bind_sizes
 from ..runtime.cuda_arrays import is_device_array
 from .combine import combined_program, node_internal_tensors
 from .device import DeviceMemory, check_device_inputs, stand_in
-from .blocking import RowBlocks, block_rows, openmp_threads, row_blocks
+from .blocking import RowBlocks, block_rows, row_blocks
 from ..runtime.aligned import aligned_bytes, aligned_empty
 from .row_loop import BlockWorkers, RowLoop, run_blocks
 from .row_driver import RowDriver, record
@@ -324,7 +324,7 @@ class OperatorProgram:
         assert b is not None
         from ..target import Target
         host = Target.host()
-        threads = openmp_threads(host.cores)
+        threads = host.cores    # the threads OpenMP runs (`target.openmp_threads`)
         total = b.extent.evaluate(sizes)
         if self._block_rows is not None:
             rows = self._block_rows

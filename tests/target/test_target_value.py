@@ -31,6 +31,22 @@ def test_host_reads_compiler_and_flags_from_the_environment(monkeypatch):
     assert t.flags == ("-O1", "-g") and t.compiler == "gcc" and t.vector_math == ()
 
 
+def test_host_cores_are_the_threads_openmp_will_run(monkeypatch):
+    from polyc.target import openmp_threads
+    assert openmp_threads(8, {}) == 8
+    assert openmp_threads(8, {"OMP_NUM_THREADS": "3"}) == 3
+    assert openmp_threads(2, {"OMP_NUM_THREADS": "16"}) == 2          # never more than the cores
+    assert openmp_threads(8, {"OMP_NUM_THREADS": "4,2"}) == 4         # nested lists: the outer level
+    for junk in ("", "0", "-1", "two", " "):
+        assert openmp_threads(8, {"OMP_NUM_THREADS": junk}) == 8
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    one = Target.host()
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert one.cores == 1 and Target.host().cores >= 1
+    if Target.host().cores > 1:                  # a library decided for one thread is not reused on two
+        assert one.fingerprint() != Target.host().fingerprint()
+
+
 def test_with_changes_fields_and_the_fingerprint():
     h = Target.host()
     t = h.with_(l2=256 * 1024, vector_bytes=32, cores=8)
