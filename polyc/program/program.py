@@ -187,6 +187,9 @@ class OperatorProgram:
                 a = stand_in(name, a)
             if not isinstance(a, np.ndarray):
                 raise ArgumentError(f"argument {name} must be a numpy array, got {type(a).__name__}")
+            if not a.flags.c_contiguous:   # checked here, so the message names the program's input
+                raise ArgumentError(f"argument {name} of program {self.name} is not C-contiguous (a transposed, "
+                                    f"strided or Fortran-order array); use np.ascontiguousarray({name})")
             want = self.handles[name].dtype
             if want is not None and a.dtype != want.numpy:
                 raise ArgumentError(f"array {name} has dtype {a.dtype}, program {self.name} declares {want.name}")

@@ -88,3 +88,12 @@ def test_auto_blocks_on_two_threads_keep_the_attention_intermediates_4x_smaller(
     assert plan.loop.rows == block_rows(1024, default_blocking(4)[3], 2)
     if plan.loop.rows <= 128:                          # this machine's packed m block halved
         assert plan.memory.ratio >= 4.0
+
+
+@pytest.mark.parametrize("blocks", [64, False])
+def test_a_strided_input_is_refused_by_its_own_name(blocks):
+    from polyc.errors import ArgumentError
+    prog = P.attention(blocks=blocks)
+    a = P.inputs(prog, dict(S=200, D=16))
+    with pytest.raises(ArgumentError, match="argument Q of program attention_head is not C-contiguous"):
+        prog(**dict(a, Q=np.asfortranarray(a["Q"])))
