@@ -22,6 +22,8 @@ from ..target import MVEC_FUNCTIONS
 from .c_omp import (ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, omp_schedule, parallel_condition,
                      single_call)
 from .c_packed_init import Deferred
+from . import c_align
+from .c_align import LOW as PEEL_LOW, PEEL_HELPER, SPLIT as PEEL_AT, anchor as align_anchor, ids as align_ids
 from .cexpr import CExprPrinter, expression_helpers, float_sizes
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import INTERNAL, TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
@@ -35,6 +37,8 @@ PREAMBLE = """\
 static inline int64_t pc_min(int64_t pc_a, int64_t pc_b) { return pc_a < pc_b ? pc_a : pc_b; }
 static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? pc_a : pc_b; }
 static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
+/* Iterations until pc_p reaches a cache line (see polyc.codegen.c_align). */
+%s
 /* Iterations per chunk of a parallel loop of pc_trip iterations whose work varies: about 4 chunks
    per thread, dealt out in turn (see polyc.codegen.c_omp.omp_schedule). */
 #ifdef _OPENMP
@@ -43,7 +47,7 @@ static inline int64_t pc_omp_chunk(int64_t pc_trip) { const int64_t pc_n = 4 * (
 #else
 static inline int64_t pc_omp_chunk(int64_t pc_trip) { return pc_trip > 1 ? pc_trip : 1; }
 #endif
-""" + expression_helpers("static inline")
+""" % PEEL_HELPER + expression_helpers("static inline")
 
 
 #: Parallel loops run their bodies in helpers with restrict parameters (`_Emitter._outlined`), so the
@@ -281,6 +285,8 @@ class _Emitter:
             if parallel_pragma is not None:
                 return guarded_parallel(parallel_condition(n, self.statements, self._c), parallel_pragma,
                                         "omp simd" if simd else None, self._for(n, body))
+            if pragmas and str(pragmas[0]).strip() == "#pragma omp simd":
+                return self._vector_for(n, body, pragmas)
             return pragmas + [self._for(n, body)]
         if isinstance(n, Call):
             if n.statement in self.zero_inits and self._fallback_of != n.statement:
@@ -301,6 +307,29 @@ class _Emitter:
         it = self.names.id(n.iterator)
         return c.For(f"int64_t {it} = {strip_parens(self._c(n.init))}", strip_parens(self._c(n.cond)),
                      f"{it} += {n.step}" if n.step != 1 else f"{it}++", body)
+
+    def _vector_for(self, n: Loop, body, pragmas: List) -> List:
+        """Vector loop `n` under `pragmas`, peeled so that its vector part starts on a cache line of
+        its anchor array where it walks whole rows (`c_align`); else as it is."""
+        if not c_align.ENABLED or n.step != 1 or {self.names.id(x) for x in align_ids(n.init) | align_ids(n.cond)} & set(self._scope):
+            return pragmas + [self._for(n, body)]
+        calls = _flat_block(n.body)
+        found = align_anchor(n, calls, self.statements, self.program) \
+            if calls and all(isinstance(x, Call) for x in calls) else None
+        if found is None:
+            return pragmas + [self._for(n, body)]
+        v, call, st, acc = found
+        index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args)}
+        index_text[v] = PEEL_LOW
+        address = CExprPrinter(self.typing, index_text, self._access, self.names).access(acc)
+        ctype = self.typing.tensors[acc.tensor].c_name
+        it, cond = self.names.id(n.iterator), strip_parens(self._c(n.cond))
+        return [c.Block([
+            c.Line(f"const int64_t {PEEL_LOW} = {strip_parens(self._c(n.init))};"),
+            c.Line(f"const int64_t {PEEL_AT} = {PEEL_LOW} + pc_align_peel(&{address}, sizeof({ctype}));"),
+            c.For(f"int64_t {it} = {PEEL_LOW}", f"{it} < {PEEL_AT} && {cond}", f"{it}++", body),
+            *pragmas,
+            c.For(f"int64_t {it} = {PEEL_AT}", cond, f"{it}++", body)])]
 
     def _accumulated(self, n: Loop, is_vector: bool, in_parallel: bool, reduction_here: bool) -> Optional[List]:
         """Loop `n` with its reductions' target elements held in scalar accumulators reduced by
@@ -373,7 +402,7 @@ class _Emitter:
             looped = guarded_parallel(parallel_condition(n, self.statements, self._c), pragma,
                                       f"omp simd {clauses}" if simd else None, self._for(n, body))
         else:
-            looped = [c.Pragma(pragma), self._for(n, body)]
+            looped = self._vector_for(n, body, [c.Pragma(pragma)])
         lines = [c.Line(x) for a in unique for x in a.opening(targets[a.name])]
         lines += looped + [c.Line(a.closing(targets[a.name])) for a in unique]
         return [c.Block(lines)] if accs else looped
