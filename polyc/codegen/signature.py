@@ -41,6 +41,12 @@ class KernelParam:
         from ..codegen.names import DATA, SCALAR, SIZE, mangle
         return mangle({"array": DATA, "size": SIZE, "scalar": SCALAR}[self.kind], self.name)
 
+    def c_type(self) -> str:
+        """The C type of this parameter as a function-pointer prototype spells it (`float *`)."""
+        if self.kind == "array":
+            return f"{self.dtype.c_name} *"
+        return "int64_t" if self.kind == "size" else self.dtype.c_name
+
     def c_declaration(self) -> str:
         """The C spelling of this parameter, e.g. `float *restrict d_A` or `int64_t n_N`."""
         if self.kind == "array":

@@ -25,7 +25,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 import numpy as np
 
-from ..codegen.signature import KernelParam
 from ..runtime.arguments import bind_arguments
 from ..runtime.compiler import compile_c
 from ..runtime.loader import load_library
@@ -69,10 +68,6 @@ class Call:
         prototype = ", ".join(a.ctype for a in self.args) or "void"
         actual = ", ".join(a.c_expression() for a in self.args)
         return f"((void (*)({prototype}))pc_fn[{self.function}])({actual});"
-
-
-def _param_ctype(p: KernelParam) -> str:
-    return f"{p.dtype.c_name} *" if p.kind == "array" else "int64_t"
 
 
 def driver_source(full: Sequence[Call], tail: Sequence[Call]) -> str:
@@ -238,7 +233,7 @@ def record(loop: RowLoop, units: Sequence[Any], env: Mapping[str, np.ndarray], s
             values = bound.c_args(gen.signature, {})
             args = []
             for p, value in zip(gen.signature.params, values):
-                ctype = _param_ctype(p)
+                ctype = p.c_type()
                 if p.kind == "array" and p.name in kwargs:
                     kind, name = source.get(p.name, ("env", p.name))
                     if kind == "local":
