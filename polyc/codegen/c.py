@@ -23,7 +23,7 @@ from .c_omp import (ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parall
                      single_call)
 from .c_packed_init import Deferred
 from . import c_align
-from .c_align import LOW as PEEL_LOW, PEEL_HELPER, SPLIT as PEEL_AT, anchor as align_anchor, ids as align_ids
+from .c_align import PEEL_HELPER
 from .cexpr import CExprPrinter, expression_helpers, float_sizes
 from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
 from .names import INTERNAL, TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
@@ -310,26 +310,8 @@ class _Emitter:
 
     def _vector_for(self, n: Loop, body, pragmas: List) -> List:
         """Vector loop `n` under `pragmas`, peeled so that its vector part starts on a cache line of
-        its anchor array where it walks whole rows (`c_align`); else as it is."""
-        if not c_align.ENABLED or n.step != 1 or {self.names.id(x) for x in align_ids(n.init) | align_ids(n.cond)} & set(self._scope):
-            return pragmas + [self._for(n, body)]
-        calls = _flat_block(n.body)
-        found = align_anchor(n, calls, self.statements, self.program) \
-            if calls and all(isinstance(x, Call) for x in calls) else None
-        if found is None:
-            return pragmas + [self._for(n, body)]
-        v, call, st, acc = found
-        index_text = {i: strip_parens(self._c(a)) for i, a in zip(st.iterators, call.args)}
-        index_text[v] = PEEL_LOW
-        address = CExprPrinter(self.typing, index_text, self._access, self.names).access(acc)
-        ctype = self.typing.tensors[acc.tensor].c_name
-        it, cond = self.names.id(n.iterator), strip_parens(self._c(n.cond))
-        return [c.Block([
-            c.Line(f"const int64_t {PEEL_LOW} = {strip_parens(self._c(n.init))};"),
-            c.Line(f"const int64_t {PEEL_AT} = {PEEL_LOW} + pc_align_peel(&{address}, sizeof({ctype}));"),
-            c.For(f"int64_t {it} = {PEEL_LOW}", f"{it} < {PEEL_AT} && {cond}", f"{it}++", body),
-            *pragmas,
-            c.For(f"int64_t {it} = {PEEL_AT}", cond, f"{it}++", body)])]
+        its anchor array where it reads whole rows (`c_align.peeled_loop`); else as it is."""
+        return c_align.peeled_loop(self, n, body, pragmas) or pragmas + [self._for(n, body)]
 
     def _accumulated(self, n: Loop, is_vector: bool, in_parallel: bool, reduction_here: bool) -> Optional[List]:
         """Loop `n` with its reductions' target elements held in scalar accumulators reduced by

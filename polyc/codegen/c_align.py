@@ -21,10 +21,13 @@ an array 16 bytes off a cache line, 208 -> 216 us from an aligned one).
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
+
+import cgen as c
 
 from ..ir import Affine, Program
-from .loop_ast import Call, Loop
+from .cexpr import CExprPrinter
+from .loop_ast import Block, Call, Loop, Node, strip_parens
 
 #: Whether vector loops are peeled at all (a switch for measuring the peel against none).
 ENABLED = True
@@ -46,11 +49,6 @@ def _unit_stride(acc, v: str) -> bool:
     idx = acc.indices
     return bool(idx) and all(isinstance(e, Affine) for e in idx) and idx[-1].coeff(v) == 1 \
         and not any(e.coeff(v) for e in idx[:-1])
-
-
-def ids(e) -> set:
-    """The ids (iterators, sizes) a loop-AST expression mentions."""
-    return _ids(e)
 
 
 def anchor(loop: Loop, calls: Sequence[Call], statements: Dict, program: Program) -> Optional[tuple]:
@@ -80,3 +78,36 @@ def anchor(loop: Loop, calls: Sequence[Call], statements: Dict, program: Program
         return None
     _, call, st, v, acc = best
     return v, call, st, acc
+
+
+def _flat(n: Node) -> tuple:
+    return tuple(x for ch in n.children for x in _flat(ch)) if isinstance(n, Block) else (n,)
+
+
+def peeled_loop(emitter, n: Loop, body, pragmas: List) -> Optional[List]:
+    """Vector loop `n` (C body `body`, under `pragmas`) split at the first cache line of its anchor
+    array, as cgen statements of `emitter` (a `c._Emitter`); None where it is not peeled: the switch
+    is off, the loop strides, its bounds depend on an enclosing loop (a tile's rows), or no array
+    qualifies (`anchor`)."""
+    if not ENABLED or n.step != 1:
+        return None
+    if {emitter.names.id(x) for x in _ids(n.init) | _ids(n.cond)} & set(emitter._scope):
+        return None
+    calls = _flat(n.body)
+    if not calls or not all(isinstance(x, Call) for x in calls):
+        return None
+    found = anchor(n, calls, emitter.statements, emitter.program)
+    if found is None:
+        return None
+    v, call, st, acc = found
+    index_text = {i: strip_parens(emitter._c(a)) for i, a in zip(st.iterators, call.args)}
+    index_text[v] = LOW
+    address = CExprPrinter(emitter.typing, index_text, emitter._access, emitter.names).access(acc)
+    ctype = emitter.typing.tensors[acc.tensor].c_name
+    it, cond = emitter.names.id(n.iterator), strip_parens(emitter._c(n.cond))
+    return [c.Block([
+        c.Line(f"const int64_t {LOW} = {strip_parens(emitter._c(n.init))};"),
+        c.Line(f"const int64_t {SPLIT} = {LOW} + pc_align_peel(&{address}, sizeof({ctype}));"),
+        c.For(f"int64_t {it} = {LOW}", f"{it} < {SPLIT} && {cond}", f"{it}++", body),
+        *pragmas,
+        c.For(f"int64_t {it} = {SPLIT}", cond, f"{it}++", body)])]
