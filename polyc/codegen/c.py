@@ -25,7 +25,7 @@ from .c_packed_init import Deferred
 from . import c_align
 from .c_align import PEEL_HELPER
 from .cexpr import CExprPrinter, expression_helpers, float_sizes
-from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, strip_parens, walk
+from .loop_ast import Block, Call, Guard, Loop, Node, build_loop_ast, c_text, flat_block, ids, strip_parens, walk
 from .names import INTERNAL, TENSOR, CNames, ascii_spelling, kernel_symbol, mangle
 from .typing import Typing
 
@@ -114,18 +114,6 @@ def _array_access(acc: Access, printer: CExprPrinter) -> str:
     return view + "".join(f"[{printer.affine(e)}]" for e in acc.indices)
 
 
-def _flat_block(n: Node) -> Tuple[Node, ...]:
-    """The children of `n` with nested blocks opened (isl groups statements of one loop body into
-    blocks; for the emitter a body is its sequence of nodes)."""
-    if not isinstance(n, Block):
-        return (n,)
-    return tuple(x for ch in n.children for x in _flat_block(ch))
-
-
-def _ids(e) -> set:
-    return {e.value} if e.op == "id" else set().union(*(_ids(a) for a in e.args)) if e.args else set()
-
-
 class _Emitter:
     def __init__(self, program: Program, typing: Typing, names: CNames, plans=None,
                  parallel_loops=frozenset(), fixed_sizes=None, row_buffers=None, shared_reductions=None,
@@ -180,7 +168,7 @@ class _Emitter:
         inner = {x.iterator for x in walk(n) if isinstance(x, Loop)}
         # The batch iterators' values at this call (isl writes them in terms of outer loops).
         args = dict(zip(st.iterators, calls[0].args))
-        if any(_ids(args[b]) & inner for b in plan.contraction.batch):
+        if any(ids(args[b]) & inner for b in plan.contraction.batch):
             return None
         batch = [strip_parens(self._c(args[b])) for b in plan.contraction.batch]
         parallel = plan.m_block_loop in self.parallel_loops and not in_parallel
@@ -250,6 +238,7 @@ class _Emitter:
                 racing = racing | shared
             pragmas = []
             parallel_pragma = None
+            plain_simd = False      # an `omp simd` loop of its own: alignment peeling may split it
             # "reduction_parallel" without an accumulator: iterations race only on reduction
             # updates, made atomic below.
             parallel_here = is_parallel and not in_parallel
@@ -263,6 +252,7 @@ class _Emitter:
                 parallel_pragma = "omp parallel for" + (" simd" if simd else "") + " " + omp_schedule(n, self._c)
             elif simd:
                 pragmas.append(c.Pragma("omp simd"))
+                plain_simd = True
             elif not dim.unroll.is_none:  # a full unroll isl could not write out: the compiler's turn
                 pragmas.append(c.Pragma(f"GCC unroll {dim.unroll.hint or 64}"))
             if parallel_here and not simd and not reduction_here:
@@ -285,7 +275,7 @@ class _Emitter:
             if parallel_pragma is not None:
                 return guarded_parallel(parallel_condition(n, self.statements, self._c), parallel_pragma,
                                         "omp simd" if simd else None, self._for(n, body))
-            if pragmas and str(pragmas[0]).strip() == "#pragma omp simd":
+            if plain_simd:
                 return self._vector_for(n, body, pragmas)
             return pragmas + [self._for(n, body)]
         if isinstance(n, Call):
@@ -325,7 +315,7 @@ class _Emitter:
             call = single_call(n.body)
             calls = [call] if call is not None else []
         else:
-            body = _flat_block(n.body)
+            body = flat_block(n.body)
             calls = list(body) if all(isinstance(x, Call) for x in body) else []
         if not calls:
             return None
@@ -337,7 +327,7 @@ class _Emitter:
         for call in calls:
             st = self.statements[call.statement]
             dtype = self.typing.tensors[st.target.tensor]
-            varying = {i for i, a in zip(st.iterators, call.args) if _ids(a) & loops}
+            varying = {i for i, a in zip(st.iterators, call.args) if ids(a) & loops}
             if st.update not in OMP_OPERATOR or any(set(e.variables) & varying for e in st.target.indices) \
                     or any(a.tensor == st.target.tensor for a in st.value.accesses()):
                 continue

@@ -25,9 +25,10 @@ from typing import Dict, List, Optional, Sequence
 
 import cgen as c
 
-from ..ir import Affine, Program
+from ..ir import Program
 from .cexpr import CExprPrinter
-from .loop_ast import Block, Call, Loop, Node, strip_parens
+from ..schedule.packing_paths import consecutive_along
+from .loop_ast import Call, Loop, flat_block, ids, strip_parens
 
 #: Whether vector loops are peeled at all (a switch for measuring the peel against none).
 ENABLED = True
@@ -40,17 +41,6 @@ PEEL_HELPER = ("static inline int64_t pc_align_peel(const void *pc_p, int64_t pc
 LOW, SPLIT = "pc_peel_lo", "pc_peel_at"
 
 
-def _ids(e) -> set:
-    return {e.value} if e.op == "id" else set().union(*(_ids(a) for a in e.args)) if e.args else set()
-
-
-def _unit_stride(acc, v: str) -> bool:
-    """Whether `acc` walks its last dimension with unit stride along iterator `v` (and no other)."""
-    idx = acc.indices
-    return bool(idx) and all(isinstance(e, Affine) for e in idx) and idx[-1].coeff(v) == 1 \
-        and not any(e.coeff(v) for e in idx[:-1])
-
-
 def anchor(loop: Loop, calls: Sequence[Call], statements: Dict, program: Program) -> Optional[tuple]:
     """The anchor access of the innermost vector loop `loop` whose body is `calls` (see the module
     doc): (statement iterator that is the loop's, the call, its statement, the access), or None
@@ -58,18 +48,18 @@ def anchor(loop: Loop, calls: Sequence[Call], statements: Dict, program: Program
     best = None
     for call in calls:
         st = statements[call.statement]
-        moving = [i for i, a in zip(st.iterators, call.args) if loop.iterator in _ids(a)]
+        moving = [i for i, a in zip(st.iterators, call.args) if loop.iterator in ids(a)]
         if len(moving) != 1:
             continue
         v = moving[0]
         arg = dict(zip(st.iterators, call.args))[v]
         if not (arg.op == "id" and arg.value == loop.iterator):
             continue
-        if _unit_stride(st.target, v):
+        if consecutive_along(st.target, v):
             return None     # a row written as well as read: see the module doc
         for acc in st.value.accesses():
             decl = program.tensor(acc.tensor)
-            if decl.role == "temp" or not _unit_stride(acc, v):
+            if decl.role == "temp" or not consecutive_along(acc, v):
                 continue
             key = len(acc.indices)
             if best is None or key > best[0]:
@@ -80,10 +70,6 @@ def anchor(loop: Loop, calls: Sequence[Call], statements: Dict, program: Program
     return v, call, st, acc
 
 
-def _flat(n: Node) -> tuple:
-    return tuple(x for ch in n.children for x in _flat(ch)) if isinstance(n, Block) else (n,)
-
-
 def peeled_loop(emitter, n: Loop, body, pragmas: List) -> Optional[List]:
     """Vector loop `n` (C body `body`, under `pragmas`) split at the first cache line of its anchor
     array, as cgen statements of `emitter` (a `c._Emitter`); None where it is not peeled: the switch
@@ -91,9 +77,9 @@ def peeled_loop(emitter, n: Loop, body, pragmas: List) -> Optional[List]:
     qualifies (`anchor`)."""
     if not ENABLED or n.step != 1:
         return None
-    if {emitter.names.id(x) for x in _ids(n.init) | _ids(n.cond)} & set(emitter._scope):
+    if {emitter.names.id(x) for x in ids(n.init) | ids(n.cond)} & set(emitter._scope):
         return None
-    calls = _flat(n.body)
+    calls = flat_block(n.body)
     if not calls or not all(isinstance(x, Call) for x in calls):
         return None
     found = anchor(n, calls, emitter.statements, emitter.program)

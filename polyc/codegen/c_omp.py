@@ -20,7 +20,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import cgen as c
 
-from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, walk
+from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, ids, walk
 
 #: Estimated operations below which a parallel loop runs on one thread (its `if()` clause).  A
 #: wake-up of the OpenMP pool costs some microseconds on an idle machine, far more on a loaded one.
@@ -31,15 +31,6 @@ UNKNOWN_TRIP = 8
 
 #: OpenMP reduction operators by statement update.
 OMP_OPERATOR = {"+": "+", "*": "*", "max": "max", "min": "min"}
-
-
-def _ids(e: LExpr) -> Set[str]:
-    if e.op == "id":
-        return {str(e.value)}
-    out: Set[str] = set()
-    for a in e.args:
-        out |= _ids(a)
-    return out
 
 
 def _upper_bounds(cond: LExpr, iterator: str) -> List[Tuple[LExpr, bool]]:
@@ -90,7 +81,7 @@ def work(node: Node, statements, text: Callable[[LExpr], str], inner: Set[str]) 
     if isinstance(node, Loop):
         body = work(node.body, statements, text, inner)
         trip = trip_count(node, text)
-        bounds = (_ids(node.cond) | _ids(node.init)) - {node.iterator}
+        bounds = (ids(node.cond) | ids(node.init)) - {node.iterator}
         if trip is None or bounds & inner:
             return f"({UNKNOWN_TRIP}.0 * {body})"
         return f"((double)pc_max({trip}, 0) * {body})"

@@ -5,7 +5,7 @@ Python, for the CUDA emulator) without isl's macros.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import islpy as isl
 
@@ -80,6 +80,24 @@ def strip_parens(s: str) -> str:
     return s
 
 # -- statements --------------------------------------------------------------------------------
+
+def ids(e: LExpr) -> Set[str]:
+    """The ids (iterators, sizes) a loop-AST expression mentions."""
+    if e.op == "id":
+        return {str(e.value)}
+    out: Set[str] = set()
+    for a in e.args:
+        out |= ids(a)
+    return out
+
+
+def flat_block(n: Node) -> Tuple[Node, ...]:
+    """The children of `n` with nested blocks opened (isl groups statements of one loop body into
+    blocks; for the emitter a body is its sequence of nodes)."""
+    if not isinstance(n, Block):
+        return (n,)
+    return tuple(x for ch in n.children for x in flat_block(ch))
+
 
 def walk(n: Node) -> Iterator[Node]:
     """`n` and every node below it, parents first, in program order."""

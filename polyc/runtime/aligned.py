@@ -21,11 +21,9 @@ ALIGNMENT = 64
 ALIGN_FROM = 1 << 18
 
 
-def aligned_bytes(n: int, alignment: int = ALIGNMENT, zero: bool = False) -> np.ndarray:
-    """`n` bytes starting on an `alignment` boundary (zero-filled with `zero`)."""
-    raw = (np.zeros if zero else np.empty)(n + alignment, dtype=np.uint8)
-    start = -_address(raw) % alignment
-    return raw[start:start + n]
+def aligned_bytes(n: int, zero: bool = False) -> np.ndarray:
+    """`n` bytes starting on a cache line (zero-filled with `zero`), whatever `n`."""
+    return _aligned((n,), np.dtype(np.uint8), n, zero)
 
 
 def aligned_empty(shape: Tuple[int, ...], dtype, zero: bool = False) -> np.ndarray:
@@ -36,6 +34,11 @@ def aligned_empty(shape: Tuple[int, ...], dtype, zero: bool = False) -> np.ndarr
         n *= d
     if n < ALIGN_FROM:
         return (np.zeros if zero else np.empty)(shape, dtype=dtype)
+    return _aligned(shape, dtype, n, zero)
+
+
+def _aligned(shape: Tuple[int, ...], dtype: np.dtype, n: int, zero: bool) -> np.ndarray:
+    """An array of `shape` and `dtype` (`n` bytes) in fresh memory, starting on a cache line."""
     raw = (np.zeros if zero else np.empty)(n + ALIGNMENT, dtype=np.uint8)
     return np.ndarray(shape, dtype, buffer=raw, offset=-_address(raw) % ALIGNMENT)
 
