@@ -20,7 +20,7 @@ is made per call shape and cached.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -72,6 +72,8 @@ class Plan:
     decisions: Tuple[str, ...]
     sizes: Mapping[str, int]
     loop: Optional[RowLoop] = None
+    #: the loop's C drivers by the inputs' dtypes (`OperatorProgram._row_driver`; None: not replayable)
+    drivers: Dict[tuple, Optional[RowDriver]] = field(default_factory=dict, compare=False, repr=False)
 
 
 class OperatorProgram:
@@ -130,7 +132,6 @@ class OperatorProgram:
         self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
         self._compiled: Dict[int, Tuple[Group, Any]] = {}
         self._block_workers = BlockWorkers(self.name)   # threads and buffers for row blocks beside the caller's
-        self._drivers: Dict[tuple, Tuple[Plan, Optional[RowDriver]]] = {}   # C row loops (`_row_driver`)
         self._kernel: Optional[Kernel] = None
         self._lock = threading.RLock()
         self._host_pools = threading.local()
@@ -360,7 +361,7 @@ class OperatorProgram:
             kept = sum(self._bytes(b.handles[t].shape, block_sizes, itemsize) for t in handed)
             if again > kept:
                 return None
-        loop = RowLoop(b, rows, len(before), threads, itemsize, handed)
+        loop = RowLoop(b, rows, len(before), threads, itemsize, handed, in_c)
         names = ", ".join(u.name for u in blocked)
         line = (f"rows {b.extent} in blocks of {rows} ({b.size}): {names} run per block"
                 + (f" on {threads} threads, a run of blocks each" if threads > 1 else "")
@@ -491,11 +492,14 @@ class OperatorProgram:
     def _run_blocks(self, plan: Plan, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
                     buffer: Callable[..., Any]) -> None:
         """Row blocks: in one C loop (`row_driver`) where every unit is a compiled group, else from
-        Python (`row_loop.run_blocks`); outputs go to whole arrays made by `buffer`."""
+        Python (`row_loop.run_blocks`); the program's outputs are made whole in `env` first."""
         loop = plan.loop
         assert loop is not None
-        outputs = {p for _, p in self.outputs}
-        driver = self._row_driver(plan, units, env, sizes, buffer)
+        outs = {p for _, p in self.outputs}
+        made = {t for u in units for t in _results(u) if t in outs}
+        for t in made:
+            env[t] = buffer(t)
+        driver = self._row_driver(plan, units, env, sizes, made, buffer) if loop.in_c else None
         if driver is not None:
             at = dict(sizes)
             at[loop.blocks.size] = loop.rows
@@ -505,45 +509,19 @@ class OperatorProgram:
 
         def unit_bytes(name: str, at: Mapping[str, int]) -> int:
             return self._bytes(loop.blocks.handles[name].shape, at, loop.itemsize)
-        run_blocks(loop, units, env, sizes, outputs=outputs, buffer=buffer,
-                   run_unit=self._run_unit, results=_results, workers=self._block_workers, nbytes=unit_bytes)
+        run_blocks(loop, units, env, sizes, outputs=made, buffer=buffer, run_unit=self._run_unit,
+                   workers=self._block_workers, nbytes=unit_bytes)
 
     def _row_driver(self, plan: Plan, units: Sequence[Unit], env: Dict[str, Any], sizes: Mapping[str, int],
-                    buffer: Callable[..., Any]) -> Optional[RowDriver]:
-        """The C row loop for `plan` and arrays like these (recorded once per plan and input
-        dtypes and layouts), with the program's outputs made whole in `env`; None where some unit
-        is not a compiled group, after which `env` is as it was."""
-        if self.target != "c":
-            return None
-        key = (id(plan),) + tuple((n, a.dtype.str, a.strides) for n, a in sorted(env.items()) if n in self.inputs)
+                    outputs: set, buffer: Callable[..., Any]) -> Optional[RowDriver]:
+        """The C row loop of `plan` for inputs of these dtypes (recorded on first use and kept on the
+        plan; the inputs are C-contiguous and of the plan's sizes, so their dtypes say the rest)."""
+        key = tuple(env[n].dtype.str for n in self.inputs)
         with self._lock:
-            found = self._drivers.get(key)
-        if found is not None and found[0] is not plan:
-            found = None            # a plan since dropped, its id reused
-        if found is not None and found[1] is None:
-            return None
-        if found is None and not all(isinstance(u, Group) for u in units):
-            self._remember_driver(key, plan, None)
-            return None
-        outs = {p for _, p in self.outputs}
-        made = [t for u in units for t in _results(u) if t in outs]
-        for t in made:
-            env[t] = buffer(t)
-        if found is not None:
-            return found[1]
-        driver = record(plan.loop, units, env, sizes, outputs=set(made), buffer=buffer,
-                        compiled=self._compiled_group)
-        self._remember_driver(key, plan, driver)
-        if driver is None:
-            for t in made:
-                del env[t]
-        return driver
-
-    def _remember_driver(self, key: tuple, plan: Plan, driver: Optional[RowDriver]) -> None:
-        with self._lock:
-            if len(self._drivers) >= 16:
-                self._drivers.pop(next(iter(self._drivers)))
-            self._drivers[key] = (plan, driver)
+            if key not in plan.drivers:
+                plan.drivers[key] = record(plan.loop, units, env, sizes, outputs=outputs, buffer=buffer,
+                                           compiled=self._compiled_group)
+            return plan.drivers[key]
 
     def _host_pool(self, plan: Plan) -> List[np.ndarray]:
         """The planned buffers for `plan`, kept between calls in the calling thread: fresh buffers

@@ -31,7 +31,7 @@ from ..runtime.loader import load_library
 from ..runtime.ready_call import data_pointer
 from .fusion import Group
 from ..runtime.aligned import aligned_bytes
-from .row_loop import RowLoop
+from .row_loop import RowLoop, block_arrays
 
 #: The driver's exported function.
 SYMBOL = "polyc_row_loop"
@@ -48,13 +48,12 @@ class Arg:
     ctype: str
 
     def c_expression(self) -> str:
-        if self.kind == "env":
-            return f"({self.ctype})pc_env[{self.index}]"
-        if self.kind == "rows":
-            return f"({self.ctype})(pc_env[{self.index}] + pc_r0 * pc_row[{self.index}])"
-        if self.kind == "local":
-            return f"({self.ctype})pc_my[{self.index}]"
-        return f"({self.ctype})pc_int[{self.index}]"
+        return f"({self.ctype}){_C_SOURCE[self.kind].format(i=self.index)}"
+
+
+#: The C text of each kind of argument source, `{i}` its index.
+_C_SOURCE = {"env": "pc_env[{i}]", "rows": "(pc_env[{i}] + pc_r0 * pc_row[{i}])", "local": "pc_my[{i}]",
+             "int": "pc_int[{i}]"}
 
 
 @dataclass(frozen=True)
@@ -198,66 +197,68 @@ class _Recorder:
         return self.functions.index(address)
 
 
-def record(loop: RowLoop, units: Sequence[Any], env: Mapping[str, np.ndarray], sizes: Mapping[str, int], *,
-           outputs: Set[str], buffer: Callable[..., Any], compiled: Callable[[Any], Any]) -> Optional[RowDriver]:
-    """The driver for `units` (every one a compiled C group) on arrays like `env`'s, which holds the
-    program's whole outputs already; None where a unit is something else (a vendor call)."""
-    if not all(isinstance(u, Group) for u in units):
-        return None
+class _NotReplayable(Exception):
+    """A group's call has an argument the driver cannot give from C (see `record`)."""
+
+
+def record(loop: RowLoop, units: Sequence[Group], env: Mapping[str, np.ndarray], sizes: Mapping[str, int], *,
+           outputs: Set[str], buffer: Callable[..., Any], compiled: Callable[[Group], Any]) -> Optional[RowDriver]:
+    """The driver for `units` (compiled C groups: `loop.in_c`) on arrays like `env`'s, which holds
+    the program's `outputs` whole already; None where a call passes a scalar or leaves an output to
+    the kernel to allocate (neither happens in programs, whose groups take their scalars folded and
+    every result as an argument)."""
     b = loop.blocks
     total = b.extent.evaluate(sizes)
     rec = _Recorder(env)
+    sliced = dict(b.sliced)
+    made = {t for u in units for t in u.outputs}
+
+    def arg(name: str, ctype: str) -> Arg:
+        """Where tensor `name` of a block comes from (see `block_arrays`)."""
+        if name in sliced:
+            return Arg("rows", rec.array(sliced[name]), ctype)
+        if name in outputs:
+            return Arg("rows", rec.array(name), ctype)
+        if name in made:                        # an intermediate: the running thread's buffer
+            if name not in rec.buffers:
+                rec.buffers.append(name)
+            return Arg("local", rec.buffers.index(name), ctype)
+        return Arg("env", rec.array(name), ctype)
 
     def sequence(n: int) -> Tuple[Call, ...]:
-        at = dict(sizes)
-        at[b.size] = n
-        local: Dict[str, Any] = dict(env)
-        source: Dict[str, Tuple[str, Any]] = {}
-        for alias, whole in b.sliced:
-            local[alias] = env[whole][:n]
-            source[alias] = ("rows", whole)
+        local, out = block_arrays(loop, env, sizes, 0, n, outputs=outputs, buffer=buffer)
         calls = []
         for u in units:
             kwargs = {t: local[t] for t in u.inputs}
             for t in u.outputs:
-                if t in outputs:
-                    local[t], source[t] = env[t][:n], ("rows", t)
-                else:
-                    local[t], source[t] = buffer(t, at, b.handles, None), ("local", t)
-                kwargs[t] = local[t]
+                local[t] = kwargs[t] = out(t)
             kernel = compiled(u)
             typing = kernel.typing_for(kwargs)
             program = kernel.kernel.program
             bound = bind_arguments(program, kwargs, dtypes=typing.tensors, fully_written=kernel.kernel.model.fully_written)
             gen, fn = kernel.variant(typing, kernel.size_class(bound.sizes), bound.sizes)
-            values = bound.c_args(gen.signature, {})
             args = []
-            for p, value in zip(gen.signature.params, values):
+            for p, value in zip(gen.signature.params, bound.c_args(gen.signature, {})):
                 ctype = p.c_type()
                 if p.kind == "array" and p.name in kwargs:
-                    kind, name = source.get(p.name, ("env", p.name))
-                    if kind == "local":
-                        if name not in rec.buffers:
-                            rec.buffers.append(name)
-                        args.append(Arg("local", rec.buffers.index(name), ctype))
-                    else:
-                        args.append(Arg(kind, rec.array(name), ctype))
+                    args.append(arg(p.name, ctype))
                 elif p.kind == "array":
                     if program.tensor(p.name).role != "temp":
-                        return ()   # an output the program does not pass: not replayable
+                        raise _NotReplayable(p.name)
                     rec.temp_bytes.append(int(value.nbytes))
                     args.append(Arg("temp", len(rec.temp_bytes) - 1, ctype))
                 elif p.kind == "size":
                     rec.ints.append(int(value))
                     args.append(Arg("int", len(rec.ints) - 1, ctype))
                 else:
-                    return ()   # a scalar: programs fold theirs into the kernels (`combine`)
+                    raise _NotReplayable(p.name)
             calls.append(Call(rec.function(ctypes.cast(fn.raw, ctypes.c_void_p).value), tuple(args)))
         return tuple(calls)
 
-    full = sequence(loop.rows)
-    tail = sequence(total % loop.rows) if total % loop.rows else full
-    if not full or not tail:
+    try:
+        full = sequence(loop.rows)
+        tail = sequence(total % loop.rows) if total % loop.rows else full
+    except _NotReplayable:
         return None
     # temps follow the intermediates among a thread's locals
     shift = len(rec.buffers)

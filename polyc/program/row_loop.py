@@ -33,6 +33,26 @@ class RowLoop:
     itemsize: int = 8
     #: the intermediates the loop's units hand each other (each thread beyond the first has its own)
     buffers: Tuple[str, ...] = ()
+    #: every unit of the loop is a compiled C group, so the blocks can run in one C loop (`row_driver`)
+    in_c: bool = False
+
+
+def block_arrays(loop: RowLoop, env: Mapping[str, Any], sizes: Mapping[str, int], r0: int, r1: int, *,
+                 outputs: Set[str], buffer: Callable[..., Any],
+                 slots: Optional[Mapping[str, np.ndarray]] = None) -> Tuple[Dict[str, Any], Callable[[str], Any]]:
+    """The arrays of the block of rows `r0:r1`: `env` (the program's outputs in it whole) with the
+    rows of the tensors read by rows, and `out(name)`: rows `r0:r1` of an output, else the block's
+    buffer of an intermediate (the planned one, or a worker's own in `slots`)."""
+    b = loop.blocks
+    at = dict(sizes)
+    at[b.size] = r1 - r0
+    local = dict(env)
+    for alias, whole in b.sliced:
+        local[alias] = env[whole][r0:r1]
+
+    def out(t: str) -> Any:
+        return env[t][r0:r1] if t in outputs else buffer(t, at, b.handles, slots)
+    return local, out
 
 
 class BlockWorkers:
@@ -70,32 +90,21 @@ class BlockWorkers:
 
 def run_blocks(loop: RowLoop, units: Sequence[Any], env: Dict[str, Any], sizes: Mapping[str, int], *,
                outputs: Set[str], buffer: Callable[..., Any], run_unit: Callable[..., None],
-               results: Callable[[Any], Tuple[str, ...]], workers: BlockWorkers,
-               nbytes: Callable[[str, Mapping[str, int]], int]) -> None:
-    """Every unit of `units` on rows r0:r1, block after block (see the module docstring).
-    `buffer(name[, sizes, handles, slots])`: a whole output array, or a view of an intermediate's
-    buffer (the caller's planned one, or the worker's own in `slots`); `run_unit(unit, env, out)` runs one unit with its results in `out(name)`."""
-    b = loop.blocks
-    whole = {t: buffer(t) for u in units for t in results(u) if t in outputs}
-    total = b.extent.evaluate(sizes)
+               workers: BlockWorkers, nbytes: Callable[[str, Mapping[str, int]], int]) -> None:
+    """Every unit of `units` on rows r0:r1, block after block (see the module docstring); `env`
+    holds the program's `outputs` whole.  `buffer(name, sizes, handles, slots)`: a view of an
+    intermediate's buffer (the caller's planned one, or the worker's own in `slots`);
+    `run_unit(unit, env, out)` runs one unit with its results in `out(name)`."""
+    total = loop.blocks.extent.evaluate(sizes)
     starts = list(range(0, total, loop.rows))
     parallel = min(loop.threads, len(starts))
     per = -(-len(starts) // max(1, parallel))
     shares = [starts[k * per:(k + 1) * per] for k in range(max(1, parallel))]
 
     def in_blocks(share: Sequence[int], slots: Optional[Mapping[str, np.ndarray]]) -> None:
-        local = dict(env)
         for r0 in share:
-            r1 = min(total, r0 + loop.rows)
-            at = dict(sizes)
-            at[b.size] = r1 - r0
-            for alias, p in b.sliced:
-                local[alias] = env[p][r0:r1]
-
-            def out(t: str) -> Any:
-                if t in whole:
-                    return whole[t][r0:r1]
-                return buffer(t, at, b.handles, slots)
+            local, out = block_arrays(loop, env, sizes, r0, min(total, r0 + loop.rows), outputs=outputs,
+                                      buffer=buffer, slots=slots)
             for u in units:
                 run_unit(u, local, out)
 
@@ -112,4 +121,3 @@ def run_blocks(loop: RowLoop, units: Sequence[Any], env: Dict[str, Any], sizes: 
         serial_team(shares[0], None)
         for f in pending:
             f.result()
-    env.update(whole)
