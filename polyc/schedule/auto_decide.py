@@ -29,7 +29,7 @@ from ..poly.model import PolyModel
 from ..target import Target
 from .auto_cost import (SearchBudget, access_delta, access_kind, all_unit_or_invariant, direction, footprints,
                         has_reuse, innermost_score, statement_accesses, tile_sizes)
-from .auto_size import fits_in_cache, jam_pays_across_strides, member_extent, time_tiling_cache
+from .auto_size import fits_in_cache, jam_pays_across_strides, member_extent, time_step_cache, time_tiling_cache
 from .auto_tree import (Band, Leaf, Loop, Nest, Node, Sequence, UnsupportedTree, aff_coefficients,
                         equals_iterator, is_constant)
 from .schedule import Schedule
@@ -37,6 +37,12 @@ from .schedule import Schedule
 
 #: The shortest unit-stride tile of a time-tiled 3-D stencil (elements; see `Decider._band`).
 SKEWED_3D_MIN_ROW = 256
+
+#: Time tiles per core in one group of a time-tiled band's wavefront (see `Decider._time_group`).
+TIME_TILES_PER_GROUP_PER_CORE = 2
+
+#: The shortest unit-stride tile of a time-tiled 1-D or 2-D stencil (elements; see `Decider._band`).
+SKEWED_MIN_ROW = 128
 
 
 @dataclass(frozen=True)
@@ -266,6 +272,13 @@ class Decider:
         time_like = [i for i, k in enumerate(point) if skewed and not band.coincident[k] and k == 0]
         budget = self.target.l2 // 2
         innermost, min_inner = (None, 4) if skewed else (n - 1, 256)
+        step_budget = None
+        if skewed and n < 4 and time_like:
+            # Time tiles of a 1-D or 2-D stencil: each time step of a tile re-reads what the step
+            # before it wrote, from L1 when one step's data fits there (`time_step_cache`).  Rows
+            # of at least SKEWED_MIN_ROW elements keep the vector loop long.
+            step_budget = time_step_cache(self.target)
+            innermost, min_inner = n - 1, SKEWED_MIN_ROW
         if skewed and n >= 4:
             # Time tiles of a 3-D stencil: a tile small enough for L2 cuts the unit-stride loop to
             # 16 elements whose skewed halo costs more than the reuse gains (heat-3d LARGE, AVX2,
@@ -275,7 +288,8 @@ class Decider:
             budget = max(budget, min(4 * self.target.l2, self.target.l3 // max(1, self.target.cores) // 2))
             innermost, min_inner = n - 1, SKEWED_3D_MIN_ROW
         sizes = tile_sizes(fps, n, budget, self._elem_bytes(), innermost=innermost,
-                           time_like=time_like, min_inner=min_inner, search=self.search)
+                           time_like=time_like, min_inner=min_inner, search=self.search,
+                           step_budget_bytes=step_budget)
         size_of = {k: sz for k, sz in zip(point, sizes)}
         if not skewed and band.coincident[order[0]]:
             size_of[order[0]] = self._balanced_tile(band, order[0], size_of[order[0]])
@@ -292,6 +306,8 @@ class Decider:
                 total = {s: total[s].add(t.exprs[s]) for s in band.statements}
             wave = Loop(dict(total), "wave", role="wave")
             tiles = [wave] + tiles[1:]
+            if skewed and width == 2:
+                tiles = [self._time_group(band, order[0], size_of[order[0]], names[order[0]][1])] + tiles
         if skewed:
             # Inside a tile, the statements' source order is legal and keeps their inner loops.
             return Nest(band.statements, tiles + self._source_loops(band.statements), Leaf(band.statements))
@@ -336,6 +352,20 @@ class Decider:
         if size >= tile or _balance(-(-extent // size), cores) <= _balance(tiles, cores):
             return tile
         return size
+
+    def _time_group(self, band: Band, time: int, tile: int, origin: Optional[str]) -> Loop:
+        """A loop over groups of `TIME_TILES_PER_GROUP_PER_CORE` x cores consecutive time tiles,
+        outside the wavefront over (time tile, first spatial tile).  Without it a wave of a long
+        time loop holds a tile of every time tile (jacobi-2d T=500 in 32-step tiles: 16), and a tile
+        finds what the tile before it in time left a whole wave earlier, after every other tile of
+        that wave has passed through the caches.  In groups, a wave holds at most the group's time
+        tiles: enough for the cores, close together in time.  Measured, jacobi-2d N=1300 T=500 in
+        tiles of 32 x 16 x 128: one thread 457 ms ungrouped, 350 in groups of one time tile
+        (tile by tile), 325 in groups of 2 and 4; two threads 210 ungrouped, 181 in groups of 2,
+        176 of 4.  (A tiling of the permutable band's time member, so legal.)"""
+        per_group = tile * TIME_TILES_PER_GROUP_PER_CORE * max(1, self.target.cores)
+        return Loop({s: _floor_div(band.members[time][s], per_group) for s in band.statements},
+                    "time_group", role="tile", origin=origin)
 
     def _few_time_tiles(self, band: Band, time: int, tile: int) -> bool:
         """Whether a wavefront over (time tile, first spatial tile) would leave the cores idle: at

@@ -5,6 +5,7 @@ line, no warning)."""
 import gc
 import itertools
 import logging
+import math
 import random
 import warnings
 import weakref
@@ -37,15 +38,34 @@ def _key(fps, sizes, budget, elem_bytes, innermost):
     return (round(work / max(1, elems), 3), sizes[innermost] if innermost is not None else 0, -work)
 
 
-def _brute_force(fps, n, budget, elem_bytes=8, innermost=None, time_like=(), min_inner=64):
-    """Every combination scored; the first best in product order (the search before bounding)."""
+def _brute_force(fps, n, budget, elem_bytes=8, innermost=None, time_like=(), min_inner=64,
+                 step_budget_bytes=None):
+    """Every combination scored; the first best in product order (the search before bounding).
+    With `step_budget_bytes`: only tiles whose one time step fits it, and among those within 5% of
+    the best ratio the one with the longest time loops (then the best key)."""
     choices = tile_choices(n, innermost, time_like, min_inner)
-    best, best_key = None, None
+    scored = []
     for sizes in itertools.product(*choices):
         key = _key(fps, sizes, budget, elem_bytes, innermost)
-        if key is not None and (best_key is None or key > best_key):
+        if key is None:
+            continue
+        if step_budget_bytes is not None and time_like:
+            step = [1 if p in time_like else t for p, t in enumerate(sizes)]
+            if sum(fp.elements(step) for fp in fps) * elem_bytes > step_budget_bytes:
+                continue
+        scored.append((sizes, key))
+    if not scored:
+        if step_budget_bytes is not None:
+            return _brute_force(fps, n, budget, elem_bytes, innermost, time_like, min_inner)
+        return tuple(min(c) for c in choices)
+    best, best_key = scored[0]
+    for sizes, key in scored:
+        if key > best_key:
             best, best_key = sizes, key
-    return best if best is not None else tuple(min(c) for c in choices)
+    if step_budget_bytes is None or not time_like:
+        return best
+    near = [(sizes, key) for sizes, key in scored if key[0] >= 0.95 * best_key[0]]
+    return max(near, key=lambda item: (math.prod(item[0][p] for p in time_like), item[1]))[0]
 
 
 def _random_band(rng, n):
