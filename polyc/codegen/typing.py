@@ -36,7 +36,7 @@ class Typing:
 
     def key(self) -> str:
         return ",".join(f"{k}:{v.name}" for k, v in sorted(self.tensors.items())) + ";" + \
-            ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items()))
+            ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items())) + ";" + self.literal_float.name
 
     def type_of(self, e: Expr, hint: Optional[DType] = None) -> Optional[DType]:
         """The type of `e`; None for a literal-only expression with no hint."""
@@ -172,6 +172,13 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
     With `require_inputs=False` (source inspection before any call), undeclared inputs take
     `default` instead of being reported missing.
     """
+    if not require_inputs:
+        # Undeclared inputs take `default` as if arrays of that type were passed, so the source
+        # shown before any call is the one a call with such arrays runs (its literals included).
+        passed = dict(passed)
+        for t in program.tensors:
+            if t.dtype is None and t.role in ("input", "inout") and t.name not in passed:
+                passed[t.name] = default
     tensors: Dict[str, DType] = {}
     for t in program.tensors:
         if t.dtype is not None:

@@ -141,3 +141,19 @@ def test_a_float_literal_in_select_or_max_with_integers_is_a_float(target):
         assert out["S"].dtype == np.float64 and out["M"].dtype == np.float64
         np.testing.assert_array_equal(out["S"], want_s)
         np.testing.assert_array_equal(out["M"], np.maximum(a[:, 0], 0.5))
+
+
+def test_reading_the_source_before_a_call_does_not_change_what_the_call_computes():
+    """`f.source` before any call types undeclared arrays as float32 and their literals with them,
+    as a float32 call does: `1.0 / N` is a float32 division either way.  (The source shown first
+    had typed the literal float64, under the same variant key, and a float32 call then reused that
+    code: a float64 division rounded once, 0.83333331 against float32's 0.83333343 for N = 3.)"""
+    text = "B[i, j] = A[i, j] * 0.5 + 1.0 / N"
+    a = np.ones((2, 3), np.float32)
+    expected = a * np.float32(0.5) + np.float32(1.0) / np.float32(3)
+    looked = pc.compile(pc.kernel(text, name="source_first", A=pc.tensor["M", "N"]))
+    assert "1.0 /" not in looked.source and "1.0f /" in looked.source
+    for f in (looked, pc.compile(pc.kernel(text, name="call_first", A=pc.tensor["M", "N"]))):
+        got = f(A=a)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, expected)
