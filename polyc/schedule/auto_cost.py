@@ -358,7 +358,6 @@ def _local_search(choices: List[List[int]], score, search: Optional[SearchBudget
     two loops may only show when both grow).  A climb stops at a local optimum; the whole search
     after `LOCAL_SEARCH_LIMIT` candidates or at the deadline.  Equal keys go to the smaller sizes
     in lexicographic order, as the exhaustive search's first maximum."""
-    n = len(choices)
     seen: dict = {}
 
     def key_of(idx: Tuple[int, ...]):

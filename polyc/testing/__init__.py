@@ -2,6 +2,7 @@
 
 - `interpret` runs a kernel as written (the oracle behind `kernel.reference`);
 - `check_kernel` compares a compiled kernel (any schedule, any target) against it on random inputs;
+- `check_proven` proves a schedule again: legal, and every parallel or vector mark carries nothing;
 - `fuzz_schedules` applies random primitive sequences: each is refused as illegal or must match;
 - `fuzz_kernels` (`polyc.testing.kernel_fuzz`) generates random *kernels* (Einstein and loops)
   and runs each under a random legal schedule on "c" or "cuda-emu" against the reference;
@@ -11,7 +12,7 @@ from .gradcheck import check_grad  # noqa: F401
 from ..runtime.interpreter import interpret
 
 try:  # written alongside the schedule primitives
-    from .check import check_kernel, random_inputs  # noqa: F401
+    from .check import check_kernel, check_proven, random_inputs  # noqa: F401
     from .fuzz import fuzz_schedules  # noqa: F401
 except ImportError:  # pragma: no cover - only while those modules are absent
     pass

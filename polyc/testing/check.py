@@ -21,6 +21,19 @@ TOLERANCES = {"f32": (2e-4, 1e-5), "f64": (1e-9, 1e-11), "i32": (0, 0), "i64": (
 _WRITTEN = ("output", "inout")
 
 
+def check_proven(kernel, schedule: Any) -> None:
+    """Prove `schedule` again, from scratch, against `kernel`'s exact dependences: the whole
+    schedule is legal and no loop marked parallel or vector carries a dependence.  Raises
+    `IllegalScheduleError` naming the broken dependence (for tests of schedules built by hand, by
+    `"auto"` or by the tuner; compiling proves the same, this says it without compiling)."""
+    from ..schedule.legality import check_legal, check_parallel
+    deps = kernel.dependences()
+    check_legal(schedule, deps, "the schedule")
+    for d in schedule.dims:
+        if d.name is not None and d.marks & {"parallel", "vector"}:
+            check_parallel(schedule, deps, d.name, f"the mark on {d.name}")
+
+
 def _dtype(name_or_dtype: Any) -> DType:
     return _types.as_dtype(name_or_dtype)
 

@@ -8,7 +8,7 @@ import pytest
 
 import polyc as pc
 from polyc.schedule.auto import AutoScheduleWarning, auto_schedule
-from polyc.schedule.legality import check_legal, check_parallel
+from polyc.testing import check_proven
 from kernels import by_name
 
 POLYBENCH_MODULES = ("blas", "datamining", "linear_algebra", "medley", "solvers", "stencils")
@@ -37,15 +37,6 @@ def _assert_close(got, expected, rtol, atol):
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
 
 
-def _assert_proven(kernel, sched):
-    """The schedule is legal and every parallel/vector mark carries no dependence."""
-    deps = kernel.dependences()
-    check_legal(sched, deps, "the automatic schedule")
-    for d in sched.dims:
-        if d.name is not None and d.marks & {"parallel", "vector"}:
-            check_parallel(sched, deps, d.name, f"mark on {d.name}")
-
-
 def _loops(sched):
     return [d.name for d in sched.dims if d.name is not None]
 
@@ -57,7 +48,7 @@ def _marked(sched, mark):
 def test_matmul_is_tiled_parallel_vectorised_and_correct():
     mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul")
     sched = auto_schedule(mm)
-    _assert_proven(mm, sched)
+    check_proven(mm, sched)
     loops = _loops(sched)
     assert {"i_tile", "j_tile", "k_tile"} <= set(loops), loops
     assert _marked(sched, "parallel"), sched
@@ -72,7 +63,7 @@ def test_matmul_is_tiled_parallel_vectorised_and_correct():
 def test_stencil_gets_time_tiling_with_a_wavefront():
     lk = PB["jacobi-2d"]
     sched = auto_schedule(lk.kernel)
-    _assert_proven(lk.kernel, sched)
+    check_proven(lk.kernel, sched)
     loops = _loops(sched)
     # Tiles of the skewed (t, i, j) band, run as a wavefront whose second tile loop is parallel.
     assert "wave" in loops and loops.index("wave") < loops.index("t"), sched
@@ -97,7 +88,7 @@ def test_time_tiles_start_in_parallel():
     assert _wave_terms(sched) == 3, sched        # t, i and j tiles
     assert _wave_terms(auto_schedule(lk.kernel, two_cores, sizes=dict(N=1300, TSTEPS=1000))) == 2
     assert _wave_terms(auto_schedule(lk.kernel, two_cores.with_(cores=1), sizes=dict(N=1300, TSTEPS=20))) == 2
-    _assert_proven(lk.kernel, sched)
+    check_proven(lk.kernel, sched)
     inputs = lk.make_inputs(dict(N=70, TSTEPS=5), "f64")
     got = pc.compile(lk.kernel, sched)(**_copy(inputs))
     _assert_close(got, lk.expected(inputs), *lk.tol("f64"))
@@ -110,7 +101,7 @@ def test_polybench_auto_matches_reference(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error", AutoScheduleWarning)  # no fallback on these
         sched = auto_schedule(lk.kernel)
-    _assert_proven(lk.kernel, sched)
+    check_proven(lk.kernel, sched)
     inputs = lk.make_inputs(lk.sizes["MINI"], lk.dtypes[0])  # PolyBench's type: int for nussinov
     got = pc.compile(lk.kernel, schedule="auto")(**_copy(inputs))
     _assert_close(got, lk.expected(inputs), *lk.tol(lk.dtypes[0]))
@@ -121,7 +112,7 @@ def test_polybench_auto_matches_reference(name):
 def test_every_polybench_kernel_auto_matches_reference(name):
     lk = PB[name]
     sched = auto_schedule(lk.kernel)
-    _assert_proven(lk.kernel, sched)
+    check_proven(lk.kernel, sched)
     inputs = lk.make_inputs(lk.sizes["SMALL"], lk.dtypes[0])
     got = pc.compile(lk.kernel, sched)(**_copy(inputs))
     _assert_close(got, lk.expected(inputs), *lk.tol(lk.dtypes[0]))
@@ -143,7 +134,7 @@ def test_tiny_budget_falls_back_with_a_warning_and_stays_correct():
     with pytest.warns(AutoScheduleWarning, match="source order"):
         sched = auto_schedule(lk.kernel, budget=50)
     assert "wave" not in _loops(sched)
-    _assert_proven(lk.kernel, sched)
+    check_proven(lk.kernel, sched)
     assert _marked(sched, "parallel"), sched  # i carries no dependence within a time step
     inputs = lk.make_inputs(lk.sizes["MINI"], "f64")
     got = pc.compile(lk.kernel, sched)(**_copy(inputs))
@@ -159,7 +150,7 @@ def test_compile_auto_through_the_public_api_for_an_einstein_pipeline():
     """, name="softmax_auto_test")
     x = np.random.default_rng(1).standard_normal((33, 70))
     f = pc.compile(k, schedule="auto")
-    _assert_proven(k, f.schedule)
+    check_proven(k, f.schedule)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     out = f(X=x)
     y = out["Y"] if isinstance(out, dict) else out
@@ -170,13 +161,13 @@ def test_untiled_variant_is_legal():
     lk = PB["gemm"]
     sched = auto_schedule(lk.kernel, tile=False)
     assert not any(n.endswith("_tile") for n in _loops(sched))
-    _assert_proven(lk.kernel, sched)
+    check_proven(lk.kernel, sched)
 
 
 def test_register_blocking_unrolls_and_jams_the_reduction_legally():
     mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul_rb")
     sched = auto_schedule(mm, register_blocking=True, pack=False)
-    _assert_proven(mm, sched)
+    check_proven(mm, sched)
     lanes = [d.name for d in sched.dims if d.unroll.is_full]
     from polyc.codegen.loop_ast import ast_build_options
     assert lanes and "unroll" in str(ast_build_options(sched)), sched
@@ -200,7 +191,7 @@ def test_tune_measures_legal_variants_and_returns_the_fastest():
     result = tune(mm, repeat=1, A=a, B=b)
     assert result.label in {label for label, _ in result.trials}
     assert result.seconds == min(t for _, t in result.trials)
-    _assert_proven(mm, result.schedule)
+    check_proven(mm, result.schedule)
     np.testing.assert_allclose(pc.compile(mm, result.schedule)(A=a, B=b), a @ b, rtol=1e-10, atol=1e-10)
 
 

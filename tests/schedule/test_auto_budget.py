@@ -16,7 +16,8 @@ import pytest
 import polyc as pc
 from polyc.schedule import auto as auto_module
 from polyc.schedule.auto import auto_schedule
-from polyc.schedule.legality import check_legal, check_parallel, legality_memo
+from polyc.schedule.legality import legality_memo
+from polyc.testing import check_proven
 from polyc.schedule.packing import packing_plans
 from polyc.testing.check import check_kernel
 
@@ -76,14 +77,6 @@ def _schedule(kernel):
     return sched, seconds, auto_module.last_search.candidates, legality_memo().misses
 
 
-def _assert_proven(kernel, sched):
-    deps = kernel.dependences()
-    check_legal(sched, deps, "the automatic schedule")
-    for d in sched.dims:
-        if d.name is not None and d.marks & {"parallel", "vector"}:
-            check_parallel(sched, deps, d.name, f"mark on {d.name}")
-
-
 def _marked(sched, mark):
     return [d.name for d in sched.dims if mark in d.marks]
 
@@ -96,7 +89,7 @@ def test_wide_bands_schedule_in_bounded_work(loops):
     assert candidates <= 2048, candidates            # exhaustive: up to 8^(loops - 1) * 2
     assert questions <= 50, questions
     assert seconds < GENEROUS_SECONDS
-    _assert_proven(k, sched)
+    check_proven(k, sched)
     assert "auto(" in sched.history[0]              # isl's answer was used, no fallback
     assert _marked(sched, "parallel")
     assert [p.statement for p in sched.packing] == ["S1"] and list(packing_plans(sched)) == ["S1"]
@@ -107,7 +100,7 @@ def test_a_band_whose_tiles_never_fit_takes_the_smallest_tiles_at_once():
     sched, seconds, candidates, _ = _schedule(k)
     assert candidates <= 64, candidates  # the uniform starting points only: none fits
     assert seconds < GENEROUS_SECONDS
-    _assert_proven(k, sched)
+    check_proven(k, sched)
 
 
 @pytest.mark.parametrize("text", [CHAIN, STENCIL_CHAIN], ids=["pointwise", "stencil"])
@@ -117,7 +110,7 @@ def test_thirty_statements_schedule_in_bounded_work(text):
     sched, seconds, candidates, questions = _schedule(k)
     assert questions <= 200, questions
     assert seconds < GENEROUS_SECONDS
-    _assert_proven(k, sched)
+    check_proven(k, sched)
     assert _marked(sched, "parallel") or _marked(sched, "vector")
 
 
@@ -127,7 +120,7 @@ def test_gated_dilated_convolution_packs_every_contraction_in_bounded_work():
     assert candidates <= 4096, candidates
     assert questions <= 400, questions  # every step re-proved from scratch: about 4000 isl questions
     assert seconds < GENEROUS_SECONDS
-    _assert_proven(k, sched)
+    check_proven(k, sched)
     contractions = ["S1", "S3", "S6", "S9", "S11", "S14"]
     assert sorted(p.statement for p in sched.packing) == sorted(contractions)
     assert sorted(packing_plans(sched)) == sorted(contractions)  # all still valid for the code generator
@@ -196,7 +189,7 @@ def test_a_chain_of_contractions_shares_one_block_of_packed_loops():
     assert sorted(packing_plans(sched)) == sorted(products)
     assert len({p.loops for p in packing_plans(sched).values()}) == 1
     assert len(sched.dims) <= 80, len(sched.dims)
-    _assert_proven(k, sched)
+    check_proven(k, sched)
     source = pc.codegen(k, sched)
     assert all(f"_{st}_packed" in source for st in products)
 
@@ -247,4 +240,4 @@ def test_time_tiles_of_a_3d_stencil_keep_whole_rows():
     sched = auto_schedule(lk.kernel, target, sizes=lk.sizes["LARGE"])
     text = str(sched)
     assert "wave" in text and "+ k)/256)" in text, text
-    _assert_proven(lk.kernel, sched)
+    check_proven(lk.kernel, sched)

@@ -13,7 +13,7 @@ from kernels import by_name
 from polyc.schedule import auto_decide
 from polyc.schedule.auto import auto_schedule
 from polyc.schedule.auto_cost import Footprint, tile_sizes
-from polyc.schedule.legality import check_legal, check_parallel
+from polyc.testing import check_proven
 
 JACOBI = by_name("jacobi-2d")
 LARGE = dict(N=1300, TSTEPS=500)
@@ -36,14 +36,6 @@ def _tile(sched, expr: str) -> int:
 def _group(sched) -> int:
     line = next(x for x in str(sched).splitlines() if x.strip().startswith("for time_group"))
     return int(re.search(r"floor\(\(t\)/(\d+)\)", line).group(1))
-
-
-def _proven(kernel, sched):
-    deps = kernel.dependences()
-    check_legal(sched, deps, "the automatic schedule")
-    for d in sched.dims:
-        if d.name is not None and d.marks & {"parallel", "vector"}:
-            check_parallel(sched, deps, d.name, f"mark on {d.name}")
 
 
 def test_one_step_of_a_time_tile_fits_in_l1():
@@ -101,7 +93,7 @@ def test_grouped_time_tiles_compute_the_reference():
         warnings.simplefilter("ignore")
         sched = auto_schedule(JACOBI.kernel, _target(cores=2), tile_sizes={"t": 4, "t0": 8, "t1": 8})
     assert _group(sched) == 16, sched
-    _proven(JACOBI.kernel, sched)
+    check_proven(JACOBI.kernel, sched)
     inputs = JACOBI.make_inputs(dict(N=40, TSTEPS=30), "f64", np.random.default_rng(3))
     got = pc.compile(JACOBI.kernel, sched)(**{k: (v.copy() if isinstance(v, np.ndarray) else v)
                                               for k, v in inputs.items()})
