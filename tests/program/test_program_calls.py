@@ -7,6 +7,8 @@ import polyc as pc
 from polyc.errors import ArgumentError
 from kernels import programs as P
 
+from .concurrent import mismatches_from_threads
+
 TOL = dict(rtol=2e-4, atol=2e-5)
 
 
@@ -46,7 +48,6 @@ def test_compiled_kernels_take_arrays_by_name():
 def test_planned_buffers_are_kept_per_thread_and_concurrent_calls_stay_apart():
     """Intermediates live in buffers kept between calls (fresh multi-MB buffers cost page faults
     every call), one set per calling thread, so concurrent calls never share them."""
-    import threading
     prog = P.attention()
     shapes = (dict(S=24, D=8), dict(S=33, D=8))
     inputs = [P.inputs(prog, s, seed=k) for k, s in enumerate(shapes)]
@@ -56,17 +57,4 @@ def test_planned_buffers_are_kept_per_thread_and_concurrent_calls_stay_apart():
     assert all(b.ctypes.data % 64 == 0 for b in pool)
     np.testing.assert_array_equal(prog(**inputs[0]), first)
     assert prog._host_pool(prog.plan(**inputs[0])) is pool          # the same buffers, reused
-    errors = []
-
-    def run(k):
-        try:
-            for _ in range(20):
-                np.testing.assert_allclose(prog(**inputs[k % 2]), wants[k % 2], **TOL)
-        except AssertionError as e:          # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not mismatches_from_threads(prog, list(zip(inputs, wants)), threads=4, repeats=20, **TOL)

@@ -4,12 +4,13 @@ variant each block gets, threads, concurrent callers, and where it falls back to
 from __future__ import annotations
 
 import re
-import threading
 
 import numpy as np
 import pytest
 
 from kernels import programs as P
+
+from .concurrent import mismatches_from_threads
 
 
 def _driver(prog):
@@ -62,19 +63,8 @@ def test_concurrent_callers_each_get_their_own_block_buffers(monkeypatch):
     inputs = [P.inputs(prog, dict(S=160, D=16), seed=k) for k in range(4)]
     expected = [prog.reference(**a) for a in inputs]
     prog(**inputs[0])                                  # compile before the race
-    failures = []
-
-    def call(k):
-        for _ in range(5):
-            got = prog(**inputs[k])
-            if not np.allclose(got, expected[k], rtol=1e-5, atol=1e-6):
-                failures.append(k)
-    threads = [threading.Thread(target=call, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures
+    assert not mismatches_from_threads(prog, list(zip(inputs, expected)), threads=4, repeats=5,
+                                       rtol=1e-5, atol=1e-6, equal_nan=False)
 
 
 def test_auto_blocks_on_two_threads_keep_the_attention_intermediates_4x_smaller(monkeypatch):
