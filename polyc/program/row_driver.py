@@ -165,7 +165,7 @@ class RowDriver:
         local: List[int] = []
         for t in range(self.loop.threads):
             mine = [data_pointer(planned[b]) for b in self.buffers] if t == 0 else []
-            local += mine + [a.ctypes.data for a in owned[t]]
+            local += mine + [data_pointer(a) for a in owned[t]]
         env_ptr = (ctypes.c_void_p * max(1, len(self.env_names)))(*(data_pointer(env[n]) for n in self.env_names))
         local_ptr = (ctypes.c_void_p * max(1, len(local)))(*local)
         self._function(env_ptr, self._row, local_ptr, self.nlocal, self._int, self._fn,

@@ -231,7 +231,8 @@ def time_step_cache(target) -> int:
     that the next step of the tile reads it from there.  Measured on a 2-core AVX-512 EPYC (48 KiB
     L1, 1 MiB L2), one thread, float64: jacobi-2d N=1300 T=50 in tiles of 32 steps x 64 x 128
     (64 KiB a step) 38.5 ms, in tiles of 32 x 16 x 128 (32 KiB) 30.9 ms; a 9-point stencil N=1500
-    T=20 23.1 against 20.3 ms (16 x 256 columns: 23.0 ms, 8 x 256: 19.3)."""
+    T=20 23.1 against 18.9-20.3 ms (16 x 256 columns, 64 KiB: 23.0 ms; 8 x 256 and 16 x 128 trade
+    places from run to run)."""
     return target.l1
 
 
