@@ -9,7 +9,7 @@ differentiated the same way.  Unsupported kernels raise `GradError` with the rea
 `pc.grad` (the function) shadows this package as an attribute of `polyc`, as `pc.codegen` does:
 import its modules with `from polyc.grad.adjoint import adjoint_program` (or `importlib`).
 Modules: `derivative` (local adjoints of one expression), `gather` (inverting a read),
-`analysis` (what may be differentiated), `fold`/`inline`/`domains` (fewer, simpler passes),
+`analysis` (what may be differentiated), `fold`/`inline`/`factor`/`domains` (fewer, simpler passes),
 `adjoint` (the transformation).
 """
 from __future__ import annotations
@@ -54,7 +54,13 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
     them, as autograd saves them for its backward (`pc.returning` gives the forward returning its
     intermediates).  Every saved tensor is an input of the gradient, under its own name.  A saved
     division `V = T / W` also gives back `T = V * W` (softmax saved as `Y` and its row sums `s`:
-    no `exp` in the backward); see `polyc.grad.saved`."""
+    no `exp` in the backward); see `polyc.grad.saved`.
+
+    The gradient's sums are Einstein reductions, unordered like any (`"auto"` may reassociate them).
+    Where a sum's terms carry a factor constant along it that reads another sum's result (layernorm:
+    `var_grad[i]` inside `mean_grad`'s sum), the factor is taken out and the sum split by term
+    (`polyc.grad.factor`), so the sums of a row run in one pass; that rounds like a reassociation,
+    whatever `reassociate=` a compile passes later."""
     from ..api import Kernel
     if not isinstance(pad_borders, bool):
         raise GradError(f"pad_borders must be True or False, not {pad_borders!r}")

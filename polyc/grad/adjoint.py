@@ -34,6 +34,7 @@ from .exprs import tensors_read, within
 from .domains import simplify_domain, split_interior
 from .padding import pad_gather
 from .saved import check_saved, recomputed, recoveries, recovery_after
+from .factor import factor_sums
 from .fold import fold_pointwise
 from .inline import inline_pointwise_temps
 from .gather import check_exact, fresh_name, gather_iterators, gather_value, invert_access
@@ -279,5 +280,6 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str], *, pad_border
         scalars=tuple(s for s in program.scalars if s.name in scalars_read), source=program.source,
         frontend="einsum", assumptions=program.assumptions, int_params=program.int_params,
         derived_sizes=program.derived_sizes)
-    return (with_reciprocals(inline_pointwise_temps(out), set(adj.values())),
+    factored, sums = factor_sums(inline_pointwise_temps(out), set(adj.values()))
+    return (with_reciprocals(factored, set(adj.values()) | sums),
             GradNames(of=of, seed=seed, wrt=tuple((x, names[x]) for x in wrt), saved=saved))

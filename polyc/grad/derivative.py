@@ -149,7 +149,7 @@ def _partials(e: Expr, seed: Expr, stored: Optional[Expr] = None) -> List[Tuple[
     return []
 
 
-def _names_indexed(e: Expr) -> FrozenSet[str]:
+def names_indexed(e: Expr) -> FrozenSet[str]:
     """The names `e`'s indices and index values mention (loop iterators and sizes alike)."""
     names = set()
     for n in e.walk():
@@ -166,7 +166,7 @@ def by_reciprocals(e: Expr, iterators: Sequence[str]) -> Expr:
     (a loop invariant the C compiler hoists).  Integer divisions (`//`) are left alone."""
     iterators = frozenset(iterators)
     def leaf(n: Expr) -> Optional[Expr]:
-        if isinstance(n, Binary) and n.op == "/" and not _is_one(n.lhs) and not iterators <= _names_indexed(n.rhs):
+        if isinstance(n, Binary) and n.op == "/" and not _is_one(n.lhs) and not iterators <= names_indexed(n.rhs):
             return Binary("*", rebuild(n.lhs, leaf), Binary("/", ONE, rebuild(n.rhs, leaf)))
         return None
     return rebuild(e, leaf) if iterators else e
