@@ -100,6 +100,16 @@ def test_pointwise_derivatives(text):
     check_grad(pc.kernel(text), "Y", "X", X=x, directions=4)
 
 
+def test_the_product_rule_on_a_square_doubles_one_term():
+    """`xc * xc` gives `2.0 * (seed * xc)`, not the same product added to itself (exact either way)."""
+    g = pc.grad(pc.kernel("Y[i] = X[i] * X[i] * W[i]"), of="Y", wrt="X")
+    (st,) = [s for s in g.program.statements if s.target.tensor == g.grad_names["X"]]
+    value = st.value
+    assert value.op == "*" and value.lhs == pc.ir.Const(2.0)
+    x = np.random.default_rng(3).standard_normal(9)
+    check_grad(pc.kernel("Y[i] = X[i] * X[i] * W[i]"), "Y", "X", X=x, W=x[::-1].copy())
+
+
 def test_stencil_and_guarded_reads_become_gathers_with_border_guards():
     k = pc.kernel("B[i] = select(i >= 1, A[i - 1], 0.0) + 2.0 * A[i] + A[i + 1] where i in 0:N-1",
                   A=pc.tensor["N"])
