@@ -41,6 +41,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import islpy as isl
 
+from ..errors import IslBudgetError
 from ..ir import Access, Affine, Binary, Const, Constraint, Expr, Program, Statement, TensorDecl, Unary
 from ..poly.islutil import conjunction_str, disjunction_str, isl_budget, params_str, set_dnf, user_name
 from ..poly.model import tuple_str
@@ -136,21 +137,23 @@ class _Plan:
 def _covered_elements(st: Statement, outer: Sequence[str], sizes: Sequence[str],
                       assumptions: Sequence[Constraint]) -> Optional[Tuple[Tuple[Constraint, ...], ...]]:
     """The domain of `st` projected on its `outer` iterators (the target elements some instance
-    updates), as constraints; None where isl's form needs divisions."""
+    updates), as constraints; None where isl's form needs divisions or isl's budget runs out (the
+    sum is then left as it is: this is an optimisation)."""
     p = params_str(sizes)
     summed = [k for k, i in enumerate(st.iterators) if i not in outer]
-    with isl_budget(f"projecting the sum {st.target} onto its target"):
-        dom = isl.Set(f"{p} -> {{ {tuple_str('G', st.iterators)} : {disjunction_str(st.domain)} }}")
-        ctx = isl.Set(f"{p} -> {{ : {conjunction_str(assumptions)} }}")
-        for k in reversed(summed):
-            dom = dom.project_out(isl.dim_type.set, k, 1)
-        dom = dom.intersect_params(ctx).gist_params(ctx)
-        if dom.is_empty():
-            return None
-        names = [user_name(dom.get_dim_name(isl.dim_type.set, k)) for k in range(dom.dim(isl.dim_type.set))]
-        if names != list(outer):
-            return None
-        return set_dnf(dom)
+    dom = isl.Set(f"{p} -> {{ {tuple_str('G', st.iterators)} : {disjunction_str(st.domain)} }}")
+    ctx = isl.Set(f"{p} -> {{ : {conjunction_str(assumptions)} }}")
+    try:
+        with isl_budget(f"projecting the sum {st.target} onto its target"):
+            for k in reversed(summed):
+                dom = dom.project_out(isl.dim_type.set, k, 1)
+            dom = dom.intersect_params(ctx).gist_params(ctx)
+            if dom.is_empty():
+                return None
+            names = [user_name(dom.get_dim_name(isl.dim_type.set, k)) for k in range(dom.dim(isl.dim_type.set))]
+            return set_dnf(dom) if names == list(outer) else None
+    except IslBudgetError:
+        return None
 
 
 def _eligible(st: Statement) -> Optional[Tuple[str, ...]]:

@@ -92,3 +92,29 @@ def test_a_term_constant_along_the_sum_leaves_the_sum_alone():
         T[i] +=! s[i] * A[i, j] + s[i]
     """, "T")
     assert temps == set()
+
+
+def test_an_exhausted_isl_budget_leaves_the_sum_as_written(monkeypatch):
+    """Factoring is an optimisation: where isl's budget runs out projecting a sum, the gradient is
+    still built, with that sum unchanged."""
+    import contextlib
+    import importlib
+
+    from polyc.errors import IslBudgetError
+    factor = importlib.import_module("polyc.grad.factor")     # `pc.grad` the function shadows the package
+
+    @contextlib.contextmanager
+    def exhausted(what, budget=None):
+        raise IslBudgetError(f"{what}: budget")
+        yield
+
+    monkeypatch.setattr(factor, "isl_budget", exhausted)
+    lk = by_name("layernorm")
+    g = pc.grad(lk.kernel, of="Y", wrt=["X"], saved=("mean", "var"))
+    assert not any(t.name.startswith("mean_grad_sum") for t in g.program.tensors)
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((5, 40))
+    check = pc.returning(lk.kernel, "mean", "var")(X=X, gamma=np.ones(40), beta=np.zeros(40), eps=1e-5)
+    Yb = rng.standard_normal((5, 40))
+    got = pc.compile(g, "auto")(X=X, gamma=np.ones(40), mean=check["mean"], var=check["var"], Y_grad=Yb, eps=1e-5)
+    np.testing.assert_allclose(got, _layernorm_backward(X, np.ones(40), Yb, 1e-5)[0], rtol=1e-9, atol=1e-12)
