@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-
 import polyc as pc
 from kernels import by_name
 from polyc.codegen.cuda import generate_cuda
