@@ -67,9 +67,17 @@ def add(a: Expr, b: Expr) -> Expr:
         return b
     if is_zero(b):
         return a
-    if a == b:
+    if _same(a, b):
         return mul(TWO, a)
     return Binary("+", a, b)
+
+
+def _same(a: Expr, b: Expr) -> bool:
+    """Whether `a` and `b` are the same expression (False for trees too deep to compare)."""
+    try:
+        return a == b
+    except RecursionError:
+        return False
 
 
 def neg(a: Expr) -> Expr:

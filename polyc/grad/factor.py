@@ -53,27 +53,40 @@ from .gather import fresh_name
 Term = Tuple[bool, Tuple[Expr, ...]]
 
 
-def _terms(e: Expr, negated: bool = False) -> List[Term]:
-    """`e` as a sum of signed products (module docstring): sums split, products flattened."""
-    if isinstance(e, Binary) and e.op in ("+", "-"):
-        return _terms(e.lhs, negated) + _terms(e.rhs, negated != (e.op == "-"))
-    if isinstance(e, Unary) and e.op == "-":
-        return _terms(e.operand, not negated)
-    flipped, factors = _factors(e)
-    return [(negated != flipped, factors)]
+def _terms(e: Expr) -> List[Term]:
+    """`e` as a sum of signed products (module docstring): sums split, products flattened, left to
+    right.  Iterative, as `Expr.walk` is: a sum of a thousand terms needs no deep recursion."""
+    out: List[Term] = []
+    stack: List[Tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        x, negated = stack.pop()
+        if isinstance(x, Binary) and x.op in ("+", "-"):
+            stack.append((x.rhs, negated != (x.op == "-")))
+            stack.append((x.lhs, negated))
+        elif isinstance(x, Unary) and x.op == "-":
+            stack.append((x.operand, not negated))
+        else:
+            flipped, factors = _factors(x)
+            out.append((negated != flipped, factors))
+    return out
 
 
 def _factors(e: Expr) -> Tuple[bool, Tuple[Expr, ...]]:
-    """`e` as (negated, factors of a product), through `*` and negation (`/` is handled by the caller,
-    which knows which denominators are constant)."""
-    if isinstance(e, Binary) and e.op == "*":
-        fl, a = _factors(e.lhs)
-        fr, b = _factors(e.rhs)
-        return fl != fr, a + b
-    if isinstance(e, Unary) and e.op == "-":
-        f, a = _factors(e.operand)
-        return not f, a
-    return False, (e,)
+    """`e` as (negated, factors of a product, left to right), through `*` and negation (`/` is
+    handled by the caller, which knows which denominators are constant)."""
+    negated = False
+    factors: List[Expr] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Binary) and x.op == "*":
+            stack += [x.rhs, x.lhs]
+        elif isinstance(x, Unary) and x.op == "-":
+            negated = not negated
+            stack.append(x.operand)
+        else:
+            factors.append(x)
+    return negated, tuple(factors)
 
 
 def _split(factors: Sequence[Expr], summed: Set[str]) -> Tuple[bool, List[Expr], List[Expr]]:

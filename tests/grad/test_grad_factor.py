@@ -118,3 +118,15 @@ def test_an_exhausted_isl_budget_leaves_the_sum_as_written(monkeypatch):
     Yb = rng.standard_normal((5, 40))
     got = pc.compile(g, "auto")(X=X, gamma=np.ones(40), mean=check["mean"], var=check["var"], Y_grad=Yb, eps=1e-5)
     np.testing.assert_allclose(got, _layernorm_backward(X, np.ones(40), Yb, 1e-5)[0], rtol=1e-9, atol=1e-12)
+
+
+def test_a_sum_of_many_terms_is_taken_apart_without_deep_recursion():
+    """A left-deep sum of 1,500 terms (deeper than Python's recursion limit) is split iteratively."""
+    terms = " + ".join(f"A[i, j] * {k}.0" for k in range(1, 1500))
+    _, (program, temps) = _factored(f"""
+        s[i] +=! A[i, j]
+        T[i] +=! s[i] * A[i, j] + {terms}
+    """, "T")
+    assert temps == {"T_sum"}
+    kept = [st for st in program.statements if st.target.tensor == "T" and st.reduction]
+    assert len(kept) == 1 and len(list(kept[0].value.walk())) > 4000    # the literal terms, as they were
