@@ -30,7 +30,7 @@ from ..poly.model import PolyModel
 from .analysis import (active_tensors, as_updates, check_no_overwrite, check_scales_first, classify_writes,
                        dataflow_order, describe, scale_factors_inactive)
 from .derivative import ONE, ZERO, div, local_adjoints, select, with_reciprocals
-from .exprs import tensors_read, within
+from .exprs import fill_statement, tensors_read, used_names
 from .domains import simplify_domain, split_interior
 from .padding import pad_gather
 from .saved import check_saved, recomputed, recoveries, recovery_after
@@ -53,13 +53,6 @@ class GradNames:
 
     def __getitem__(self, tensor: str) -> str:
         return dict(self.wrt)[tensor]
-
-
-def _used_names(program: Program) -> Set[str]:
-    """Names global to the kernel (tensors, sizes, scalars): new tensors and iterators avoid them.
-
-    Index names are local to a statement, so the gradient's statements may reuse them freely."""
-    return {t.name for t in program.tensors} | set(program.sizes) | {s.name for s in program.scalars}
 
 
 def check_request(program: Program, of: str, wrt: Sequence[str], inputs: Tuple[str, ...] = ("input",)) -> None:
@@ -100,7 +93,7 @@ class _Builder:
 
     def __init__(self, program: Program):
         self.fwd = program
-        self.used = _used_names(program)
+        self.used = used_names(program)
         self.statements: List[Statement] = []
         self.tensors: Dict[str, TensorDecl] = {}
 
@@ -113,16 +106,7 @@ class _Builder:
         """`name[...] = value` over `shape` (value a constant, or an array read elementwise); its loops
         are named `like` (the first gather's loops into the same tensor, so a schedule names them as
         one loop nest), else i0, i1, ..."""
-        iters: List[str] = []
-        taken = set(self.used)
-        for d in range(len(shape)):
-            iters.append(fresh_name(like[d] if d < len(like) else f"i{d}", taken))
-        dom = within([Affine.var(n) for n in iters], shape)
-        target = Access(name, tuple(Affine.var(n) for n in iters))
-        if not isinstance(value, Const):
-            value = Access(value, target.indices)
-        return Statement(name="", iterators=tuple(iters), domain=(dom,), target=target, value=value,
-                         location=source.location, text=source.text)
+        return fill_statement(name, shape, source, self.used, value, like)
 
 
 def adjoint_program(program: Program, of: str, wrt: Sequence[str], *, pad_borders: bool = True,

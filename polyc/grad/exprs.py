@@ -1,11 +1,11 @@
 """Small helpers over IR expressions the gradient transformation needs: substitution of affine
-iterator values, and the tensors an expression reads."""
+iterator values, the tensors an expression reads, fresh names and whole-array fills."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Optional, Sequence, Set, Tuple
+from typing import List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..ir import Access, Affine, Call, Constraint, Expr, IndexExpr, Program, rebuild
+from ..ir import Access, Affine, Call, Const, Constraint, Expr, IndexExpr, Program, Statement, rebuild
 
 
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
@@ -60,3 +60,36 @@ def program_with_tensor_names(program: Program, names: Mapping[str, str]) -> Pro
     statements = tuple(replace(st, target=rename_tensors(st.target, names), value=rename_tensors(st.value, names))
                        for st in program.statements)
     return program.with_(tensors=tensors, statements=statements)
+
+
+def fresh_name(base: str, used: Set[str]) -> str:
+    """`base`, or `base2`, `base3`, ... : the first not in `used` (which it is added to)."""
+    name, k = base, 2
+    while name in used:
+        name, k = f"{base}{k}", k + 1
+    used.add(name)
+    return name
+
+
+def used_names(program: Program) -> Set[str]:
+    """Names global to the kernel (tensors, sizes, scalars): new tensors and iterators avoid them.
+
+    Index names are local to a statement, so the gradient's statements may reuse them freely."""
+    return {t.name for t in program.tensors} | set(program.sizes) | {s.name for s in program.scalars}
+
+
+def fill_statement(name: str, shape: Tuple[Affine, ...], source: Statement, used: Set[str],
+                   value: Expr = Const(0.0), like: Tuple[str, ...] = ()) -> Statement:
+    """`name[...] = value` over `shape` (value a constant, or the name of an array read
+    elementwise), placed at `source`'s line; its loops are named `like` where given, else i0, i1,
+    ..., avoiding the global names `used` (left unchanged)."""
+    iters: List[str] = []
+    taken = set(used)
+    for d in range(len(shape)):
+        iters.append(fresh_name(like[d] if d < len(like) else f"i{d}", taken))
+    dom = within([Affine.var(n) for n in iters], shape)
+    target = Access(name, tuple(Affine.var(n) for n in iters))
+    if not isinstance(value, Const):
+        value = Access(value, target.indices)
+    return Statement(name="", iterators=tuple(iters), domain=(dom,), target=target, value=value,
+                     location=source.location, text=source.text)

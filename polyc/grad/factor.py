@@ -42,12 +42,11 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import islpy as isl
 
 from ..errors import IslBudgetError
-from ..ir import Access, Affine, Binary, Const, Constraint, Expr, Program, Statement, TensorDecl, Unary
+from ..ir import Access, Binary, Const, Constraint, Expr, Program, Statement, TensorDecl, Unary
 from ..poly.islutil import conjunction_str, disjunction_str, isl_budget, params_str, set_dnf, user_name
 from ..poly.model import tuple_str
 from .derivative import ONE, ZERO, add, is_zero, mul, names_indexed, neg
-from .exprs import within
-from .gather import fresh_name
+from .exprs import fill_statement, fresh_name, used_names
 
 #: A term: (negated, factors of its product).
 Term = Tuple[bool, Tuple[Expr, ...]]
@@ -187,7 +186,7 @@ def _eligible(st: Statement) -> Optional[Tuple[str, ...]]:
 def factor_sums(program: Program, adjoints: Set[str]) -> Tuple[Program, Set[str]]:
     """`program` with the sums into the `adjoints` rewritten as the module docstring says, and the
     names of the temporaries holding the new sums."""
-    used = {t.name for t in program.tensors} | set(program.sizes) | {s.name for s in program.scalars}
+    used = used_names(program)
     decls = program.tensor_map
     results = {st.target.tensor for st in program.statements if st.update is not None}
     zeroes: List[Statement] = []
@@ -209,7 +208,7 @@ def factor_sums(program: Program, adjoints: Set[str]) -> Tuple[Program, Set[str]
             name = fresh_name(f"{t.name}_sum", used)
             new_tensors.append(TensorDecl(name, t.dtype, t.shape, "temp"))
             target = Access(name, st.target.indices)
-            zeroes.append(_zero(name, t.shape, st, used))
+            zeroes.append(fill_statement(name, t.shape, st, used))
             out.append(st.with_(target=target, value=summand))
             combined = add(combined, mul(coefficient, target))
         out.append(Statement(name="", iterators=outer, domain=covered, target=st.target, value=combined,
@@ -221,12 +220,3 @@ def factor_sums(program: Program, adjoints: Set[str]) -> Tuple[Program, Set[str]
         tensors=program.tensors + tuple(new_tensors),
         statements=tuple(s.with_(name=f"S{k}", order=(k,) + (0,) * len(s.iterators))
                          for k, s in enumerate(statements))), {t.name for t in new_tensors}
-
-
-def _zero(name: str, shape: Sequence[Affine], like: Statement, used: Set[str]) -> Statement:
-    """`name[...] = 0` over its whole `shape`."""
-    taken = set(used)
-    iters = tuple(fresh_name(f"i{d}", taken) for d in range(len(shape)))
-    target = Access(name, tuple(Affine.var(n) for n in iters))
-    return Statement(name="", iterators=iters, domain=(within(target.indices, shape),), target=target,
-                     value=ZERO, location=like.location, text=like.text)

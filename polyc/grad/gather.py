@@ -28,7 +28,7 @@ from ..errors import GradError
 from ..ir import Access, Affine, Constraint, Expr, Statement
 from ..poly.islutil import disjunction_str, isl_budget, isl_name, params_str
 from ..poly.model import tuple_str
-from .exprs import substitute, within
+from .exprs import fresh_name, substitute, within  # noqa: F401 (fresh_name re-exported)
 
 _TEMP = "\0a"   # temporary names of the element coordinates (no user name contains NUL)
 
@@ -39,15 +39,6 @@ def _pick(expr: Affine, remaining: Sequence[str], prefer_not: Set[str]):
         return None
     kept = [v for v in units if v not in prefer_not]
     return (kept or units)[0]
-
-
-def fresh_name(base: str, used: Set[str]) -> str:
-    """`base`, or `base2`, `base3`, ... : the first not in `used` (which it is added to)."""
-    name, k = base, 2
-    while name in used:
-        name, k = f"{base}{k}", k + 1
-    used.add(name)
-    return name
 
 
 def invert_access(st: Statement, acc: Access, shape: Sequence[Affine], taken: Set[str],
