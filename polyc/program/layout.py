@@ -6,13 +6,27 @@ Why: inside a fused row loop, the plain product's innermost loop runs along `j` 
 memory (vectorised multiply-adds into the row), where the transposed one is a horizontal dot
 product per element.  The transpose costs one pass over `B` (O(n·d) against the product's
 O(n²·d)), and is itself an ordinary operator, so it is planned and proven like any other.
+
+Where the plan binds the product to the vendor call (BLAS reads a transposed operand at no cost),
+the transpose is not run: `Relayout` records which product reads which transpose of what.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
 from .trace import Node, Tracer
 from .vendor import recognise_gemm
+
+
+@dataclass(frozen=True)
+class Relayout:
+    """Product node `product` reads `transposed`, made by node `transpose` from `original`."""
+
+    product: int
+    transpose: int
+    transposed: str
+    original: str
 
 _KERNELS: Dict[str, object] = {}
 
@@ -25,12 +39,14 @@ def _kernel(name: str):
     return _KERNELS[name]
 
 
-def relayout_transposed_operands(nodes: List[Node], tracer: Tracer) -> Tuple[List[Node], Dict[str, str], List[str]]:
+def relayout_transposed_operands(nodes: List[Node], tracer: Tracer
+                                 ) -> Tuple[List[Node], Dict[str, str], List[str], Tuple[Relayout, ...]]:
     """Nodes with every `A @ Bᵀ` product split into a transpose of `B` and a plain product; the
-    renaming of replaced results; notes."""
+    renaming of replaced results; notes; the products rewritten."""
     out: List[Node] = []
     alias: Dict[str, str] = {}
     notes: List[str] = []
+    made: List[Relayout] = []
     for n in nodes:
         roles = {t.name: t.role for t in n.kernel.program.tensors}
         n = type(n)(n.index, n.kernel, tuple((k, alias.get(p, p)) if roles[k] == "input" else (k, p)
@@ -45,9 +61,10 @@ def relayout_transposed_operands(nodes: List[Node], tracer: Tracer) -> Tuple[Lis
         added = tracer.nodes[before:]
         out.extend(replace_location(m, n) for m in added)
         alias[g.c] = c.name
+        made.append(Relayout(added[1].index, added[0].index, t.name, g.b))
         notes.append(f"{n.name}: reads {g.b} transposed; {g.b} is re-laid out once ({added[0].name}) and the "
                      f"product runs as {added[1].name}")
-    return out, alias, notes
+    return out, alias, notes, tuple(made)
 
 
 def replace_location(node: Node, like: Node) -> Node:

@@ -90,6 +90,9 @@ class OperatorProgram:
             raise PolycError(f"blocks must be 'auto', True, False or a positive number of rows, not {blocks!r}")
         self.function = function
         self.name = function.__name__
+        #: the options it was made with (a backward program, `grad`, is made with the same)
+        self.options: Dict[str, Any] = dict(target=target, vendor=vendor, fuse=fuse, contract=contract,
+                                            schedule=schedule, relayout=relayout, blocks=blocks)
         self.target = target
         self.vendor = vendor
         self.fuse = fuse
@@ -107,11 +110,13 @@ class OperatorProgram:
         for name, h in outs:
             if h.producer is None:
                 raise ProgramError(f"program {self.name} returns its input {h.name} unchanged as {name}")
+        #: what the function returns, by name, as traced (before common results are shared)
+        self.returned: Tuple[Tuple[str, str], ...] = tuple((n, h.name) for n, h in outs)
         self._returns_single = isinstance(result, TensorHandle)
         self._returns_dict = isinstance(result, dict)
         self.trace_nodes: Tuple[Node, ...] = tuple(tracer.nodes)
-        nodes, layout_alias, layout_notes = (relayout_transposed_operands(list(tracer.nodes), tracer) if relayout
-                                             else (list(tracer.nodes), {}, []))
+        nodes, layout_alias, layout_notes, relayouts = (relayout_transposed_operands(list(tracer.nodes), tracer)
+                                                        if relayout else (list(tracer.nodes), {}, [], ()))
         self.handles = dict(tracer.handles)
         nodes, alias, notes = share_common(nodes, [layout_alias.get(h.name, h.name) for _, h in outs])
         self.outputs: Tuple[Tuple[str, str], ...] = tuple(
@@ -120,6 +125,8 @@ class OperatorProgram:
         self.nodes: Tuple[Node, ...] = tuple(nodes)
         self.notes: Tuple[str, ...] = tuple(layout_notes + notes + dead)
         self._gemms = {n.index: recognise_gemm(n) for n in self.nodes}
+        kept = {n.index for n in self.nodes}
+        self._relayouts = {r.product: r for r in relayouts if r.product in kept and r.transpose in kept}
         # Row blocks (`blocking`): on the C target (device arrays are not sliced), unless the caller
         # asked for row-by-row contraction (contract=True) or turned them off.
         use_blocks = blocks is not False and target == "c" and contract is not True
@@ -150,6 +157,18 @@ class OperatorProgram:
                 self._kernel = Kernel(combined_program(self.name, self.nodes, self.handles, roles, self.sizes))
             return self._kernel
 
+    # -- the backward pass --------------------------------------------------------------------------
+    def grad(self, of: str, wrt: Union[str, Sequence[str]], *, saved: Union[str, Sequence[str]] = (),
+             pad_borders: bool = True) -> "OperatorProgram":
+        """The backward pass as an operator program (`polyc.program.backward`): called with this
+        program's inputs, the tensors named in `saved` and `<of>_grad`, it returns a dict of the
+        gradients `<x>_grad` of `wrt`, run like any program (fused groups, BLAS for its matrix
+        products, row blocks, a memory plan).  `pc.grad(program, ...)` instead differentiates the
+        traced kernel as one kernel.  `saved` names outputs (as returned) or intermediates (by
+        their traced names) passed in rather than recomputed."""
+        from .backward import backward_program
+        return backward_program(self, of, wrt, saved=saved, pad_borders=pad_borders)
+
     # -- reference ---------------------------------------------------------------------------------
     def reference(self, *args: Any, **arrays: Any) -> Any:
         """The composition of the operators' references, in call order, on numpy arrays."""
@@ -168,11 +187,21 @@ class OperatorProgram:
         return self._result(env)
 
     def _result(self, env: Mapping[str, np.ndarray]) -> Any:
+        """The returned arrays; a tensor returned under several names (returned twice, two equal
+        computations shared, or adjoints that are one) is a copy of its own under each later one."""
+        seen: set = set()
+
+        def own(p: str) -> Any:
+            a = env[p]
+            if p in seen:
+                return a.copy()
+            seen.add(p)
+            return a
         if self._returns_dict:
-            return {n: env[p] for n, p in self.outputs}
+            return {n: own(p) for n, p in self.outputs}
         if len(self.outputs) == 1 and self._returns_single:
             return env[self.outputs[0][1]]
-        return tuple(env[p] for _, p in self.outputs)
+        return tuple(own(p) for _, p in self.outputs)
 
     def _check_inputs(self, arrays: Mapping[str, Any]) -> Dict[str, Any]:
         unknown = sorted(set(arrays) - set(self.inputs))
@@ -243,7 +272,7 @@ class OperatorProgram:
             plan = self._blocked_plan(sizes, itemsize) if self.blocks is not None else None
             if plan is None:
                 vendored, decisions = self._vendor_choices(sizes)
-                units, group_notes = self._units(vendored)
+                units, group_notes = self._units(vendored, bypass=self._bypassed(vendored))
                 plan = Plan(units, self._memory(units, sizes, itemsize), decisions + group_notes, dict(sizes))
             if len(self._plans) >= 64:   # one entry per call shape: bounded like any cache
                 self._plans.pop(next(iter(self._plans)))
@@ -274,11 +303,23 @@ class OperatorProgram:
             decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
         return tuple(vendored), tuple(decisions)
 
-    def _units(self, vendored: Tuple[int, ...], part: str = "all", first: int = 0
+    def _bypassed(self, vendored: Sequence[int]) -> Tuple[int, ...]:
+        """The re-layouts (`layout`) not run because every product reading them is a vendor call,
+        which reads the original operand transposed instead."""
+        readers: Dict[int, List[int]] = {}
+        for r in self._relayouts.values():
+            readers[r.transpose] = [n.index for n in self.nodes if r.transposed in n.inputs]
+        outs = {p for _, p in self.outputs}
+        return tuple(sorted(t for t, users in readers.items()
+                            if all(u in vendored and u in self._relayouts for u in users)
+                            and not any(p in outs for n in self.nodes if n.index == t for p in n.outputs)))
+
+    def _units(self, vendored: Tuple[int, ...], part: str = "all", first: int = 0, bypass: Tuple[int, ...] = ()
                ) -> Tuple[Tuple[Unit, ...], Tuple[str, ...]]:
         """The fused groups and vendor calls in order, with a line per group (made once per choice
         of vendored products: grouping never depends on the sizes).  `part`: "all" the nodes, or
-        with row blocks the nodes run "before" them or "blocked"; `first` numbers the groups."""
+        with row blocks the nodes run "before" them or "blocked"; `first` numbers the groups;
+        `bypass`: re-layouts not run (`_bypassed`)."""
         if part == "all":
             nodes, handles, sizes, gemms, keep = self.nodes, self.handles, self.sizes, self._gemms, ()
         else:
@@ -289,8 +330,9 @@ class OperatorProgram:
                 keep = tuple(p for n in b.blocked for p in n.inputs) + tuple(p for _, p in b.sliced)
             else:
                 nodes, handles, sizes, gemms, keep = b.blocked, b.handles, self.sizes + (b.size,), self._blocked_gemms, ()
+        nodes = [n for n in nodes if n.index not in bypass]
         with self._lock:
-            cache_key = (part, vendored)
+            cache_key = (part, vendored, bypass)
             if cache_key in self._groupings:
                 return self._groupings[cache_key]
             decisions: List[str] = []
@@ -315,7 +357,12 @@ class OperatorProgram:
             for n in nodes:
                 if n.index in vendored:
                     flush()
-                    units.append(VendorCall(n, gemms[n.index]))
+                    gemm, r = gemms[n.index], self._relayouts.get(n.index)
+                    if r is not None and r.transpose in bypass:
+                        gemm = replace(gemm, b=r.original, transpose_b=True)
+                        decisions.append(f"{n.name}: the BLAS call reads {r.original} transposed; its re-layout "
+                                         f"is not run")
+                    units.append(VendorCall(n, gemm))
                 else:
                     run.append(n)
             flush()
@@ -342,8 +389,9 @@ class OperatorProgram:
         block_sizes[b.size] = rows
         v_before, d_before = self._vendor_choices(sizes, b.before)
         v_blocked, d_blocked = self._vendor_choices(block_sizes, b.blocked, self._blocked_gemms)
-        before, n_before = self._units(v_before, "before")
-        blocked, n_blocked = self._units(v_blocked, "blocked", first=len(before))
+        bypass = self._bypassed(v_before + v_blocked)
+        before, n_before = self._units(v_before, "before", bypass=bypass)
+        blocked, n_blocked = self._units(v_blocked, "blocked", first=len(before), bypass=bypass)
         units = before + blocked
         inside = set(b.intermediates)
         handed = tuple(t for u in blocked for t in _results(u) if t in inside)
@@ -401,7 +449,8 @@ class OperatorProgram:
             at = block_sizes if loop is not None and k >= loop.first else sizes
             nodes = u.nodes if isinstance(u, Group) else (u.node,)
             produced = tuple(p for n in nodes for p in n.outputs)
-            reads = tuple(whole_of.get(p, p) for n in nodes for p in n.inputs if whole_of.get(p, p) not in self.inputs)
+            read = (p for n in nodes for p in n.inputs) if isinstance(u, Group) else (u.gemm.a, u.gemm.b)
+            reads = tuple(whole_of.get(p, p) for p in read if whole_of.get(p, p) not in self.inputs)
             if isinstance(u, Group):
                 decls = u.kernel.program.tensor_map
                 scratch = sum(self._bytes(decls[t].shape, at, itemsize) for t in u.temps)

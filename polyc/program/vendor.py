@@ -2,7 +2,8 @@
 (BLAS `gemm` through numpy's `matmul` on the CPU) instead of generated code.
 
 Recognition is structural, on the kernel's IR: exactly an initialisation `C[i, j] = 0` and an update
-`C[i, j] += A[.] * B[.]` where `A` is indexed `[i, k]` or `[k, i]` and `B` `[k, j]` or `[j, k]`, every
+`C[i, j] += A[.] * B[.]` (or `B[.] * A[.]`) where `A` is indexed `[i, k]` or `[k, i]` and `B` `[k, j]`
+or `[j, k]`, every
 range starting at 0 and the whole tensors used.  Anything else stays compiled.
 """
 from __future__ import annotations
@@ -75,6 +76,8 @@ def recognise_gemm(node: Node) -> Optional[Gemm]:
     k = upd.reduction[0]
     a = tuple(x.as_single_var() for x in lhs.indices)
     b = tuple(x.as_single_var() for x in rhs.indices)
+    if a in ((k, j), (j, k)) and b in ((i, k), (k, i)):   # `B * A`: the product commutes elementwise
+        lhs, rhs, a, b = rhs, lhs, b, a
     if a not in ((i, k), (k, i)) or b not in ((k, j), (j, k)):
         return None
     if len({lhs.tensor, rhs.tensor, c.tensor}) != 3:
