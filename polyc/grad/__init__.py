@@ -39,7 +39,8 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
     program returns them: `out`, or the names of a returned dict/tuple) and `wrt` its inputs.  The
     program's traced kernel (every statement of every operator) is differentiated end to end, so
     the result is one gradient kernel of the whole program, scheduled (`"auto"` fuses and contracts
-    what it can) and checked like any kernel.
+    what it can) and checked like any kernel.  `program.grad(of=..., wrt=...)` instead gives the
+    backward as an operator program (operator by operator: fused groups, BLAS, a memory plan).
 
     `checkpoint="store"` differentiates kernels that overwrite values the gradient needs (in-place
     time loops, PolyBench's stencils): every value the kernel computes is kept in an array of its

@@ -22,13 +22,10 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-import islpy as isl
-
 from ..errors import GradError
 from ..ir import Access, Affine, TensorType
-from ..poly.islutil import affine_str, isl_name
 from .trace import Node, TensorHandle
-from .vendor import recognise_gemm
+from .vendor import recognise_gemm, runs_over_box
 
 
 @dataclass(frozen=True)
@@ -150,22 +147,10 @@ def _copies_seed(g: Any) -> bool:
     shapes = p.tensor_map
     if shapes[seed].shape != shapes[st.target.tensor].shape:
         return False
-    if any(ix.as_single_var() is None for ix in st.target.indices) or len(st.iterators) != len(st.target.indices):
+    loops = [ix.as_single_var() for ix in st.target.indices]
+    if None in loops or len(st.iterators) != len(loops):
         return False
-    model = g.model
-    cons = " and ".join(f"0 <= {isl_name(ix.as_single_var())} < {affine_str(dim)}"
-                        for ix, dim in zip(st.target.indices, shapes[seed].shape))
-    box = isl.Set(f"{model.pstr} -> {{ {isl_name(st.name)}[{', '.join(isl_name(x) for x in st.iterators)}]"
-                  f"{' : ' + cons if cons else ''} }}")
-    return box.intersect_params(model.context).is_equal(model.domains[st.name].intersect_params(model.context))
-
-
-def _fresh(name: str, taken: set) -> str:
-    out, k = name, 2
-    while out in taken:
-        out, k = f"{name}{k}", k + 1
-    taken.add(out)
-    return out
+    return runs_over_box(g.model, st, loops, dict(zip(loops, shapes[seed].shape)))
 
 
 def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
@@ -175,7 +160,7 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
     `of` (`<of>_grad`); it returns a dict of the gradients of `wrt` (`<x>_grad`).  Its options
     (target, vendor, fusion, blocks) are `program`'s; `.grad_names` records the names chosen."""
     from ..grad import GradNames
-    from .program import OperatorProgram
+    from ..grad.exprs import fresh_name
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     saved = (saved,) if isinstance(saved, str) else tuple(saved)
     returned = dict(program.returned)
@@ -217,8 +202,8 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
             reaches |= set(n.inputs)
 
     taken = set(program.inputs) | set(saved)
-    seed = _fresh(f"{of}_grad", taken)
-    names = {x: _fresh(f"{x}_grad", set(taken)) for x in wrt}
+    seed = fresh_name(f"{of}_grad", taken)
+    names = {x: fresh_name(f"{x}_grad", set(taken)) for x in wrt}
     for v in names.values():
         taken.add(v)
     kernels = _Kernels(pad_borders)
@@ -277,7 +262,7 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
                                     annotation=TensorType(handles[target].dtype, handles[target].shape)))
     backward.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     backward.__name__ = f"{program.name}_grad"
-    out = OperatorProgram(backward, **program.options)
+    out = type(program)(backward, **program.options)   # an OperatorProgram, as the forward
     out.grad_names = GradNames(of, seed, tuple((x, names[x]) for x in wrt), tuple(saved))  # type: ignore[attr-defined]
     return out
 

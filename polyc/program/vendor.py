@@ -44,13 +44,14 @@ class Gemm:
         return np.matmul(a, b, out=out)
 
 
-def _whole_box(node: Node, st, iterators, extents) -> bool:
-    """isl: the statement runs exactly over `0 <= it < extent` for each iterator."""
-    model = node.kernel.model
+def runs_over_box(model, st, iterators, extents: Mapping[str, object]) -> bool:
+    """isl: statement `st` of `model` runs exactly over `0 <= it < extents[it]` for each iterator
+    (in the kernel's size context)."""
     if set(st.iterators) != set(iterators) or len(st.iterators) != len(iterators):
         return False
     cons = " and ".join(f"0 <= {isl_name(it)} < {affine_str(extents[it])}" for it in iterators)
-    box = isl.Set(f"{model.pstr} -> {{ {isl_name(st.name)}[{', '.join(isl_name(x) for x in st.iterators)}] : {cons} }}")
+    box = isl.Set(f"{model.pstr} -> {{ {isl_name(st.name)}[{', '.join(isl_name(x) for x in st.iterators)}]"
+                  f"{' : ' + cons if cons else ''} }}")
     return box.intersect_params(model.context).is_equal(model.domains[st.name].intersect_params(model.context))
 
 
@@ -91,7 +92,8 @@ def recognise_gemm(node: Node) -> Optional[Gemm]:
             v = idx.as_single_var()
             if extents.setdefault(v, dim) != dim:
                 return None
-    if not _whole_box(node, upd, (i, j, k), extents) or not _whole_box(node, init, (i, j), extents):
+    model = node.kernel.model
+    if not runs_over_box(model, upd, (i, j, k), extents) or not runs_over_box(model, init, (i, j), extents):
         return None
     names = {kn: pn for kn, pn in node.bindings}
     sizes = dict(node.sizes)
