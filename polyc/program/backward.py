@@ -174,6 +174,12 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
         raise GradError(f"wrt names {', '.join(map(repr, unknown))}, which are not inputs of program "
                         f"{program.name!r} (inputs: {', '.join(program.inputs)})")
     handles: Mapping[str, TensorHandle] = program.handles
+    integers = [x for x in wrt if handles[x].dtype is not None and not handles[x].dtype.is_float]
+    if integers:
+        raise GradError(f"input {integers[0]!r} of program {program.name!r} has the integer type "
+                        f"pc.{handles[integers[0]].dtype.name}, which has no gradient")
+    if len(set(saved)) != len(saved):
+        raise GradError(f"saved names a tensor twice: {list(saved)}")
     nodes: Sequence[Node] = program.trace_nodes
     computed = {p for n in nodes for p in n.outputs}
     saved_at: Dict[str, str] = {}     # saved name -> traced tensor

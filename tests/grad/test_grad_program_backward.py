@@ -170,6 +170,41 @@ def test_requests_are_checked():
         prog.grad(of="out", wrt=["x", "x"])
     with pytest.raises(GradError, match="not a tensor program"):
         prog.grad(of="out", wrt=["x"], saved=["x"])
+    with pytest.raises(GradError, match="twice"):
+        prog.grad(of="out", wrt=["x"], saved=["out", "out"])
+
+    doubled = pc.kernel("Y[i] = X[i] * 2", name="doubled", X=pc.i32["N"], Y=pc.i32["N"])
+
+    @pc.program
+    def ints(x: pc.i32["N"]):
+        return doubled(X=x)
+    with pytest.raises(GradError, match="'x' of program 'ints' has the integer type"):
+        ints.grad(of="out", wrt="x")
+
+
+def test_operators_with_two_results_and_programs_with_two_outputs():
+    """An operator whose two results both carry adjoints (a row sum and a square, both read later),
+    differentiated for either of the program's two outputs."""
+    two = pc.kernel("S[i] +=! X[i, j]\nY[i, j] = X[i, j] * X[i, j]", name="two_results")
+    rowscale = pc.kernel("Z[i, j] = Y[i, j] * S[i]", name="rowscale")
+
+    @pc.program
+    def both(x: pc.f32["M", "N"]):
+        r = two(X=x)
+        z = rowscale(Y=r["Y"], S=r["S"])
+        return z, scale.kernel(X=add.kernel(A=z, B=gelu.kernel(X=x)), alpha=2.0)
+
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    ybar = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    for of in ("out0", "out1"):
+        got = both.grad(of=of, wrt="x")(x=x, **{f"{of}_grad": ybar})["x_grad"]
+        want = pc.compile(pc.grad(both, of=of, wrt="x"))(x=x, **{f"{of}_grad": ybar})
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    xd, yd = x.astype(np.float64), ybar.astype(np.float64)     # out0 = x² · rowsum(x), by hand
+    s = xd.sum(axis=1, keepdims=True)
+    by_hand = 2 * xd * s * yd + (yd * xd * xd).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(both.grad(of="out0", wrt="x")(x=x, out0_grad=ybar)["x_grad"], by_hand,
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_products_of_a_transposed_operand_in_generated_code():
