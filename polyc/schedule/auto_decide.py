@@ -257,7 +257,14 @@ class Decider:
         point = list(order)
         if self.options.stride_order and band.permutable and affine and innermost_band and not skewed and n >= 2:
             point = self._point_order(band, order, dirs_for(list(range(n))), tiling)
-        if tiling:
+        # No reuse in time, but a read and the write running along different loops (a transpose):
+        # tiles that keep the strided lines in L1 while the other loop runs across them.
+        spatial = None
+        if (not tiling and self.options.tile and band.permutable and affine and innermost_band and not skewed
+                and n >= 2):
+            spatial = self._spatial_tiles(band, point, dirs_for(list(range(n))))
+            tiling = spatial is not None
+        if tiling and spatial is None:
             fps = footprints(self.program, band.statements, dirs_for(point))
         inner_outer = {s: list(outer.get(s, [])) + [band.members[k][s] for k in point] for s in band.statements}
         if not tiling and skewed and band.permutable:
@@ -287,12 +294,15 @@ class Decider:
             # 1.9 s on two, too few per wave).
             budget = max(budget, min(4 * self.target.l2, self.target.l3 // max(1, self.target.cores) // 2))
             innermost, min_inner = n - 1, SKEWED_3D_MIN_ROW
-        sizes = tile_sizes(fps, n, budget, self._elem_bytes(), innermost=innermost,
-                           time_like=time_like, min_inner=min_inner, search=self.search,
-                           step_budget_bytes=step_budget)
-        size_of = {k: sz for k, sz in zip(point, sizes)}
-        if not skewed and band.coincident[order[0]]:
-            size_of[order[0]] = self._balanced_tile(band, order[0], size_of[order[0]])
+        if spatial is not None:
+            size_of = dict(spatial)
+        else:
+            sizes = tile_sizes(fps, n, budget, self._elem_bytes(), innermost=innermost,
+                               time_like=time_like, min_inner=min_inner, search=self.search,
+                               step_budget_bytes=step_budget)
+            size_of = {k: sz for k, sz in zip(point, sizes)}
+            if not skewed and band.coincident[order[0]]:
+                size_of[order[0]] = self._balanced_tile(band, order[0], size_of[order[0]])
         if self.options.tile_sizes:
             size_of = {k: self.options.tile_sizes.get(names[k][0], sz) for k, sz in size_of.items()}
 
@@ -313,7 +323,7 @@ class Decider:
             return Nest(band.statements, tiles + self._source_loops(band.statements), Leaf(band.statements))
         points = [Loop(dict(band.members[k]), names[k][0], role="point", origin=names[k][1],
                        coincident=band.coincident[k]) for k in point]
-        jam = self._jam_member(band, point, innermost_band, dirs_for(list(range(n))))
+        jam = None if spatial is not None else self._jam_member(band, point, innermost_band, dirs_for(list(range(n))))
         if jam is not None and not self._jam_pays(band, point[-1], size_of[point[-1]], dirs_for(list(range(n)))):
             jam = None
         if jam is not None:
@@ -328,6 +338,39 @@ class Decider:
             rest = [lp for k, lp in zip(point, points) if k != jam]
             points = rest[:pos] + [strip] + rest[pos:] + [lane]
         return Nest(band.statements, tiles + points, self.decide(band.child, inner_outer))
+
+    def _spatial_tiles(self, band: Band, point: List[int], dirs: Dict[str, List]) -> Optional[Dict[int, int]]:
+        """Tile sizes for a band whose accesses run along different loops (`T[j, i] = A[i, j]`), or
+        None.  The innermost loop runs along the write; a read running along another member
+        `across` is strided there, touching a new cache line per iteration.  Tiles of one line's
+        elements of the inner loop by eight lines of `across` keep those lines in L1 until every
+        element of them is used (every other member: tiles of one).  Measured in C on a 4096 x 1024
+        float32 transpose (Zen 4): 27 ms untiled (numpy's copy of `A.T` too), 2.2 ms with 16 x 128
+        or 8 x 64 tiles, 2.7 ms with 8 x 32, 3.4 ms with 16 x 16, 7 ms with 64 x 64 (the strided
+        rows, 4 KiB apart, conflict in L1's sets).  Only where the data does not fit in L2 (where
+        it does, the lines stay in cache anyway)."""
+        inner = point[-1]
+        if fits_in_cache(self.program, band.statements, self.sizes, self.target.l2):
+            return None
+        across = None
+        for s in band.statements:
+            st = self.program.statement(s)
+            v_inner = dirs[s][inner]
+            if v_inner is None or access_kind(access_delta(st.target, st.iterators, v_inner)) != "unit":
+                return None       # the write itself is not contiguous along the inner loop
+            for acc, is_write in statement_accesses(self.program, s):
+                if is_write or not acc.indices:
+                    continue
+                if access_kind(access_delta(acc, st.iterators, v_inner)) != "strided":
+                    continue
+                for k in point[:-1]:
+                    v = dirs[s][k]
+                    if v is not None and access_kind(access_delta(acc, st.iterators, v)) == "unit":
+                        across = k if across is None else across
+        if across is None:
+            return None
+        line = max(1, 64 // self._elem_bytes())
+        return {k: (line if k == inner else 8 * line if k == across else 1) for k in range(len(band.members))}
 
     def _balanced_tile(self, band: Band, member: int, tile: int) -> int:
         """The size of the outer tile loop `member` (the one that runs in parallel) shrunk so that,
