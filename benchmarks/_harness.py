@@ -363,6 +363,26 @@ def torch_inference(fn: Callable[..., Any], args: Mapping[str, Any], compiled: b
     return lambda: call(fn)
 
 
+def torch_backward(fn: Callable[..., Any], args: Mapping[str, Any], wrt: Sequence[Any], seed: Any,
+                   forward: bool = True, compiled: bool = False) -> Callable[[], Any]:
+    """A contender's timed callable for a gradient: `torch.autograd.grad` of `fn(**args)` with
+    respect to the tensors `wrt`, with the output's adjoint `seed`; with `forward` the forward
+    runs each call too (through `torch_compile` when `compiled`), else the backward alone on a
+    graph built once (reusing what autograd saved)."""
+    import torch
+
+    def f_and_b(f: Callable[..., Any]) -> Any:
+        return torch.autograd.grad(f(**args), wrt, seed)
+
+    if compiled:
+        cf = torch_compile(fn, f_and_b)
+        return lambda: f_and_b(cf)
+    if forward:
+        return lambda: f_and_b(fn)
+    y = fn(**args)
+    return lambda: torch.autograd.grad(y, wrt, seed, retain_graph=True)
+
+
 def machine_info() -> Dict[str, Any]:
     info: Dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
                             "cpus": os.cpu_count()}

@@ -147,17 +147,7 @@ def setup_torch(bench: str, forward: bool, compiled: bool = False, small: bool =
     lk, of, wrt, inputs, ybar = _case(bench, small)
     t = {k: torch.tensor(v, requires_grad=k in wrt) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
     fn = _torch_forward(lk.name)
-    xs = [t[x] for x in wrt]
-    yb = torch.tensor(ybar)
-    if compiled:
-        def f_and_b(f: Any) -> Any:
-            return torch.autograd.grad(f(**t), xs, yb)
-        cf = H.torch_compile(fn, f_and_b)
-        return lambda: f_and_b(cf)
-    if forward:
-        return lambda: torch.autograd.grad(fn(**t), xs, yb)
-    y = fn(**t)
-    return lambda: torch.autograd.grad(y, xs, yb, retain_graph=True)
+    return H.torch_backward(fn, t, [t[x] for x in wrt], torch.tensor(ybar), forward, compiled)
 
 
 #: (header, contender) for each time column after polyc's, then the ratio columns: contender / polyc

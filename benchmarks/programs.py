@@ -147,16 +147,7 @@ def setup_torch_backward(bench: str, quick: bool = False, forward: bool = True, 
     torch.set_num_threads(_threads())
     _, a, ybar = _backward_inputs(bench, quick)
     t = {k: torch.tensor(v, requires_grad=True) for k, v in a.items()}
-    xs, yb, fn = list(t.values()), torch.tensor(ybar), _torch_fn(bench)
-    if compiled:
-        def f_and_b(f: Any) -> Any:
-            return torch.autograd.grad(f(**t), xs, yb)
-        cf = H.torch_compile(fn, f_and_b)
-        return lambda: f_and_b(cf)
-    if forward:
-        return lambda: torch.autograd.grad(fn(**t), xs, yb)
-    y = fn(**t)
-    return lambda: torch.autograd.grad(y, xs, yb, retain_graph=True)
+    return H.torch_backward(_torch_fn(bench), t, list(t.values()), torch.tensor(ybar), forward, compiled)
 
 
 def backward_main(names: List[str], threads: List[int], rounds: int, quick: bool, no_compile: bool) -> int:
