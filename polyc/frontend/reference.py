@@ -20,7 +20,7 @@ def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
                given: Dict[str, int]) -> Dict[str, int]:
     """Size values from the arrays' shapes (and `int` arguments); ArgumentError on disagreement."""
     sizes: Dict[str, int] = {k: int(v) for k, v in given.items()}
-    origin: Dict[str, str] = {k: f"argument {k}={v}" for k, v in given.items()}
+    origin: Dict[str, str] = {k: f"the argument {k}={v}" for k, v in given.items()}
     pending: List[Tuple[str, int, Affine, int]] = []
     for t in program.tensors:
         if t.role == "temp" or t.name not in arrays or t.shape is None:
@@ -41,7 +41,7 @@ def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
             residual = actual - rest.evaluate(sizes)
             if residual % coeff == 0 and residual // coeff >= 0:
                 sizes[var] = residual // coeff
-                origin[var] = f"{name}.shape[{axis}]={actual}"
+                origin[var] = f"{name}.shape[{axis}]"
                 changed = True
     for name, axis, dim, actual in pending:
         missing = [v for v in dim.variables if v not in sizes]
@@ -50,10 +50,14 @@ def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
                                 f"(declared {dim})")
         expected = dim.evaluate(sizes)
         if expected != actual:
-            var = dim.variables[0] if dim.variables else None
-            known = f" but {var} = {sizes[var]} from {origin[var]}" if var else ""
-            raise ArgumentError(f"array {name} has shape[{axis}] = {actual}, expected {dim} = "
-                                f"{expected}{known}: sizes of {program.name} disagree")
+            shape = tuple(arrays[name].shape)
+            if dim.as_single_var() is not None:
+                var = dim.as_single_var()
+                raise ArgumentError(f"size {var} is {sizes[var]} from {origin[var]} but {name}.shape[{axis}] is "
+                                    f"{actual} ({name} has shape {shape}): sizes of {program.name} disagree")
+            why = ", ".join(f"{v} is {sizes[v]} from {origin[v]}" for v in dim.variables)
+            raise ArgumentError(f"{name}.shape[{axis}] is {actual} but {program.name} expects {dim} = {expected}"
+                                f"{f' ({why})' if why else ''}; {name} has shape {shape}")
     for name, num, d in program.derived_sizes:   # `(N + 1) // 2` in a bound: computed, never passed
         if name not in sizes and all(v in sizes for v in num.variables):
             sizes[name] = num.evaluate(sizes) // d

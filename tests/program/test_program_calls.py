@@ -35,6 +35,22 @@ def test_program_positional_mistakes_are_typed():
         prog(a["x"], a["r"])
 
 
+def test_program_shape_disagreements_name_both_arrays():
+    prog = P.ln_residual_gelu()
+    a = P.inputs(prog, dict(M=3, N=8))
+    with pytest.raises(ArgumentError, match=r"size N is 8 from x\.shape\[1\] but r\.shape\[1\] is 5 "
+                                            r"\(r has shape \(3, 5\)\)"):
+        prog(**dict(a, r=np.ones((3, 5), np.float32)))
+    shifted = pc.kernel("Y[i] = A[i] + B[i + 1]", name="shifted_sum")
+
+    @pc.program
+    def shift(a: pc.f32["N"], b: pc.f32["N + 1"]):
+        return shifted(A=a, B=b)
+    with pytest.raises(ArgumentError, match=r"b\.shape\[0\] is 7 but shift expects N \+ 1 = 5 \(N is 4 from "
+                                            r"a\.shape\[0\]\); b has shape \(7,\)"):
+        shift(a=np.ones(4, np.float32), b=np.ones(7, np.float32))
+
+
 def test_compiled_kernels_take_arrays_by_name():
     mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm")
     a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
