@@ -60,19 +60,22 @@ class _Kernels:
         def make() -> Any:
             from ..grad import grad
             from ..grad.exprs import tensors_read
+
+            def built(saved: Tuple[str, ...] = ()) -> Any:
+                return grad(kernel, of=out, wrt=list(inputs), saved=list(saved), pad_borders=self.pad_borders)
             offered = _offered(kernel)
-            g = grad(kernel, of=out, wrt=list(inputs), pad_borders=self.pad_borders)
             if offered:
                 try:
-                    g_saved = grad(kernel, of=out, wrt=list(inputs), saved=list(offered), pad_borders=self.pad_borders)
+                    g = built(offered)
                 except GradError:
-                    return g
-                read = set().union(*(tensors_read(st.value) for st in g_saved.program.statements))
+                    return built()
+                read = set().union(*(tensors_read(st.value) for st in g.program.statements))
                 used = tuple(t for t in offered if t in read)
+                if used == offered:
+                    return g
                 if used:   # only what it reads: each saved value is one the program keeps or recomputes
-                    return g_saved if used == offered else grad(kernel, of=out, wrt=list(inputs), saved=list(used),
-                                                                pad_borders=self.pad_borders)
-            return g
+                    return built(used)
+            return built()
         return self._once(("grad", id(kernel), out, inputs), make, kernel)
 
     def returning(self, kernel: Any, temps: Tuple[str, ...]) -> Any:
@@ -80,19 +83,21 @@ class _Kernels:
         return self._once(("returning", id(kernel), temps), lambda: returning(kernel, *temps), kernel)
 
     def add(self, rank: int) -> Any:
-        return self._make(("add", rank), "Y{ix} = A{ix} + B{ix}", f"adjoint_add{rank}")
+        return self._make(("add", rank), "Y{ix} = A{ix} + B{ix}", f"adjoint_add{rank}", ("A", "B", "Y"))
 
     def zeros(self, rank: int) -> Any:
         """Zeros shaped like its input `X` (which it declares, for the shape, and never reads)."""
-        return self._make(("zeros", rank), "Y{ix} = 0.0", f"zeros{rank}", declare=True)
+        return self._make(("zeros", rank), "Y{ix} = 0.0", f"zeros{rank}", ("X", "Y"))
 
-    def _make(self, key: tuple, text: str, name: str, declare: bool = False) -> Any:
+    def _make(self, key: tuple, text: str, name: str, tensors: Tuple[str, ...]) -> Any:
+        """An elementwise kernel of rank `key[1]` over `tensors`, declared (rank 0: tensors, not
+        scalars; any element type)."""
         def make() -> Any:
             from ..api import kernel
             rank = key[1]
             index = f"[{', '.join(f'i{d}' for d in range(rank))}]" if rank else ""
             shape = TensorType(None, tuple(Affine.var(f"N{d}") for d in range(rank)))
-            return kernel(text.format(ix=index), name=name, **(dict(X=shape, Y=shape) if declare else {}))
+            return kernel(text.format(ix=index), name=name, **{t: shape for t in tensors})
         return self._once(key, make)
 
 
@@ -129,7 +134,6 @@ def _node_steps(n: Node, active: set, kernels: _Kernels) -> List[_Step]:
             else:
                 steps.append(_Step(out, part, g, tuple(g.grad_names.saved)))
     return steps
-
 
 
 def _copies_seed(g: Any) -> bool:

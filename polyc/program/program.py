@@ -306,13 +306,9 @@ class OperatorProgram:
     def _bypassed(self, vendored: Sequence[int]) -> Tuple[int, ...]:
         """The re-layouts (`layout`) not run because every product reading them is a vendor call,
         which reads the original operand transposed instead."""
-        readers: Dict[int, List[int]] = {}
-        for r in self._relayouts.values():
-            readers[r.transpose] = [n.index for n in self.nodes if r.transposed in n.inputs]
         outs = {p for _, p in self.outputs}
-        return tuple(sorted(t for t, users in readers.items()
-                            if all(u in vendored and u in self._relayouts for u in users)
-                            and not any(p in outs for n in self.nodes if n.index == t for p in n.outputs)))
+        return tuple(sorted(r.transpose for r in self._relayouts.values() if r.transposed not in outs and all(
+            n.index in vendored and n.index in self._relayouts for n in self.nodes if r.transposed in n.inputs)))
 
     def _units(self, vendored: Tuple[int, ...], part: str = "all", first: int = 0, bypass: Tuple[int, ...] = ()
                ) -> Tuple[Tuple[Unit, ...], Tuple[str, ...]]:

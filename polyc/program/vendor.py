@@ -2,9 +2,9 @@
 (BLAS `gemm` through numpy's `matmul` on the CPU) instead of generated code.
 
 Recognition is structural, on the kernel's IR: exactly an initialisation `C[i, j] = 0` and an update
-`C[i, j] += A[.] * B[.]` (or `B[.] * A[.]`) where `A` is indexed `[i, k]` or `[k, i]` and `B` `[k, j]`
-or `[j, k]`, every
-range starting at 0 and the whole tensors used.  Anything else stays compiled.
+`C[i, j] += A[.] * B[.]` (or `B[.] * A[.]`) where `A` is indexed `[i, k]` or `[k, i]` and `B`
+`[k, j]` or `[j, k]`, every range starting at 0 and the whole tensors used.  Anything else stays
+compiled.
 """
 from __future__ import annotations
 

@@ -73,6 +73,21 @@ def test_adjoints_of_a_tensor_read_twice_add_up():
     np.testing.assert_allclose(got, 3.0 * ybar * (dgelu + 1.0), rtol=1e-5, atol=1e-5)
 
 
+def test_a_rank_zero_tensor_read_twice():
+    """s = sum(x), read by two operators: the adjoints of a rank-0 tensor add up as tensors."""
+    total = pc.kernel("S +=! X[i]", name="total")
+    scale_by = pc.kernel("Y[i] = X[i] * S", name="scale_by", S=pc.tensor[()])
+
+    @pc.program
+    def squared_sum_scale(x: pc.f32["N"]):
+        s = total(X=x)
+        return scale_by(X=scale_by(X=x, S=s), S=s)     # x * s**2
+
+    x = np.arange(1, 4, dtype=np.float32)
+    got = squared_sum_scale.grad(of="out", wrt="x")(x=x, out_grad=np.ones(3, np.float32))["x_grad"]
+    np.testing.assert_allclose(got, 6.0 ** 2 + 2 * 6.0 * x.sum(), rtol=1e-6)
+
+
 def test_an_input_the_output_does_not_read_gets_zeros():
     @pc.program
     def two(a: pc.f32["M", "N"], b: pc.f32["M", "N"]):
