@@ -182,6 +182,8 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
     if integers:
         raise GradError(f"input {integers[0]!r} of program {program.name!r} has the integer type "
                         f"pc.{handles[integers[0]].dtype.name}, which has no gradient")
+    if not all(isinstance(s, str) for s in saved):
+        raise GradError(f"saved must be tensor names, not {list(saved)!r}")
     if len(set(saved)) != len(saved):
         raise GradError(f"saved names a tensor twice: {list(saved)}")
     nodes: Sequence[Node] = program.trace_nodes
@@ -189,7 +191,7 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
     saved_at: Dict[str, str] = {}     # saved name -> traced tensor
     for s in saved:
         t = returned.get(s, s)
-        if not isinstance(s, str) or t not in computed:
+        if t not in computed:
             raise GradError(f"saved names {s!r}, which is not a tensor program {program.name!r} computes (its "
                             f"outputs: {', '.join(returned)}; intermediates by their traced names: "
                             f"{', '.join(sorted(computed - set(returned.values())))})")
@@ -213,9 +215,7 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
 
     taken = set(program.inputs) | set(saved)
     seed = fresh_name(f"{of}_grad", taken)
-    names = {x: fresh_name(f"{x}_grad", set(taken)) for x in wrt}
-    for v in names.values():
-        taken.add(v)
+    names = {x: fresh_name(f"{x}_grad", taken) for x in wrt}
     kernels = _Kernels(pad_borders)
     steps = [_node_steps(n, active, kernels) for n in on_path]
     keeps: Dict[int, Tuple[str, ...]] = {}   # node -> intermediates its gradients read
@@ -253,9 +253,7 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
                     continue
                 out = _call(st.kernel, n, env, values.get(n.index, {}), seed=(st.kernel.grad_names.seed, seed_value))
                 for x in st.inputs:
-                    for k, p in n.bindings:
-                        if k == x:
-                            receive(p, out[st.kernel.grad_names[x]])
+                    receive(bound[x], out[st.kernel.grad_names[x]])
         result: Dict[str, TensorHandle] = {}
         for x in wrt:
             if x in adj:
@@ -264,12 +262,10 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
                 result[names[x]] = kernels.zeros(len(env[x].shape))(X=env[x])
         return result
 
-    params = [inspect.Parameter(x, inspect.Parameter.KEYWORD_ONLY,
-                                annotation=TensorType(handles[x].dtype, handles[x].shape)) for x in program.inputs]
-    params += [inspect.Parameter(s, inspect.Parameter.KEYWORD_ONLY,
-                                 annotation=TensorType(handles[t].dtype, handles[t].shape)) for s, t in saved_at.items()]
-    params.append(inspect.Parameter(seed, inspect.Parameter.KEYWORD_ONLY,
-                                    annotation=TensorType(handles[target].dtype, handles[target].shape)))
+    def param(name: str, tensor: str) -> inspect.Parameter:   # typed like the forward's tensor
+        h = handles[tensor]
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=TensorType(h.dtype, h.shape))
+    params = [param(x, x) for x in program.inputs] + [param(s, t) for s, t in saved_at.items()] + [param(seed, target)]
     backward.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     backward.__name__ = f"{program.name}_grad"
     out = type(program)(backward, **program.options)   # an OperatorProgram, as the forward
