@@ -26,11 +26,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..api import Kernel, TARGETS
-from ..errors import ArgumentError, PolycError
+from ..errors import PolycError
 from ..frontend.reference import bind_sizes
-from ..runtime.cuda_arrays import is_device_array
+from .arguments import ProgramArguments
 from .combine import combined_program, node_internal_tensors
-from .device import DeviceMemory, check_device_inputs, stand_in
+from .device import DeviceMemory
 from .blocking import RowBlocks, block_rows, row_blocks
 from ..runtime.aligned import aligned_bytes, aligned_empty
 from .row_loop import BlockWorkers, RowLoop, run_blocks
@@ -112,8 +112,6 @@ class OperatorProgram:
                 raise ProgramError(f"program {self.name} returns its input {h.name} unchanged as {name}")
         #: what the function returns, by name, as traced (before common results are shared)
         self.returned: Tuple[Tuple[str, str], ...] = tuple((n, h.name) for n, h in outs)
-        self._returns_single = isinstance(result, TensorHandle)
-        self._returns_dict = isinstance(result, dict)
         self.trace_nodes: Tuple[Node, ...] = tuple(tracer.nodes)
         nodes, layout_alias, layout_notes, relayouts = (relayout_transposed_operands(list(tracer.nodes), tracer)
                                                         if relayout else (list(tracer.nodes), {}, [], ()))
@@ -121,6 +119,9 @@ class OperatorProgram:
         nodes, alias, notes = share_common(nodes, [layout_alias.get(h.name, h.name) for _, h in outs])
         self.outputs: Tuple[Tuple[str, str], ...] = tuple(
             (n, alias.get(layout_alias.get(h.name, h.name), layout_alias.get(h.name, h.name))) for n, h in outs)
+        kind = "single" if isinstance(result, TensorHandle) else "dict" if isinstance(result, dict) else "tuple"
+        self.arguments = ProgramArguments(self.name, self.inputs, tuple(self.handles[x].dtype for x in self.inputs),
+                                          target, self.outputs, kind)
         nodes, dead = remove_dead(nodes, [p for _, p in self.outputs])
         self.nodes: Tuple[Node, ...] = tuple(nodes)
         self.notes: Tuple[str, ...] = tuple(layout_notes + notes + dead)
@@ -172,7 +173,7 @@ class OperatorProgram:
     # -- reference ---------------------------------------------------------------------------------
     def reference(self, *args: Any, **arrays: Any) -> Any:
         """The composition of the operators' references, in call order, on numpy arrays."""
-        env = self._check_inputs(self._by_name(args, arrays))
+        env = self.arguments.check(self.arguments.bind(args, arrays))
         for node in self.nodes:
             roles = {t.name: t.role for t in node.kernel.program.tensors}
             kwargs = {k: env[p] for k, p in node.bindings if roles[k] == "input"}
@@ -184,47 +185,7 @@ class OperatorProgram:
             else:
                 for k, p in outs:
                     env[p] = result[k]
-        return self._result(env)
-
-    def _result(self, env: Mapping[str, np.ndarray]) -> Any:
-        """The returned arrays; a tensor returned under several names (returned twice, two equal
-        computations shared, or adjoints that are one) is a copy of its own under each later one."""
-        seen: set = set()
-
-        def own(p: str) -> Any:
-            a = env[p]
-            if p in seen:
-                return a.copy()
-            seen.add(p)
-            return a
-        if self._returns_dict:
-            return {n: own(p) for n, p in self.outputs}
-        if len(self.outputs) == 1 and self._returns_single:
-            return env[self.outputs[0][1]]
-        return tuple(own(p) for _, p in self.outputs)
-
-    def _check_inputs(self, arrays: Mapping[str, Any]) -> Dict[str, Any]:
-        unknown = sorted(set(arrays) - set(self.inputs))
-        if unknown:
-            raise ArgumentError(f"program {self.name} has no parameter {', '.join(unknown)}")
-        env: Dict[str, Any] = {}
-        for name in self.inputs:
-            if name not in arrays:
-                raise ArgumentError(f"missing array argument {name} of program {self.name}")
-            a = arrays[name]
-            if is_device_array(a):
-                check_device_inputs(self.target, name, a)
-                a = stand_in(name, a)
-            if not isinstance(a, np.ndarray):
-                raise ArgumentError(f"argument {name} must be a numpy array, got {type(a).__name__}")
-            if not a.flags.c_contiguous:   # checked here, so the message names the program's input
-                raise ArgumentError(f"argument {name} of program {self.name} is not C-contiguous (a transposed, "
-                                    f"strided or Fortran-order array); use np.ascontiguousarray({name})")
-            want = self.handles[name].dtype
-            if want is not None and a.dtype != want.numpy:
-                raise ArgumentError(f"array {name} has dtype {a.dtype}, program {self.name} declares {want.name}")
-            env[name] = a
-        return env
+        return self.arguments.result(env)
 
     # -- planning ----------------------------------------------------------------------------------
     def _size_values(self, env: Mapping[str, np.ndarray]) -> Dict[str, int]:
@@ -241,22 +202,9 @@ class OperatorProgram:
             later |= set(n.inputs)
         return needed
 
-    def _by_name(self, args: tuple, arrays: Dict[str, Any]) -> Dict[str, Any]:
-        """Positional arrays named after the traced function's parameters, as Python binds them."""
-        if not args:
-            return arrays
-        if len(args) > len(self.inputs):
-            raise ArgumentError(f"program {self.name} takes {len(self.inputs)} arrays "
-                                f"({', '.join(self.inputs)}), {len(args)} given")
-        named = dict(zip(self.inputs, args))
-        twice = sorted(set(named) & set(arrays))
-        if twice:
-            raise ArgumentError(f"program {self.name} got {', '.join(twice)} both by position and by name")
-        return {**named, **arrays}
-
     def plan(self, *args: Any, **arrays: Any) -> Plan:
         """The plan for these arrays' shapes (groups, vendor calls, memory), made once per shape."""
-        env = self._check_inputs(self._by_name(args, arrays))
+        env = self.arguments.check(self.arguments.bind(args, arrays))
         return self._plan(self._size_values(env), self._element_bytes(env))
 
     def _element_bytes(self, env: Mapping[str, np.ndarray]) -> int:
@@ -490,8 +438,8 @@ class OperatorProgram:
 
     def __call__(self, *args: Any, **arrays: Any) -> Any:
         """Run the program: arrays by name, or by position in the function's parameter order."""
-        arrays = self._by_name(args, arrays)
-        env = self._check_inputs(arrays)
+        arrays = self.arguments.bind(args, arrays)
+        env = self.arguments.check(arrays)
         sizes = self._size_values(env)
         dtypes = [a.dtype for a in env.values() if a.dtype.kind == "f"]
         dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
@@ -522,7 +470,7 @@ class OperatorProgram:
             self._run_unit(u, env, buffer)
         if loop is not None:
             self._run_blocks(plan, plan.units[loop.first:], env, sizes, buffer)
-        return gpu.result(self._result(env)) if gpu else self._result(env)
+        return gpu.result(self.arguments.result(env)) if gpu else self.arguments.result(env)
 
     def _run_unit(self, u: Unit, env: Dict[str, Any], out: Callable[[str], Any]) -> None:
         """Run one unit on the arrays of `env`, its results in `out(name)` (and then in `env`)."""
