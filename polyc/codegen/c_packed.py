@@ -23,11 +23,11 @@ the m-side factor's rows or any affine m-side access through row pointers and k 
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
-from ..ir import Access, Program
+from ..ir import Access, Binary, Program
 from ..poly.islutil import isl_name
 from ..schedule.packing import PackPlan
 from ..schedule.packing_paths import reads_at_offsets, reads_in_place, reads_rows_in_place, target_rows
@@ -58,8 +58,19 @@ def packable_types(plan: PackPlan, program: Program, typing: Typing) -> bool:
     t = typing.tensors[st.target.tensor]
     if not t.is_float:
         return False
-    a, b = typing.operand_types(st.value, t)
-    return a == t and b == t
+    products = [(term[0], term[1]) for term in plan.contraction.terms]
+    return all(typing.operand_types(Binary("*", m, n), t) == (t, t) for m, n in products)
+
+
+def _slot(kk: str, t: int, terms: int) -> str:
+    """The packed position of product `t` at k position `kk`: a sum of `terms` products packs its
+    products' factors side by side, `terms` values per k position (`Contraction.terms`)."""
+    return kk if terms == 1 else f"(({kk}) * {terms} + {t})"
+
+
+def _panel_stride(terms: int) -> str:
+    """Values per row or lane of a packed panel per k position of the block: `kb` times `terms`."""
+    return f"{P}kb" if terms == 1 else f"{P}kb * {terms}"
 
 
 def _condition_c(params_set: str, name: Callable[[str], str]) -> str:
@@ -76,7 +87,7 @@ def target_rows_direct(st, c) -> bool:
     return len(c.n) == 1 and target_rows(st, c)
 
 
-def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
+def _masked_tile(c, nr: int, target, ukr: str, inside: str, terms: int = 1) -> List[str]:
     """Micro-tile of a region (not the whole box): only elements inside it are loaded and stored;
     a tile with none is skipped.  The other lanes compute on in-bounds reads and are dropped.
     `target` is the target element's C text."""
@@ -94,14 +105,15 @@ def _masked_tile(c, nr: int, target, ukr: str, inside: str) -> List[str]:
         *tile_copy(c, f"{P}h", f"{P}w", load),
         "          }",
         f"          if ({P}any) {{",
-        f"          {ukr}({P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {P}tile, {nr});",
+        f"          {ukr}({P}kb, {P}Ap + {P}ir * {_panel_stride(terms)}, {P}Bp + {P}jr * {_panel_stride(terms)}, "
+        f"{P}tile, {nr});",
         *tile_copy(c, f"{P}h", f"{P}w", store),
         "          }",
     ]
 
 
 def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, first: str = "",
-                        a_rows: Optional[Tuple[str, str, str]] = None) -> List[str]:
+                        a_rows: Optional[Tuple[str, str, str]] = None, terms: int = 1) -> List[str]:
     """Micro-tile of the whole box.  Whole tiles: with `direct` (`target_rows_direct`) the
     micro-kernel updates the target in place, rows `ldc` apart; else they go through the tile
     buffer with constant trip counts.  Edge tiles copy only their valid part (the rest of the
@@ -109,7 +121,8 @@ def _whole_or_edge_tile(c, mr: int, nr: int, target, ukr: str, direct: bool, fir
     whole m panels are read from the factor itself when `pc_ain` says so (`c_packed_arows`)."""
 
     def call(c_arg: str, ld: str, indent: str) -> List[str]:
-        packed = f"{ukr}({first}{P}kb, {P}Ap + {P}ir * {P}kb, {P}Bp + {P}jr * {P}kb, {c_arg}, {ld});"
+        stride = _panel_stride(terms)
+        packed = f"{ukr}({first}{P}kb, {P}Ap + {P}ir * {stride}, {P}Bp + {P}jr * {stride}, {c_arg}, {ld});"
         if a_rows is None:
             return [indent + packed]
         how, ctype, m_factor = a_rows
@@ -161,11 +174,11 @@ def _read_along(c, loop: str) -> bool:
     """Whether the n-side factor's elements are consecutive in memory along `loop` (its arrays'
     last subscript moves with it: `B[k, j]` along j, `B[j, k]` along k, a convolution's
     `X[n, c, h + kh, w + kw]` along both kw and w); False where it reads no array."""
-    accesses = [a for a in c.n_factor.walk() if isinstance(a, Access) and a.indices]
+    accesses = [a for _, n_factor in c.terms for a in n_factor.walk() if isinstance(a, Access) and a.indices]
     return bool(accesses) and all(a.indices[-1].coeff(loop) != 0 for a in accesses)
 
 
-def _pack_n_side(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str], along_n: bool,
+def _pack_n_side(g: Groups, nr: int, ctype: str, n_factors: Sequence[str], omp_for: List[str], along_n: bool,
                  along_k: bool = False) -> List[str]:
     """Lines packing the n-side factor's (n block, k block) into `Bp[panel][k][lane]`, zero past
     the edge, in the order its memory runs: panel by panel, k inside (runs along k), or, for a
@@ -176,56 +189,64 @@ def _pack_n_side(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[st
     A factor laid out along both (`along_k` too: a convolution's weight gradient reads
     `X[n, c, h + kh, w + kw]` with kw a lane loop and w a k loop) is read along whichever of the
     last n and last k loop is longer at run time: lane by lane, k inside, where the k runs are
-    longer (3 x 3 filters: runs of the image width instead of runs of 3)."""
+    longer (3 x 3 filters: runs of the image width instead of runs of 3).
+
+    `n_factors`: the C text of each product's n-side factor (one for a plain contraction), packed
+    side by side at each k position (`_slot`)."""
     if not along_n:
-        return _pack_n_side_panels(g, nr, ctype, n_factor, omp_for)
-    grouped = _pack_n_side_grouped(g, nr, ctype, n_factor, omp_for)
+        return _pack_n_side_panels(g, nr, ctype, n_factors, omp_for)
+    grouped = _pack_n_side_grouped(g, nr, ctype, n_factors, omp_for)
     if not along_k:
         return grouped
     return [f"    if ({P}e_{g.n[-1]} >= {P}e_{g.k[-1]}) {{", *grouped, "    } else {",
-            *_pack_n_side_lanes(g, nr, ctype, n_factor, omp_for), "    }"]
+            *_pack_n_side_lanes(g, nr, ctype, n_factors, omp_for), "    }"]
 
 
-def _one_panel(ctype: str, nr: int, indent: str) -> List[str]:
-    return [f"{indent}{ctype} *restrict {P}dst = {P}Bp + {P}jp * {P}kb;",
+def _one_panel(ctype: str, nr: int, indent: str, terms: int) -> List[str]:
+    return [f"{indent}{ctype} *restrict {P}dst = {P}Bp + {P}jp * {_panel_stride(terms)};",
             f"{indent}const int64_t {P}w = {P}nb - {P}jp < {nr} ? {P}nb - {P}jp : {nr};"]
 
 
-def _copy_row(g: Groups, nr: int, n_factor: str, indent: str) -> List[str]:
+def _copy_row(g: Groups, nr: int, n_factors: Sequence[str], indent: str) -> List[str]:
     """One k position of a panel: its lanes along the n loops, zeros past the edge."""
+    terms = len(n_factors)
     return [*run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
-                      lambda q: f"{P}dst[{P}kk * {nr} + {q}] = {n_factor};", indent),
-            f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{P}kk * {nr} + {P}q] = 0;"]
+                      lambda q: " ".join(f"{P}dst[{_slot(f'{P}kk', t, terms)} * {nr} + {q}] = {f};"
+                                         for t, f in enumerate(n_factors)), indent),
+            *(f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{_slot(f'{P}kk', t, terms)} * {nr} + {P}q] = 0;"
+              for t in range(terms))]
 
 
-def _pack_n_side_panels(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str]) -> List[str]:
+def _pack_n_side_panels(g: Groups, nr: int, ctype: str, n_factors: Sequence[str], omp_for: List[str]) -> List[str]:
     """Panel by panel, k by k inside (a factor laid out along k, `B[j, k]`)."""
     return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge */",
             *omp_for,
             f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
-            *_one_panel(ctype, nr, "      "),
-            *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", _copy_row(g, nr, n_factor, "          "), "      "),
+            *_one_panel(ctype, nr, "      ", len(n_factors)),
+            *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", _copy_row(g, nr, n_factors, "          "), "      "),
             "    }"]
 
 
-def _pack_n_side_lanes(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str]) -> List[str]:
+def _pack_n_side_lanes(g: Groups, nr: int, ctype: str, n_factors: Sequence[str], omp_for: List[str]) -> List[str]:
     """Panel by panel, lane by lane inside, each lane's k positions in runs along the last k loop."""
+    terms = len(n_factors)
     return ["    /* pack the n-side factor: Bp[panel][k][lane], zero past the edge; each lane read along k */",
             *omp_for,
             f"    for (int64_t {P}jp = 0; {P}jp < {P}nb; {P}jp += {nr}) {{",
-            *_one_panel(ctype, nr, "      "),
+            *_one_panel(ctype, nr, "      ", terms),
             *decode(g.n, f"{P}jc + {P}jp", "      "),
             f"      for (int64_t {P}q = 0; {P}q < {P}w; {P}q++) {{",
             *run_loop(g.k, f"{P}pc", f"{P}kb", f"{P}kk",
-                      lambda kk: f"{P}dst[({kk}) * {nr} + {P}q] = {n_factor};", "        "),
+                      lambda kk: " ".join(f"{P}dst[{_slot(f'({kk})', t, terms)} * {nr} + {P}q] = {f};"
+                                          for t, f in enumerate(n_factors)), "        "),
             f"        {step(g.n)}",
             "      }",
             f"      for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++)",
-            f"        for (int64_t {P}kk = 0; {P}kk < {P}kb; {P}kk++) {P}dst[{P}kk * {nr} + {P}q] = 0;",
+            f"        for (int64_t {P}kk = 0; {P}kk < {_panel_stride(terms)}; {P}kk++) {P}dst[{P}kk * {nr} + {P}q] = 0;",
             "    }"]
 
 
-def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for: List[str]) -> List[str]:
+def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factors: Sequence[str], omp_for: List[str]) -> List[str]:
     """Groups of up to `PACK_GROUP_PANELS` panels read k by k (a factor laid out along n); shared
     by the threads (`omp_for`), a block is split into a group per thread first.  Unshared (one
     thread, or the few-rows path, where each thread packs its own lanes), groups are whole."""
@@ -241,32 +262,38 @@ def _pack_n_side_grouped(g: Groups, nr: int, ctype: str, n_factor: str, omp_for:
             f"      const int64_t {P}gend = {P}nb - {P}jg < {P}grp ? {P}nb : {P}jg + {P}grp;",
             *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
                 f"          for (int64_t {P}jp = {P}jg; {P}jp < {P}gend; {P}jp += {nr}) {{",
-                *_one_panel(ctype, nr, "            "),
-                *_copy_row(g, nr, n_factor, "            "),
+                *_one_panel(ctype, nr, "            ", len(n_factors)),
+                *_copy_row(g, nr, n_factors, "            "),
                 "          }"], "      "),
             "    }"]
 
 
-def _pack_m_side(g: Groups, mr: int, ctype: str, m_factor: str, a_rows: Optional[str] = None,
+def _pack_m_side(g: Groups, mr: int, ctype: str, m_factors: Sequence[str], a_rows: Optional[str] = None,
                  kc: int = 0) -> List[str]:
     """The loop packing the m panels `ip` of the block (`ic`, `mb`) into `Ap + ip * kb`:
     Ap[panel][k][row], zero past the edge.  A whole panel copies its `mr` rows with a literal trip
     count, which the compiler unrolls: with the count of rows left as a variable, a compare and
     branch per element made the packing a third of a product with 64 columns (1024x1024x64).
     `a_rows` ("rows" or "offsets"): whole panels are not packed when `pc_ain` (the micro-kernel
-    reads the factor itself); with "offsets" the block's k offsets follow (`c_packed_arows`)."""
+    reads the factor itself); with "offsets" the block's k offsets follow (`c_packed_arows`).
+    `m_factors`: each product's m-side factor, packed side by side at each k position (`_slot`)."""
+    terms = len(m_factors)
+    m_factor = m_factors[0]
+
     def copy(rows: str) -> List[str]:
         return run_loop(g.m, f"{P}ic + {P}ip", rows, f"{P}r",
-                        lambda r: f"{P}dst[{P}kk * {mr} + {r}] = {m_factor};", "            ")
+                        lambda r: " ".join(f"{P}dst[{_slot(f'{P}kk', t, terms)} * {mr} + {r}] = {f};"
+                                           for t, f in enumerate(m_factors)), "            ")
     return [f"      for (int64_t {P}ip = 0; {P}ip < {P}mb; {P}ip += {mr}) {{",
-            f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {P}kb;",
+            f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {_panel_stride(terms)};",
             f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
             f"        if ({P}h == {mr}{f' && !{P}ain' if a_rows else ''})",
             *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", copy(str(mr)), "        "),
             f"        else if ({P}h < {mr})",
             *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
                 *copy(f"{P}h"),
-                f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{P}kk * {mr} + {P}r] = 0;"],
+                *(f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{_slot(f'{P}kk', t, terms)} * {mr} + {P}r] = 0;"
+                  for t in range(terms))],
                 "        "),
             "      }",
             *(k_offsets(g, ctype, m_factor, kc, "      ") if a_rows == "offsets" else [])]
@@ -314,8 +341,9 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
     def name(isl_id: str) -> str:
         return by_isl[isl_id] if isl_id in by_isl else names.id(isl_id)
 
-    m_factor = printer.expr(c.m_factor, dtype)
-    n_factor = printer.expr(c.n_factor, dtype)
+    m_factors = tuple(printer.expr(m, dtype) for m, _ in c.terms)
+    n_factors = tuple(printer.expr(n, dtype) for _, n in c.terms)
+    m_factor, terms = m_factors[0], len(c.terms)
     target = printer.access(st.target)
     ukr = f"{symbol}_ukr"
     batch = [f"int64_t {names.index(b)}" for b in c.batch]
@@ -327,7 +355,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
 
     zero = zero_box(g, target, "    ") if zero_init else []
     first = f"{P}pc == 0, " if zero_init else ""
-    lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes, zero_start=zero_init), ""]
+    lines = [micro_kernel(ukr, ctype, lanes, mr, nv, vbytes, zero_start=zero_init, terms=terms), ""]
     in_place = not plan.mask and reads_in_place(st, c)
     a_rows = None if plan.mask else "rows" if reads_rows_in_place(c) else "offsets" if reads_at_offsets(c, kc) else None
     if a_rows == "rows":
@@ -373,11 +401,12 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
                               ukr_half=f"{ukr}_half" if nv > 1 else None, target=target,
                               factor=printer.access(c.n_factor), m_factor=m_factor,
                               parallel=parallel, first=first, on_fail=zero)
-    tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name)) if plan.mask
-            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first, (a_rows, ctype, m_factor) if a_rows else None))
-    pack_m = _pack_m_side(g, mr, ctype, m_factor, a_rows, kc)
-    lines += few_rows_path(ctype=ctype, mr=mr, nr=nr, mc=mc, kc=kc, pack_m=pack_m,
-                           pack_n=_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=[],
+    tile = (_masked_tile(g, nr, target, ukr, _condition_c(plan.mask, name), terms) if plan.mask
+            else _whole_or_edge_tile(g, mr, nr, target, ukr, direct, first, (a_rows, ctype, m_factor) if a_rows else None,
+                                     terms))
+    pack_m = _pack_m_side(g, mr, ctype, m_factors, a_rows, kc)
+    lines += few_rows_path(ctype=ctype, mr=mr, nr=nr, mc=mc, kc=kc, terms=terms, pack_m=pack_m,
+                           pack_n=_pack_n_side(g, nr, ctype=ctype, n_factors=n_factors, omp_for=[],
                                                along_n=_read_along(c, c.n[-1]), along_k=_read_along(c, c.k[-1])),
                            tile=tile, parallel=parallel, on_fail=zero)
     lines += [
@@ -391,8 +420,8 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"    const int64_t {P}blocks = (({P}M + {P}mc - 1) / {P}mc + {P}threads - 1) / {P}threads * {P}threads;",
         f"    {P}mc = (({P}M + {P}blocks - 1) / {P}blocks + {mr - 1}) / {mr} * {mr};",
         "  }",
-        f"  const size_t {P}asize = (size_t)((({P}mc + {mr - 1}) / {mr} * {mr} * {P}kmax * sizeof({ctype}) + 63) / 64 * 64);",
-        f"  {ctype} *{P}Bp = aligned_alloc(64, (size_t)(({P}nmax * {P}kmax * sizeof({ctype}) + 63) / 64 * 64));",
+        f"  const size_t {P}asize = (size_t)((({P}mc + {mr - 1}) / {mr} * {mr} * {P}kmax * {terms} * sizeof({ctype}) + 63) / 64 * 64);",
+        f"  {ctype} *{P}Bp = aligned_alloc(64, (size_t)(({P}nmax * {P}kmax * {terms} * sizeof({ctype}) + 63) / 64 * 64));",
         f"  {ctype} *{P}Aall = aligned_alloc(64, {P}asize * (size_t){P}threads);",
         f"  if (!{P}Bp || !{P}Aall) {{",
         f"    free({P}Bp); free({P}Aall);", *zero, "    return 0;",
@@ -414,7 +443,7 @@ def packed_helper(plan: PackPlan, program: Program, typing: Typing, symbol: str,
         f"    const int64_t {P}nb = {P}N - {P}jc < {nc} ? {P}N - {P}jc : {nc};",
         f"    for (int64_t {P}pc = 0; {P}pc < {P}K; {P}pc += {P}kmax) {{",
         f"    const int64_t {P}kb = {P}K - {P}pc < {P}kmax ? {P}K - {P}pc : {P}kmax;",
-        *_pack_n_side(g, nr, ctype=ctype, n_factor=n_factor, omp_for=omp_for, along_n=_read_along(c, c.n[-1]), along_k=_read_along(c, c.k[-1])),
+        *_pack_n_side(g, nr, ctype=ctype, n_factors=n_factors, omp_for=omp_for, along_n=_read_along(c, c.n[-1]), along_k=_read_along(c, c.k[-1])),
         *omp_for,
         f"    for (int64_t {P}ic = 0; {P}ic < {P}M; {P}ic += {P}mc) {{",
         f"      const int64_t {P}mb = {P}M - {P}ic < {P}mc ? {P}M - {P}ic : {P}mc;",

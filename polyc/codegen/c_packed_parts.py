@@ -12,7 +12,7 @@ P = INTERNAL
 
 
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int, in_place: bool = False,
-                 zero_start: bool = False, a_rows: bool = False, a_offsets: bool = False) -> str:
+                 zero_start: bool = False, a_rows: bool = False, a_offsets: bool = False, terms: int = 1) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
     row r of the tile at `c + r * ldc` (the target itself, or a buffer of rows of nv * lanes).
     The lane vectors come from a packed panel (`b + k * nv * lanes`), or, `in_place`, from the
@@ -21,7 +21,12 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
     the m-side values come from the factor's own rows, `a[r * lda + k]` (`c_packed_arows`), not
     from a packed panel `a[k * mr + r]`.  `a_offsets`: they come from the factor itself at
     `arows[r][akoff[k]]`, a pointer per row and an offset per k position (`c_packed_arows`: rows
-    and k positions that are not one linear run, such as a convolution's)."""
+    and k positions that are not one linear run, such as a convolution's).  `terms`: a sum of that
+    many products (`Contraction.terms`), packed side by side at each k position (`a[(k * terms + t)
+    * mr + r]`, `b + (k * terms + t) * nv * lanes`): each accumulator adds the sum of the products,
+    summed left to right as written, so the rounding is the source's."""
+    if terms > 1 and (in_place or a_rows or a_offsets):
+        raise ValueError("a sum of products is packed on both sides")
     vt = f"{name}_v"
     nr = nv * lanes
     acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
@@ -45,12 +50,23 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
     if a_offsets:
         lines += [f"  const {ctype} *restrict {P}ar{r} = {P}arows[{r}];" for r in range(mr)]
     lines += ["  #pragma GCC unroll 4", f"  for (int64_t {P}k = 0; {P}k < {P}kb; {P}k++) {{",
-              f"    const {ctype} *{P}bk = {P}b + " + (f"{P}koff[{P}k];" if in_place else f"{P}k * {nr};")]
+              f"    const {ctype} *{P}bk = {P}b + " + (f"{P}koff[{P}k];" if in_place else f"{P}k * {nr * terms};")]
     if a_offsets:
         lines.append(f"    const int64_t {P}ko = {P}akoff[{P}k];")
-    for v in range(nv):
+    if terms > 1:
+        for t in range(terms):
+            for v in range(nv):
+                lines.append(f"    {vt} {P}b{t}_{v}; memcpy(&{P}b{t}_{v}, {P}bk + {(t * nv + v) * lanes}, sizeof({vt}));")
+        for r in range(mr):
+            lines.append(f"    {{ " + " ".join(f"const {ctype} {P}a{t}_{r} = {P}a[({P}k * {terms} + {t}) * {mr} + {r}];"
+                                               for t in range(terms)))
+            for v in range(nv):
+                total = " + ".join(f"{P}a{t}_{r} * {P}b{t}_{v}" for t in range(terms))
+                lines.append(f"      {acc[r][v]} += {total};")
+            lines.append("    }")
+    for v in range(nv if terms == 1 else 0):
         lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}bk + {v * lanes}, sizeof({vt}));")
-    for r in range(mr):
+    for r in range(mr if terms == 1 else 0):
         a = (f"{P}ar{r}[{P}ko]" if a_offsets else f"{P}a[{r} * {P}lda + {P}k]" if a_rows
              else f"{P}a[{P}k * {mr} + {r}]")
         lines.append(f"    {{ const {ctype} {P}a{r} = {a};")

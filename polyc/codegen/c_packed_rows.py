@@ -27,7 +27,7 @@ from .c_packed_parts import P, tile_loops
 ROW_GROUP_PANELS = 8
 
 
-def few_rows_path(*, ctype: str, mr: int, nr: int, mc: int, kc: int, pack_m: Sequence[str],
+def few_rows_path(*, ctype: str, mr: int, nr: int, mc: int, kc: int, terms: int = 1, pack_m: Sequence[str],
                   pack_n: Sequence[str], tile: Sequence[str], parallel: bool,
                   on_fail: Sequence[str] = ()) -> List[str]:
     """Lines of the helper (after the sizes `pc_M, pc_N, pc_K, pc_threads` are known) that run the
@@ -35,7 +35,8 @@ def few_rows_path(*, ctype: str, mr: int, nr: int, mc: int, kc: int, pack_m: Seq
     cannot allocate their buffers (after `on_fail`).  `pack_m`: lines packing the m panels
     `ip` of the block (`ic`, `mb`) into `Ap + ip * kb`; `pack_n`: lines packing the lane panels of
     `[jc, jc + nb)` into `Bp` (no work sharing inside); `tile`: lines running the micro-tile
-    (`ir`, `jr`, `h`, `w`) against `Ap + ir * kb` and `Bp + jr * kb`."""
+    (`ir`, `jr`, `h`, `w`) against `Ap + ir * kb` and `Bp + jr * kb` (times `terms`, the products
+    of a sum packed side by side)."""
     group = ROW_GROUP_PANELS * nr
     par = [f"    #pragma omp parallel num_threads({P}threads) if({P}threads > 1)"] if parallel else []
     omp_for = ["      #pragma omp for schedule(static)"] if parallel else []
@@ -46,8 +47,8 @@ def few_rows_path(*, ctype: str, mr: int, nr: int, mc: int, kc: int, pack_m: Seq
         f"  if ({P}M <= {mc}) {{",
         "    /* few rows (c_packed_rows): lane panels packed group by group, just before their use */",
         f"    const int64_t {P}kmax = {P}K < {kc} ? {P}K : {kc};",
-        f"    const size_t {P}bsize = (size_t)(({group} * {P}kmax * sizeof({ctype}) + 63) / 64 * 64);",
-        f"    {ctype} *{P}Ap = aligned_alloc(64, (size_t)((({P}M + {mr - 1}) / {mr} * {mr} * {P}kmax * sizeof({ctype}) + 63) / 64 * 64));",
+        f"    const size_t {P}bsize = (size_t)(({group} * {P}kmax * {terms} * sizeof({ctype}) + 63) / 64 * 64);",
+        f"    {ctype} *{P}Ap = aligned_alloc(64, (size_t)((({P}M + {mr - 1}) / {mr} * {mr} * {P}kmax * {terms} * sizeof({ctype}) + 63) / 64 * 64));",
         f"    {ctype} *{P}Ball = aligned_alloc(64, {P}bsize * (size_t){P}threads);",
         f"    if (!{P}Ap || !{P}Ball) {{",
         f"      free({P}Ap); free({P}Ball);", *["  " + line for line in on_fail], "      return 0;",

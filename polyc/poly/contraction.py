@@ -10,19 +10,22 @@ Two consumers ask two questions of the same classification (`loop_groups`):
 
 - `contraction_form`: the CPU packing (`Schedule.pack`) runs `T += P1 * P2`, where each factor may
   fold loop-invariant scalars (`alpha * A[i, k] * B[k, j]`), any number of loops per group, as a
-  BLAS micro-kernel;
+  BLAS micro-kernel; also a sum of such products over the same loops, `T += P1 * P2 + Q1 * Q2`
+  (PolyBench's syr2k, a rank-2k update), each term packed beside the others and summed in the
+  order written before it is added;
 - `tiled_contraction`: the CUDA scheduler (`polyc.schedule.auto_gpu`) runs `T[b?, i, j] += f(A, B)`
   with exactly one row, column and reduction loop over a rectangular domain (isl proves it) as a
   shared-memory, register-tiled kernel.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Optional, Tuple, Union
 
 import islpy as isl
 
 from ..ir import Access, Affine, Binary, Expr, IndexExpr, Program, Statement
+from ..ir.text import expr_text
 from .islutil import affine_str, isl_budget, isl_name, pw_aff_to_affine
 from .model import PolyModel
 
@@ -41,6 +44,14 @@ class Contraction:
     m_factor: Expr        # the factor indexed by (m, k): packed as broadcast rows
     n_factor: Expr        # the factor indexed by (k, n): packed as SIMD lanes
     m_first: bool         # whether the m-side factor is the left operand of the product as written
+    #: Further terms of a sum of products, (m-side factor, n-side factor) each, in the order written:
+    #: the statement adds `m_factor * n_factor + m1 * n1 + ...`, summed left to right.
+    more: Tuple[Tuple[Expr, Expr], ...] = ()
+
+    @property
+    def terms(self) -> Tuple[Tuple[Expr, Expr], ...]:
+        """Every product of the sum as (m-side factor, n-side factor); one for a plain contraction."""
+        return ((self.m_factor, self.n_factor),) + self.more
 
 
 @dataclass(frozen=True)
@@ -90,18 +101,51 @@ def _one_element_per(indices: Tuple[Affine, ...], loops: Tuple[str, ...]) -> boo
         return isl.Map(f"{{ [{', '.join(names)}] -> [{', '.join(exprs)}] }}").is_injective()
 
 
+def _products(v: Expr) -> Optional[Tuple[Binary, ...]]:
+    """The products `v` sums, left to right (`p1 + p2 + p3` parses as `(p1 + p2) + p3`), or None
+    when it is not a sum of products."""
+    if isinstance(v, Binary) and v.op == "*":
+        return (v,)
+    if isinstance(v, Binary) and v.op == "+":
+        left = _products(v.lhs)
+        if left is not None and isinstance(v.rhs, Binary) and v.rhs.op == "*":
+            return left + (v.rhs,)
+    return None
+
+
 def contraction_form(program: Program, name: str, lanes: Optional[str] = None) -> Union[Contraction, str]:
     """The statement as a `Contraction` (for `Schedule.pack`), or a sentence saying why it is not one.
 
     SIMD lanes go along the loops of the factor the target is laid out along (unit stride), when
     there is one; `lanes` (a tensor only one factor reads) puts them along that factor's loops
-    instead, the other factor's loops becoming the rows (`pack(..., lanes=...)`)."""
+    instead, the other factor's loops becoming the rows (`pack(..., lanes=...)`).  A sum of
+    products is one when every product is one over the same row, column and reduction loops."""
     st: Statement = program.statement(name)
     if st.update != "+":
         return f"{name} is not an accumulation `+=`"
-    v = st.value
-    if not (isinstance(v, Binary) and v.op == "*"):
-        return f"{name} does not accumulate a product of two factors"
+    products = _products(st.value)
+    if products is None:
+        return f"{name} does not accumulate a product of two factors (or a sum of such products)"
+    if lanes is not None and len(products) > 1:
+        return f"lanes={lanes!r}: {name} sums {len(products)} products; lanes= chooses the lanes of a single product"
+    forms = []
+    for product in products:
+        form = _product_form(st, product, lanes)
+        if isinstance(form, str):
+            return form if len(products) == 1 else f"{form}, in the product `{expr_text(product)}`"
+        forms.append(form)
+    first = forms[0]
+    for form, product in zip(forms[1:], products[1:]):
+        if (form.m, form.n, form.k, form.batch) != (first.m, first.n, first.k, first.batch):
+            return (f"{name} sums products over different loops: `{expr_text(product)}` has rows {list(form.m)}, columns "
+                    f"{list(form.n)} and reductions {list(form.k)}, the first product {list(first.m)}, "
+                    f"{list(first.n)} and {list(first.k)}")
+    return replace(first, more=tuple((f.m_factor, f.n_factor) for f in forms[1:]))
+
+
+def _product_form(st: Statement, v: Binary, lanes: Optional[str]) -> Union[Contraction, str]:
+    """The product `v` that `st` accumulates, classified as a `Contraction` (or why it is not one)."""
+    name = st.name
     target = st.target.tensor
     for side in (v.lhs, v.rhs):
         if not side.accesses():

@@ -190,7 +190,7 @@ def _region_mask(s: Schedule, c: Contraction, dom: isl.Set, box: isl.Set, k_rang
     program = model.program
     params = [box.get_dim_name(isl.dim_type.param, q) for q in range(n_par)]
     from ..poly.islutil import affine_str
-    for factor in (c.m_factor, c.n_factor):
+    for factor in (f for term in c.terms for f in term):
         for acc in factor.accesses():
             shape = program.tensor(acc.tensor).shape
             if shape is None:
@@ -266,23 +266,26 @@ def _prefix_fixes_batch(s: Schedule, c: Contraction, p: int) -> bool:
     return prefix.is_single_valued()
 
 
-def register_tile(vector_registers: int) -> Tuple[int, int]:
+def register_tile(vector_registers: int, terms: int = 1) -> Tuple[int, int]:
     """(mr, nv) of the micro-kernel for a CPU with `vector_registers` SIMD registers: `DEFAULT_NV`
-    vectors per row and as many rows as fit beside them and one broadcast operand (at most
+    vectors per row and as many rows as fit beside them and, per product of a sum of `terms`
+    products (`Contraction.terms`), its nv lane vectors and one broadcast operand (at most
     `DEFAULT_MR`, the widest tile measured)."""
     nv = DEFAULT_NV
-    return max(1, min(DEFAULT_MR, (vector_registers - nv - 1) // nv)), nv
+    return max(1, min(DEFAULT_MR, (vector_registers - terms * (nv + 1)) // nv)), nv
 
 
-def default_blocking(elem_bytes: int = 4, target: Optional["Target"] = None) -> Tuple[int, int, int, int, int]:
+def default_blocking(elem_bytes: int = 4, target: Optional["Target"] = None,
+                     terms: int = 1) -> Tuple[int, int, int, int, int]:
     """(mr, nv, kc, mc, nc) for `target` (default: `Target.host()`): the register tile from its
     SIMD registers (`register_tile`); the packed m block (MC x KC) fills a quarter of the L2 cache
-    of a core, the packed n block (KC x NC) a quarter of the L3."""
+    of a core, the packed n block (KC x NC) a quarter of the L3.  A sum of `terms` products packs
+    `terms` values per k position: kc shrinks by that factor, so the blocks keep their bytes."""
     mach = _target(target)
-    mr, nv = register_tile(mach.vector_registers)
-    kc = DEFAULT_KC
-    mc = max(mr, min(256, mach.l2 // (4 * kc * elem_bytes)) // mr * mr)
-    nc = max(256, min(8192, mach.l3 // (4 * kc * elem_bytes)) // 256 * 256)
+    mr, nv = register_tile(mach.vector_registers, terms)
+    kc = max(16, DEFAULT_KC // terms)
+    mc = max(mr, min(256, mach.l2 // (4 * kc * terms * elem_bytes)) // mr * mr)
+    nc = max(256, min(8192, mach.l3 // (4 * kc * terms * elem_bytes)) // 256 * 256)
     return mr, nv, kc, mc, nc
 
 
@@ -320,7 +323,7 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
                           ("mc", mc, MAX_BLOCK), ("nc", nc, MAX_BLOCK)):
         optional_positive_int(v, f"pack({name})'s {what}", most)
     optional_positive_int(vector_bytes, f"pack({name})'s vector_bytes", 256)
-    d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem, target)
+    d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem, target, len(c.terms))
     mr, nv, kc, mc, nc = (mr or d_mr), (nv or d_nv), (kc or d_kc), (mc or d_mc), (nc or d_nc)
     if mr * nv > MAX_ACCUMULATORS:
         raise ScheduleArgumentError(

@@ -42,7 +42,7 @@ def reads_in_place(st, c) -> bool:
     it using both an n loop and a k loop (the sliding window); the target laid out the same way
     along the last n loop, not moving with m in its last subscript."""
     f = c.n_factor
-    if not target_rows(st, c) or not isinstance(f, Access) or not consecutive_along(f, c.n[-1]):
+    if c.more or not target_rows(st, c) or not isinstance(f, Access) or not consecutive_along(f, c.n[-1]):
         return False
     return any(any(ix.coeff(x) for x in c.n) and any(ix.coeff(x) for x in c.k) for ix in f.indices)
 
@@ -53,7 +53,7 @@ def reads_rows_in_place(contraction) -> bool:
     fixed distance apart along m."""
     c = contraction
     f = c.m_factor
-    return (len(c.m) == 1 and len(c.k) == 1 and isinstance(f, Access) and consecutive_along(f, c.k[0])
+    return (not c.more and len(c.m) == 1 and len(c.k) == 1 and isinstance(f, Access) and consecutive_along(f, c.k[0])
             and f.indices[-1].coeff(c.m[0]) == 0)
 
 
@@ -61,7 +61,7 @@ def reads_at_offsets(contraction, kc: int) -> bool:
     """Whether the m-side factor is an array read that `reads_rows_in_place` does not cover (read
     through row pointers and k offsets instead, `polyc.codegen.c_packed_arows`), in k blocks of at
     most `kc` positions (no more than `MAX_K_OFFSETS`)."""
-    return (isinstance(contraction.m_factor, Access) and not reads_rows_in_place(contraction)
+    return (not contraction.more and isinstance(contraction.m_factor, Access) and not reads_rows_in_place(contraction)
             and kc <= MAX_K_OFFSETS)
 
 
@@ -70,7 +70,7 @@ def turning_tensor(contraction) -> Optional[str]:
     factor that its lane factor does not read.  None for a plain product (one loop per group: the
     other way round only strides its target) and where no tensor tells the factors apart."""
     c = contraction
-    if len(c.n) == 1 and len(c.k) == 1:
+    if c.more or (len(c.n) == 1 and len(c.k) == 1):
         return None
     lane_tensors = {a.tensor for a in c.n_factor.accesses()}
     return next((a.tensor for a in c.m_factor.accesses() if a.tensor not in lane_tensors), None)
