@@ -37,7 +37,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -58,6 +58,15 @@ class Contender:
 
 def thread_env(threads: int) -> Dict[str, Optional[str]]:
     return {v: str(threads) for v in THREAD_VARS}
+
+
+def written_arrays(kernel: Any) -> Set[str]:
+    """The arrays some statement of `kernel` writes: the only ones a contender must restore before
+    each call.  Restoring arrays only read would time where the copy left them: all in the caches
+    of the calling thread's core, from which a second thread on this VM reads its share slowly
+    (gesummv LARGE on two threads, one process: 0.43-0.56 ms restoring what it writes, 0.53-1.2 ms
+    restoring everything; `add` 1024² f32: 0.09 against 0.27 ms)."""
+    return {s.target.tensor for s in kernel.program.statements}
 
 
 def openblas_variants(name: str, env: Mapping[str, Optional[str]]) -> List[tuple]:

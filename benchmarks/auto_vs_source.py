@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import _harness as H
-from .polybench import _copy_inputs, compare, fresh_inputs_contender, written_arrays
+from .polybench import _copy_inputs, compare, fresh_inputs_contender
 
 #: Presets timed by default, per suite (in increasing size); `--large` adds LARGE_PRESETS.
 PRESETS = ("MINI", "SMALL", "MEDIUM", "small", "primes", "typical")
@@ -79,7 +79,7 @@ def setup(kernel: str, preset: str, schedule: str) -> Dict[str, Any]:
     copies of its inputs, those it writes restored before every call."""
     lk = library()[kernel]
     f = compiled(lk, schedule)
-    return fresh_inputs_contender(f, lk.make_inputs(lk.sizes[preset], lk.dtypes[0]), written_arrays(lk.kernel))
+    return fresh_inputs_contender(f, lk.make_inputs(lk.sizes[preset], lk.dtypes[0]), H.written_arrays(lk.kernel))
 
 
 # -- checking (in this process) ------------------------------------------------------------------

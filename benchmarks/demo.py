@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from benchmarks import _harness as H
 from benchmarks._harness import stop_worker
 
 #: Per kernel: ROUNDS rounds alternating polyc and baseline; a sample lasts >= MIN_SAMPLE_S (at most
@@ -136,13 +137,15 @@ def _job(suite: str, name: str, preset: str, dtype: str, seed: int) -> Tuple[Any
     return lk, lk.make_inputs(lk.sizes[preset], dtype, np.random.default_rng(seed))
 
 
-def _refilled(inputs: Mapping[str, Any]) -> Tuple[Dict[str, Any], Callable[[], None]]:
-    """Working copies of `inputs` and an (untimed) function restoring them before each run."""
+def _refilled(inputs: Mapping[str, Any], kernel: Any) -> Tuple[Dict[str, Any], Callable[[], None]]:
+    """Working copies of `inputs` and an (untimed) function restoring those `kernel` writes before
+    each run (`_harness.written_arrays`; every contender runs the same kernel's work)."""
     work = _copy(inputs)
+    written = H.written_arrays(kernel)
 
     def prepare() -> None:
         for k, v in inputs.items():
-            if isinstance(v, np.ndarray):
+            if isinstance(v, np.ndarray) and k in written:
                 np.copyto(work[k], v)
 
     return work, prepare
@@ -159,7 +162,7 @@ def setup_polyc(suite: str, name: str, preset: str, dtype: str, schedule: Option
         if hasattr(f, "typing_for") and hasattr(f, "variant"):
             f.variant(f.typing_for(inputs))  # code generation + gcc, outside the timings
         compile_s = time.perf_counter() - t0
-    work, prepare = _refilled(inputs)
+    work, prepare = _refilled(inputs, lk.kernel)
 
     def check() -> Dict[str, Any]:
         got = f(**_copy(inputs))
@@ -173,7 +176,7 @@ def setup_numpy(suite: str, name: str, preset: str, dtype: str, seed: int = 0) -
     """The kernel's numpy formulation (a core kernel's reference, else `numpy_baselines`)."""
     from benchmarks.numpy_baselines import FORMULATIONS
     lk, inputs = _job(suite, name, preset, dtype, seed)
-    work, prepare = _refilled(inputs)
+    work, prepare = _refilled(inputs, lk.kernel)
     fn = lk.reference if suite == "core" else FORMULATIONS[name]
     return {"run": lambda: fn(**work), "prepare": prepare}
 
@@ -185,7 +188,7 @@ def setup_source_c(suite: str, name: str, preset: str, dtype: str, seed: int = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         f = pc.compile(lk.kernel)
-    work, prepare = _refilled(inputs)
+    work, prepare = _refilled(inputs, lk.kernel)
     return {"run": lambda: f(**work), "prepare": prepare}
 
 

@@ -90,21 +90,13 @@ def setup(kernel: str, preset: str, schedule: str) -> Dict[str, Any]:
         warnings.simplefilter("ignore")
         f = pc.compile(lk.kernel, schedule="auto" if schedule == "auto" else None)
     inputs = lk.make_inputs(lk.sizes[preset], lk.dtypes[0])  # PolyBench's own data type
-    return fresh_inputs_contender(f, inputs, written_arrays(lk.kernel))
-
-
-def written_arrays(kernel) -> Set[str]:
-    """The arrays some statement of `kernel` writes: the only ones a round must restore."""
-    return {s.target.tensor for s in kernel.program.statements}
+    return fresh_inputs_contender(f, inputs, H.written_arrays(lk.kernel))
 
 
 def fresh_inputs_contender(f, inputs: Dict[str, Any], written: Set[str]) -> Dict[str, Any]:
     """A harness contender running `f` on copies of `inputs`, the `written` ones restored before
-    every call (kernels update their arrays in place).  Arrays only read are copied once: copying
-    them again before every call would leave all of them in the caches of the calling thread's
-    core, and on this VM a second thread then reads its share from the other core's caches (gesummv
-    LARGE, two threads, in one process: 0.43-0.56 ms restoring what it writes, 0.53-1.2 ms
-    restoring everything; naive, one thread: 0.9 ms either way)."""
+    every call (kernels update their arrays in place); arrays only read are copied once
+    (`_harness.written_arrays`)."""
     work = _copy_inputs(inputs)
 
     def prepare() -> None:

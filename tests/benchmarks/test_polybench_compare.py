@@ -24,7 +24,8 @@ def test_float_kernels_compare_within_their_tolerance():
 def test_rounds_restore_only_what_the_kernel_writes():
     """gesummv writes tmp and y: a round restores those and leaves A, B and x where the last call
     read them (a copy of every input before every call would time where the copy left the data)."""
-    from benchmarks.polybench import fresh_inputs_contender, written_arrays
+    from benchmarks._harness import written_arrays
+    from benchmarks.polybench import fresh_inputs_contender
 
     lk = polybench_kernels()["gesummv"]
     assert written_arrays(lk.kernel) == {"tmp", "y"}
@@ -42,3 +43,15 @@ def test_rounds_restore_only_what_the_kernel_writes():
     np.testing.assert_array_equal(seen["tmp"], inputs["tmp"])
     np.testing.assert_array_equal(seen["y"], inputs["y"])
     assert (seen["A"] == -1.0).all()  # not restored: gesummv never writes it
+
+
+def test_the_demo_restores_only_what_the_kernel_writes():
+    from benchmarks.demo import _refilled
+    from kernels.program_ops import add
+
+    inputs = {"A": np.ones((2, 3), np.float32), "B": np.ones((2, 3), np.float32), "Y": np.zeros((2, 3), np.float32)}
+    work, prepare = _refilled(inputs, add.kernel)
+    for a in work.values():
+        a[...] = 7.0
+    prepare()
+    assert (work["Y"] == 0).all() and (work["A"] == 7).all() and (work["B"] == 7).all()
