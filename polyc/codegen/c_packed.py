@@ -58,8 +58,7 @@ def packable_types(plan: PackPlan, program: Program, typing: Typing) -> bool:
     t = typing.tensors[st.target.tensor]
     if not t.is_float:
         return False
-    products = [(term[0], term[1]) for term in plan.contraction.terms]
-    return all(typing.operand_types(Binary("*", m, n), t) == (t, t) for m, n in products)
+    return all(typing.operand_types(Binary("*", m, n), t) == (t, t) for m, n in plan.contraction.terms)
 
 
 def _slot(kk: str, t: int, terms: int) -> str:
