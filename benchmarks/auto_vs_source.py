@@ -31,8 +31,6 @@ import tempfile
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
-
 from . import _harness as H
 from .polybench import _copy_inputs, compare, fresh_inputs_contender
 

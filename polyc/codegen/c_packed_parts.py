@@ -58,7 +58,7 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
             for v in range(nv):
                 lines.append(f"    {vt} {P}b{t}_{v}; memcpy(&{P}b{t}_{v}, {P}bk + {(t * nv + v) * lanes}, sizeof({vt}));")
         for r in range(mr):
-            lines.append(f"    {{ " + " ".join(f"const {ctype} {P}a{t}_{r} = {P}a[({P}k * {terms} + {t}) * {mr} + {r}];"
+            lines.append("    { " + " ".join(f"const {ctype} {P}a{t}_{r} = {P}a[({P}k * {terms} + {t}) * {mr} + {r}];"
                                                for t in range(terms)))
             for v in range(nv):
                 total = " + ".join(f"{P}a{t}_{r} * {P}b{t}_{v}" for t in range(terms))

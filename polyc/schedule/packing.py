@@ -42,7 +42,6 @@ precision, or a later primitive that changed the statement's loops).
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
