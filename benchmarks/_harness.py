@@ -37,7 +37,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -67,6 +67,26 @@ def written_arrays(kernel: Any) -> Set[str]:
     (gesummv LARGE on two threads, one process: 0.43-0.56 ms restoring what it writes, 0.53-1.2 ms
     restoring everything; `add` 1024² f32: 0.09 against 0.27 ms)."""
     return {s.target.tensor for s in kernel.program.statements}
+
+
+def copied(inputs: Mapping[str, Any]) -> Dict[str, Any]:
+    """Fresh copies of the arrays of `inputs` (scalars as they are): kernels update arrays in place."""
+    import numpy as np
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+
+
+def refilled(inputs: Mapping[str, Any], kernel: Any) -> Tuple[Dict[str, Any], Callable[[], None]]:
+    """Working copies of `inputs` and an (untimed) function restoring, before each call, the ones
+    `kernel` writes (`written_arrays`; every contender of a row runs that kernel's work)."""
+    import numpy as np
+    work, written = copied(inputs), written_arrays(kernel)
+
+    def prepare() -> None:
+        for k, v in inputs.items():
+            if isinstance(v, np.ndarray) and k in written:
+                np.copyto(work[k], v)
+
+    return work, prepare
 
 
 def openblas_variants(name: str, env: Mapping[str, Optional[str]]) -> List[tuple]:

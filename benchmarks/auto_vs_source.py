@@ -32,7 +32,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _harness as H
-from .polybench import _copy_inputs, compare, fresh_inputs_contender
+from .polybench import compare, fresh_inputs_contender
 
 #: Presets timed by default, per suite (in increasing size); `--large` adds LARGE_PRESETS.
 PRESETS = ("MINI", "SMALL", "MEDIUM", "small", "primes", "typical")
@@ -77,7 +77,7 @@ def setup(kernel: str, preset: str, schedule: str) -> Dict[str, Any]:
     copies of its inputs, those it writes restored before every call."""
     lk = library()[kernel]
     f = compiled(lk, schedule)
-    return fresh_inputs_contender(f, lk.make_inputs(lk.sizes[preset], lk.dtypes[0]), H.written_arrays(lk.kernel))
+    return fresh_inputs_contender(f, lk.make_inputs(lk.sizes[preset], lk.dtypes[0]), lk.kernel)
 
 
 # -- checking (in this process) ------------------------------------------------------------------
@@ -94,7 +94,7 @@ def reference_cost(lk, preset: str) -> int:
 def check(lk, preset: str, fns: Dict[str, Any], limit: int) -> Tuple[str, float]:
     """(what was compared, worst scaled error: <= 1 passes) for `lk` at `preset`."""
     inputs = lk.make_inputs(lk.sizes[preset], lk.dtypes[0])
-    got = {name: f(**_copy_inputs(inputs)) for name, f in fns.items()}
+    got = {name: f(**H.copied(inputs)) for name, f in fns.items()}
     if reference_cost(lk, preset) <= limit:
         expected = lk.expected(inputs)
         return "reference", max(compare(lk, g, expected) for g in got.values())

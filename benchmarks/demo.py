@@ -34,7 +34,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -84,11 +84,6 @@ def baseline_of(lk: Any) -> str:
 
 # -- comparison (used inside the polyc worker) ------------------------------------------------------
 
-def _copy(inputs: Mapping[str, Any]) -> Dict[str, Any]:
-    """Fresh copies of the arrays: compiled kernels update inout arrays in place."""
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
-
-
 def _as_dict(result: Any) -> Dict[str, np.ndarray]:
     if isinstance(result, dict):
         return {k: np.asarray(v) for k, v in result.items()}
@@ -137,20 +132,6 @@ def _job(suite: str, name: str, preset: str, dtype: str, seed: int) -> Tuple[Any
     return lk, lk.make_inputs(lk.sizes[preset], dtype, np.random.default_rng(seed))
 
 
-def _refilled(inputs: Mapping[str, Any], kernel: Any) -> Tuple[Dict[str, Any], Callable[[], None]]:
-    """Working copies of `inputs` and an (untimed) function restoring those `kernel` writes before
-    each run (`_harness.written_arrays`; every contender runs the same kernel's work)."""
-    work = _copy(inputs)
-    written = H.written_arrays(kernel)
-
-    def prepare() -> None:
-        for k, v in inputs.items():
-            if isinstance(v, np.ndarray) and k in written:
-                np.copyto(work[k], v)
-
-    return work, prepare
-
-
 def setup_polyc(suite: str, name: str, preset: str, dtype: str, schedule: Optional[str], seed: int = 0) -> Dict[str, Any]:
     """Compile (timed), verify against the reference, then time polyc's kernel."""
     import polyc as pc
@@ -162,10 +143,10 @@ def setup_polyc(suite: str, name: str, preset: str, dtype: str, schedule: Option
         if hasattr(f, "typing_for") and hasattr(f, "variant"):
             f.variant(f.typing_for(inputs))  # code generation + gcc, outside the timings
         compile_s = time.perf_counter() - t0
-    work, prepare = _refilled(inputs, lk.kernel)
+    work, prepare = H.refilled(inputs, lk.kernel)
 
     def check() -> Dict[str, Any]:
-        got = f(**_copy(inputs))
+        got = f(**H.copied(inputs))
         max_err, ok, note = compare(got, lk.expected(inputs), *lk.tol(dtype))
         return {"compile_s": compile_s, "max_err": max_err, "ok": ok, "note": note}
 
@@ -176,7 +157,7 @@ def setup_numpy(suite: str, name: str, preset: str, dtype: str, seed: int = 0) -
     """The kernel's numpy formulation (a core kernel's reference, else `numpy_baselines`)."""
     from benchmarks.numpy_baselines import FORMULATIONS
     lk, inputs = _job(suite, name, preset, dtype, seed)
-    work, prepare = _refilled(inputs, lk.kernel)
+    work, prepare = H.refilled(inputs, lk.kernel)
     fn = lk.reference if suite == "core" else FORMULATIONS[name]
     return {"run": lambda: fn(**work), "prepare": prepare}
 
@@ -188,7 +169,7 @@ def setup_source_c(suite: str, name: str, preset: str, dtype: str, seed: int = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         f = pc.compile(lk.kernel)
-    work, prepare = _refilled(inputs, lk.kernel)
+    work, prepare = H.refilled(inputs, lk.kernel)
     return {"run": lambda: f(**work), "prepare": prepare}
 
 

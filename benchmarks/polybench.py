@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 import warnings
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -51,10 +51,6 @@ def polybench_kernels() -> Dict[str, Any]:
         for k in mod.KERNELS:
             out[k.name] = k
     return out
-
-
-def _copy_inputs(inputs: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
 
 
 def compare(lk, got: Any, expected: Any) -> float:
@@ -90,20 +86,13 @@ def setup(kernel: str, preset: str, schedule: str) -> Dict[str, Any]:
         warnings.simplefilter("ignore")
         f = pc.compile(lk.kernel, schedule="auto" if schedule == "auto" else None)
     inputs = lk.make_inputs(lk.sizes[preset], lk.dtypes[0])  # PolyBench's own data type
-    return fresh_inputs_contender(f, inputs, H.written_arrays(lk.kernel))
+    return fresh_inputs_contender(f, inputs, lk.kernel)
 
 
-def fresh_inputs_contender(f, inputs: Dict[str, Any], written: Set[str]) -> Dict[str, Any]:
-    """A harness contender running `f` on copies of `inputs`, the `written` ones restored before
-    every call (kernels update their arrays in place); arrays only read are copied once
-    (`_harness.written_arrays`)."""
-    work = _copy_inputs(inputs)
-
-    def prepare() -> None:
-        for k, v in inputs.items():
-            if isinstance(v, np.ndarray) and k in written:
-                np.copyto(work[k], v)
-
+def fresh_inputs_contender(f, inputs: Dict[str, Any], kernel: Any) -> Dict[str, Any]:
+    """A harness contender running `f` on copies of `inputs`, those `kernel` writes restored before
+    every call (`_harness.refilled`); arrays only read are copied once."""
+    work, prepare = H.refilled(inputs, kernel)
     return {"run": lambda: f(**work), "prepare": prepare}
 
 
@@ -140,7 +129,7 @@ def compile_and_check(names: List[str], check_preset: str, progress: bool = True
                        warnings=[str(w.message) for w in caught], history=list(sched.history),
                        marks=[f"{m}:{d.name}" for d in sched.dims for m in sorted(d.marks)])
             expected = lk.expected(inputs)
-            got = f(**_copy_inputs(inputs))
+            got = f(**H.copied(inputs))
             err = compare(lk, got, expected)
             rec["check_error"] = err
             rec["correct"] = bool(err <= 1.0)

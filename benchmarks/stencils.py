@@ -288,7 +288,7 @@ def setup(contender: str, kernel: str, size: str, reference_file: str) -> Dict[s
     compare with the reference saved in `reference_file`; raise StencilMismatch when it differs."""
     stencil = STENCILS[kernel]
     inputs = stencil.inputs(size)
-    work = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+    work = H.copied(inputs)
     run = RUNNERS[contender](stencil, work)
 
     def prepare() -> None:

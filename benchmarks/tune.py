@@ -72,13 +72,7 @@ def setup_polyc(bench: str, schedule: str, preset: str = "") -> Dict[str, Any]:
 
 def _runner(lk: Any, f: Any, sizes: Dict[str, int], dtype: str) -> Dict[str, Any]:
     inputs = lk.make_inputs(sizes, dtype, np.random.default_rng(0))
-    work = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
-
-    def prepare() -> None:
-        for k, v in inputs.items():
-            if isinstance(v, np.ndarray):
-                np.copyto(work[k], v)
-
+    work, prepare = H.refilled(inputs, lk.kernel)
     return {"run": lambda: f(**work), "prepare": prepare, "check": lambda: {"schedule": repr(f.schedule)[:300]}}
 
 

@@ -37,7 +37,7 @@ def test_rounds_restore_only_what_the_kernel_writes():
         for name in ("A", "tmp", "y"):
             arrays[name][...] = -1.0
 
-    contender = fresh_inputs_contender(run, inputs, written_arrays(lk.kernel))
+    contender = fresh_inputs_contender(run, inputs, lk.kernel)
     contender["run"]()
     contender["prepare"]()
     np.testing.assert_array_equal(seen["tmp"], inputs["tmp"])
@@ -46,11 +46,11 @@ def test_rounds_restore_only_what_the_kernel_writes():
 
 
 def test_the_demo_restores_only_what_the_kernel_writes():
-    from benchmarks.demo import _refilled
+    from benchmarks._harness import refilled
     from kernels.program_ops import add
 
     inputs = {"A": np.ones((2, 3), np.float32), "B": np.ones((2, 3), np.float32), "Y": np.zeros((2, 3), np.float32)}
-    work, prepare = _refilled(inputs, add.kernel)
+    work, prepare = refilled(inputs, add.kernel)
     for a in work.values():
         a[...] = 7.0
     prepare()
