@@ -37,7 +37,8 @@ from .c_packed_init import zero_box
 from .c_packed_inplace import inplace_path
 from .c_packed_arows import k_offsets, offsets_setup, row_pointer, row_pointers, rows_setup
 from .c_packed_rows import few_rows_path
-from .c_packed_parts import P, Groups, decode, k_positions, micro_kernel, run_loop, step, tile_copy, tile_loops
+from .c_packed_parts import (P, Groups, decode, k_positions, micro_kernel, packed_slot, run_loop, step, tile_copy,
+                             tile_loops)
 from .names import CNames
 from .typing import Typing
 
@@ -61,10 +62,12 @@ def packable_types(plan: PackPlan, program: Program, typing: Typing) -> bool:
     return all(typing.operand_types(Binary("*", m, n), t) == (t, t) for m, n in plan.contraction.terms)
 
 
-def _slot(kk: str, t: int, terms: int) -> str:
-    """The packed position of product `t` at k position `kk`: a sum of `terms` products packs its
-    products' factors side by side, `terms` values per k position (`Contraction.terms`)."""
-    return kk if terms == 1 else f"(({kk}) * {terms} + {t})"
+def _store_products(kk: str, width: int, at: str, values: Sequence[str]) -> str:
+    """One C statement storing each product's value (`values`, one per product of the sum) for k
+    position `kk` at element `at` of a packed panel `width` wide (`packed_slot`); a block for
+    several, so it can be a loop's body."""
+    stores = " ".join(f"{P}dst[{packed_slot(kk, t, len(values))} * {width} + {at}] = {v};" for t, v in enumerate(values))
+    return stores if len(values) == 1 else f"{{ {stores} }}"
 
 
 def _panel_stride(terms: int) -> str:
@@ -191,7 +194,7 @@ def _pack_n_side(g: Groups, nr: int, ctype: str, n_factors: Sequence[str], omp_f
     longer (3 x 3 filters: runs of the image width instead of runs of 3).
 
     `n_factors`: the C text of each product's n-side factor (one for a plain contraction), packed
-    side by side at each k position (`_slot`)."""
+    side by side at each k position (`packed_slot`)."""
     if not along_n:
         return _pack_n_side_panels(g, nr, ctype, n_factors, omp_for)
     grouped = _pack_n_side_grouped(g, nr, ctype, n_factors, omp_for)
@@ -208,12 +211,10 @@ def _one_panel(ctype: str, nr: int, indent: str, terms: int) -> List[str]:
 
 def _copy_row(g: Groups, nr: int, n_factors: Sequence[str], indent: str) -> List[str]:
     """One k position of a panel: its lanes along the n loops, zeros past the edge."""
-    terms = len(n_factors)
+    zeros = ["0"] * len(n_factors)
     return [*run_loop(g.n, f"{P}jc + {P}jp", f"{P}w", f"{P}q",
-                      lambda q: " ".join(f"{P}dst[{_slot(f'{P}kk', t, terms)} * {nr} + {q}] = {f};"
-                                         for t, f in enumerate(n_factors)), indent),
-            *(f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {P}dst[{_slot(f'{P}kk', t, terms)} * {nr} + {P}q] = 0;"
-              for t in range(terms))]
+                      lambda q: _store_products(f"{P}kk", nr, q, n_factors), indent),
+            f"{indent}for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++) {_store_products(f'{P}kk', nr, f'{P}q', zeros)}"]
 
 
 def _pack_n_side_panels(g: Groups, nr: int, ctype: str, n_factors: Sequence[str], omp_for: List[str]) -> List[str]:
@@ -236,8 +237,7 @@ def _pack_n_side_lanes(g: Groups, nr: int, ctype: str, n_factors: Sequence[str],
             *decode(g.n, f"{P}jc + {P}jp", "      "),
             f"      for (int64_t {P}q = 0; {P}q < {P}w; {P}q++) {{",
             *run_loop(g.k, f"{P}pc", f"{P}kb", f"{P}kk",
-                      lambda kk: " ".join(f"{P}dst[{_slot(f'({kk})', t, terms)} * {nr} + {P}q] = {f};"
-                                          for t, f in enumerate(n_factors)), "        "),
+                      lambda kk: _store_products(f"({kk})", nr, f"{P}q", n_factors), "        "),
             f"        {step(g.n)}",
             "      }",
             f"      for (int64_t {P}q = {P}w; {P}q < {nr}; {P}q++)",
@@ -275,14 +275,13 @@ def _pack_m_side(g: Groups, mr: int, ctype: str, m_factors: Sequence[str], a_row
     branch per element made the packing a third of a product with 64 columns (1024x1024x64).
     `a_rows` ("rows" or "offsets"): whole panels are not packed when `pc_ain` (the micro-kernel
     reads the factor itself); with "offsets" the block's k offsets follow (`c_packed_arows`).
-    `m_factors`: each product's m-side factor, packed side by side at each k position (`_slot`)."""
+    `m_factors`: each product's m-side factor, packed side by side at each k position (`packed_slot`)."""
     terms = len(m_factors)
     m_factor = m_factors[0]
 
     def copy(rows: str) -> List[str]:
         return run_loop(g.m, f"{P}ic + {P}ip", rows, f"{P}r",
-                        lambda r: " ".join(f"{P}dst[{_slot(f'{P}kk', t, terms)} * {mr} + {r}] = {f};"
-                                           for t, f in enumerate(m_factors)), "            ")
+                        lambda r: _store_products(f"{P}kk", mr, r, m_factors), "            ")
     return [f"      for (int64_t {P}ip = 0; {P}ip < {P}mb; {P}ip += {mr}) {{",
             f"        {ctype} *restrict {P}dst = {P}Ap + {P}ip * {_panel_stride(terms)};",
             f"        const int64_t {P}h = {P}mb - {P}ip < {mr} ? {P}mb - {P}ip : {mr};",
@@ -291,8 +290,8 @@ def _pack_m_side(g: Groups, mr: int, ctype: str, m_factors: Sequence[str], a_row
             f"        else if ({P}h < {mr})",
             *k_positions(g.k, f"{P}pc", f"{P}kb", f"{P}kk", [
                 *copy(f"{P}h"),
-                *(f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) {P}dst[{_slot(f'{P}kk', t, terms)} * {mr} + {P}r] = 0;"
-                  for t in range(terms))],
+                f"            for (int64_t {P}r = {P}h; {P}r < {mr}; {P}r++) "
+                f"{_store_products(f'{P}kk', mr, f'{P}r', ['0'] * terms)}"],
                 "        "),
             "      }",
             *(k_offsets(g, ctype, m_factor, kc, "      ") if a_rows == "offsets" else [])]

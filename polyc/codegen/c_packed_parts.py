@@ -11,6 +11,12 @@ from .names import INTERNAL
 P = INTERNAL
 
 
+def packed_slot(kk: str, t: int, terms: int) -> str:
+    """The packed position of product `t` at k position `kk`: a sum of `terms` products packs its
+    products' factors side by side, `terms` values per k position (`Contraction.terms`)."""
+    return kk if terms == 1 else f"(({kk}) * {terms} + {t})"
+
+
 def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: int, in_place: bool = False,
                  zero_start: bool = False, a_rows: bool = False, a_offsets: bool = False, terms: int = 1) -> str:
     """An mr x (nv * lanes) register tile: `c[r][:] += a[k][r] * b[k][:]` for k < kb (GCC vectors),
@@ -53,25 +59,27 @@ def micro_kernel(name: str, ctype: str, lanes: int, mr: int, nv: int, vbytes: in
               f"    const {ctype} *{P}bk = {P}b + " + (f"{P}koff[{P}k];" if in_place else f"{P}k * {nr * terms};")]
     if a_offsets:
         lines.append(f"    const int64_t {P}ko = {P}akoff[{P}k];")
-    if terms > 1:
-        for t in range(terms):
-            for v in range(nv):
-                lines.append(f"    {vt} {P}b{t}_{v}; memcpy(&{P}b{t}_{v}, {P}bk + {(t * nv + v) * lanes}, sizeof({vt}));")
-        for r in range(mr):
-            lines.append("    { " + " ".join(f"const {ctype} {P}a{t}_{r} = {P}a[({P}k * {terms} + {t}) * {mr} + {r}];"
-                                               for t in range(terms)))
-            for v in range(nv):
-                total = " + ".join(f"{P}a{t}_{r} * {P}b{t}_{v}" for t in range(terms))
-                lines.append(f"      {acc[r][v]} += {total};")
-            lines.append("    }")
-    for v in range(nv if terms == 1 else 0):
-        lines.append(f"    {vt} {P}b{v}; memcpy(&{P}b{v}, {P}bk + {v * lanes}, sizeof({vt}));")
-    for r in range(mr if terms == 1 else 0):
-        a = (f"{P}ar{r}[{P}ko]" if a_offsets else f"{P}a[{r} * {P}lda + {P}k]" if a_rows
-             else f"{P}a[{P}k * {mr} + {r}]")
-        lines.append(f"    {{ const {ctype} {P}a{r} = {a};")
+    # Per product t of the sum: its lane vectors b(t, v) and broadcast values a(t, r).
+    def b(t: int, v: int) -> str:
+        return f"{P}b{v}" if terms == 1 else f"{P}b{t}_{v}"
+
+    def a(t: int, r: int) -> str:
+        return f"{P}a{r}" if terms == 1 else f"{P}a{t}_{r}"
+
+    def a_read(t: int, r: int) -> str:
+        if a_offsets:
+            return f"{P}ar{r}[{P}ko]"
+        if a_rows:
+            return f"{P}a[{r} * {P}lda + {P}k]"
+        return f"{P}a[{packed_slot(f'{P}k', t, terms)} * {mr} + {r}]"
+
+    for t in range(terms):
         for v in range(nv):
-            lines.append(f"      {acc[r][v]} += {P}a{r} * {P}b{v};")
+            lines.append(f"    {vt} {b(t, v)}; memcpy(&{b(t, v)}, {P}bk + {(t * nv + v) * lanes}, sizeof({vt}));")
+    for r in range(mr):
+        lines.append("    { " + " ".join(f"const {ctype} {a(t, r)} = {a_read(t, r)};" for t in range(terms)))
+        for v in range(nv):
+            lines.append(f"      {acc[r][v]} += {' + '.join(f'{a(t, r)} * {b(t, v)}' for t in range(terms))};")
         lines.append("    }")
     lines.append("  }")
     for r in range(mr):
