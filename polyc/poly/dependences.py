@@ -3,6 +3,10 @@
 - flow (read after write) is value-based: each read depends on the *last* write of its value;
 - anti (write after read) and output (write after write) are memory-based.
 Together these are exactly what a reordering must preserve (the arrays are not renamed).
+
+On a tensor updated by commutative updates (integer `max`/`min`, `poly.commutative`) every flow
+dependence is memory-based too, and those joining two such updates of one element are marked
+`reorderable`: a schedule may swap them, but not run them at the same time.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import islpy as isl
 
+from . import commutative
 from .islutil import budget_exhausted
 from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps
 
@@ -32,6 +37,9 @@ class Dependence:
     array: str
     relation: isl.Map
     _model: Optional[PolyModel] = field(default=None, repr=False, compare=False)
+    #: Only joins two commutative updates of one element (`poly.commutative`): a schedule may
+    #: run them in either order, never at the same time.
+    reorderable: bool = False
 
     @cached_property
     def distances(self) -> Tuple[Tuple[int, ...], ...]:
@@ -72,7 +80,7 @@ class Dependence:
         return params, coords[:n_in], coords[n_in:]
 
     def __str__(self) -> str:
-        text = f"{self.relation} on {self.array} ({self.kind})"
+        text = f"{self.relation} on {self.array} ({self.kind}{', either order' if self.reorderable else ''})"
         ds = self.distances
         if ds:
             word = "distance" if len(ds) == 1 else "distances"
@@ -142,15 +150,18 @@ class Dependences:
             if writes.is_empty():
                 continue
             with isl_budget(f"computing the dependences on {t.name}"):
-                flow = compute_flow(reads, writes, m.schedule_map, must=True)
-                anti = compute_flow(writes, reads, m.schedule_map, must=False)
-                output = compute_flow(writes, writes, m.schedule_map, must=False)
-            for kind, umap in (("flow", flow), ("anti", anti), ("output", output)):
+                if commutative.groups(m.program, t.name):
+                    found = commutative.tensor_dependences(m, t.name, compute_flow)
+                else:
+                    found = [("flow", compute_flow(reads, writes, m.schedule_map, must=True), False),
+                             ("anti", compute_flow(writes, reads, m.schedule_map, must=False), False),
+                             ("output", compute_flow(writes, writes, m.schedule_map, must=False), False)]
+            for kind, umap, reorderable in found:
                 for rel in _maps(umap.coalesce()):
                     if rel.is_empty():
                         continue
                     out.append(Dependence(kind, rel.get_tuple_name(isl.dim_type.in_),
-                                          rel.get_tuple_name(isl.dim_type.out), t.name, rel, m))
+                                          rel.get_tuple_name(isl.dim_type.out), t.name, rel, m, reorderable))
         return out
 
     def __iter__(self):

@@ -277,6 +277,8 @@ def violations(schedule: Schedule, deps: Iterable[Dependence]) -> List[Tuple[Dep
     n = _n_dims(schedule)
     canon = _canonical(schedule)
     for dep in deps:
+        if dep.reorderable:
+            continue  # two commutative updates of one element: either order (parallel marks still see them)
         if canon.first_difference(schedule, dep, n) < 0:
             continue  # every source instance runs before every sink instance
         drop = canon.shared_constants(schedule, dep, n)

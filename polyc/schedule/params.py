@@ -111,6 +111,11 @@ def _problem(p: Param, value: Any) -> Optional[str]:
         return None if _is_name(value) else f"must be a tensor name, not {value!r}"
     if kind == "statement":
         return None if _is_int(value) or _is_name(value) else f"must be a statement name or position, not {value!r}"
+    if kind in ("loops", "statements"):   # a list passed as one argument (`statements=["S1"]`)
+        if not isinstance(value, (list, tuple)) or not value:
+            return f"must be a non-empty list, not {value!r}"
+        single = Param(p.name, kind[:-1], p.doc)
+        return next((problem for problem in map(lambda v: _problem(single, v), value) if problem), None)
     if kind == "bool":
         return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
     if kind in ("int", "positive_int", "optional_int"):

@@ -49,9 +49,10 @@ class Schedule(ScheduleState):
         """Strip-mine `loop` by `factor` into `{loop}_outer` and `{loop}_inner` (or the names given)."""
         return PRIMITIVES["split"].apply(self, loop, factor, outer, inner)
 
-    def interchange(self, a: str, b: str) -> "Schedule":
-        """Swap loops `a` and `b`."""
-        return PRIMITIVES["interchange"].apply(self, a, b)
+    def interchange(self, a: str, b: str, statements=None) -> "Schedule":
+        """Swap loops `a` and `b`; with `statements` (names or positions) for those statements only,
+        the others staying on `a` (see polyc.schedule.primitives.interchange)."""
+        return PRIMITIVES["interchange"].apply(self, a, b, statements=statements)
 
     def reorder(self, *loops: str) -> "Schedule":
         """Put the named loops, in this order, into the positions they occupy together."""

@@ -328,7 +328,8 @@ def _prove_maps(model: PolyModel, dims: Sequence[Dim], texts: Dict[str, str]) ->
 
 def check_steps(model: PolyModel, doc: Dict[str, Any], replayable: Sequence[str]) -> List[Tuple[str, list, dict]]:
     """The recorded primitive calls as (primitive, args, kwargs), shape-checked: known primitives,
-    JSON scalars (or a name -> int object, as `tile`'s first argument) as arguments, and every
+    JSON scalars (or a name -> int object, as `tile`'s first argument, or a flat list of names and
+    positions, as `interchange`'s `statements`) as arguments, and every
     string a name the kernel has or a plain identifier (new loop names end up in C)."""
     steps = expect(doc.get("steps", []), (list,), "steps", "'steps'")
     if len(steps) > MAX_STEPS:
@@ -382,5 +383,12 @@ def _check_argument(value: Any, where: str, known: Sequence[str], reserved: Set[
     elif isinstance(value, int) and not isinstance(value, bool):
         if abs(value) > MAX_SCHEDULE_INT:
             raise fail(where, f"the integer {_show(value)} is beyond ±{MAX_SCHEDULE_INT}")
+    elif isinstance(value, list):   # statements=[...]: names or positions, one level deep
+        if len(value) > max(len(known), 1):
+            raise fail(where, f"a list of {len(value)} names is longer than the schedule has names")
+        for j, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, (str, int)):
+                raise fail(f"{where}[{j}]", f"a list holds names or positions, not {_show(item)}")
+            _check_argument(item, f"{where}[{j}]", known, reserved)
     elif not isinstance(value, (bool, type(None), float)):
         raise fail(where, f"an argument must be a name, a number, true/false or null, not {_show(value)}")

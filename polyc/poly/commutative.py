@@ -1,0 +1,161 @@
+"""Updates whose order does not change the result, bit for bit: integer max and min.
+
+`table[i, j] = max(table[i, j], f)` (or an Einstein `max=!` / `min=!` update) on an integer
+tensor computes the same value whatever order the updates of one element run in: integer max and
+min are associative and commutative, with no rounding and no NaN.  Float max and min are left out
+(which of two NaNs, or of -0.0 and +0.0, survives depends on the order), and so are integer sums
+and products (C's signed overflow).  Such updates are *commutative updates*, grouped by operator.
+
+The dependences between them (`Dependence.reorderable`) only say that two updates of one element
+must not run at the same time: a schedule may swap them.  Everything else stays ordered exactly:
+
+- every other read of the tensor (a read in `f`, or by any other statement) is ordered against
+  every write of its element, before and after it (memory-based flow and anti dependences, where
+  the usual analysis keeps only the last writer: with the updates reordered, any of them may be
+  the last);
+- an update is ordered against every write of its element by another operator or a plain
+  assignment, both ways.
+
+So between two such other accesses of an element, its updates form a set whose order is free; each
+update's `f` reads what it read before; the element ends with the same value.  PolyBench's
+nussinov (`table[i, j] = max(table[i, j], table[i, k] + table[k + 1, j])`) is the kernel this is
+for: the order of the `k` updates of one cell is free, so the row `j` can become the inner loop.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import islpy as isl
+
+from ..ir.expr import COMPARISON_OPS, LOGICAL_OPS
+from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, Program, ScalarRef, Select, Statement, Unary
+
+#: The operators whose updates commute exactly on integers (Python's builtins `max`/`min` in loop
+#: kernels are `pymax`/`pymin`, the same functions on integers).
+EXACT_OPS = {"max": "max", "min": "min", "pymax": "max", "pymin": "min"}
+
+#: Functions of integers whose result is an integer.
+INTEGER_FUNCTIONS = ("max", "min", "pymax", "pymin", "abs")
+COMPARE_AND_LOGIC = COMPARISON_OPS + LOGICAL_OPS
+
+
+def commutative_op(program: Program, st: Statement) -> Optional[str]:
+    """"max" or "min" when `st` is a commutative update (see the module docstring), else None."""
+    dtype = getattr(program.tensor_map.get(st.target.tensor), "dtype", None)
+    if dtype is None or dtype.is_float:
+        return None
+    if st.update is not None:
+        op, rest = EXACT_OPS.get(st.update), st.value
+    else:
+        value = st.value
+        if not (isinstance(value, Call) and value.fn in EXACT_OPS and len(value.args) == 2):
+            return None
+        own = [k for k, a in enumerate(value.args) if a == st.target]
+        if len(own) != 1:
+            return None
+        op, rest = EXACT_OPS[value.fn], value.args[1 - own[0]]
+        if any(a == st.target for a in rest.accesses()):
+            return None   # `max(t, t + 1)`: which read is the accumulator is not clear; keep the order
+    # A float operand would make the max a float one, rounded back to the element type on the store.
+    return op if op is not None and _integer_valued(program, rest) else None
+
+
+def _integer_valued(program: Program, e: Expr) -> bool:
+    """Whether `e` certainly has an integer type (conservative: unknown scalars and functions
+    other than max, min and abs do not)."""
+    if isinstance(e, Const):
+        return not isinstance(e.value, float) and (e.dtype is None or not e.dtype.is_float)
+    if isinstance(e, IndexExpr):
+        return True
+    if isinstance(e, Access):
+        return getattr(getattr(program.tensor_map.get(e.tensor), "dtype", None), "is_float", True) is False
+    if isinstance(e, ScalarRef):
+        if e.name in program.sizes:
+            return True
+        decl = next((s for s in program.scalars if s.name == e.name), None)
+        return getattr(getattr(decl, "dtype", None), "is_float", True) is False
+    if isinstance(e, Cast):
+        return not e.dtype.is_float
+    if isinstance(e, Unary):
+        return e.op == "not" or _integer_valued(program, e.operand)
+    if isinstance(e, Binary):
+        if e.op in ("/", "**"):
+            return False
+        return e.op in COMPARE_AND_LOGIC or (_integer_valued(program, e.lhs) and _integer_valued(program, e.rhs))
+    if isinstance(e, Select):
+        return _integer_valued(program, e.if_true) and _integer_valued(program, e.if_false)
+    if isinstance(e, Call):
+        return e.fn in INTEGER_FUNCTIONS and all(_integer_valued(program, a) for a in e.args)
+    return False
+
+
+def accumulator(program: Program, st: Statement) -> Optional[Access]:
+    """The access through which commutative update `st` reads the value it updates (None when
+    `st` is not one)."""
+    return st.target if commutative_op(program, st) is not None else None
+
+
+def groups(program: Program, tensor: str) -> Dict[str, Tuple[str, ...]]:
+    """Operator -> names of the commutative updates of `tensor` with it."""
+    out: Dict[str, List[str]] = {}
+    for st in program.statements:
+        if st.target.tensor == tensor:
+            op = commutative_op(program, st)
+            if op is not None:
+                out.setdefault(op, []).append(st.name)
+    return {op: tuple(names) for op, names in out.items()}
+
+
+def tensor_dependences(model, tensor: str, compute_flow) -> List[Tuple[str, isl.UnionMap, bool]]:
+    """The dependences on `tensor`, which has commutative updates, as (kind, relation, reorderable)
+    triples (see the module docstring).  `compute_flow` is `dependences.compute_flow`."""
+    program = model.program
+    by_op = groups(program, tensor)
+    op_of = {name: op for op, names in by_op.items() for name in names}
+    empty = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+    writes, others = empty, empty
+    op_writes = {op: empty for op in by_op}
+    non_op_writes = {op: empty for op in by_op}
+    acc_reads = {op: empty for op in by_op}
+    for info in model.accesses:
+        if info.access.tensor != tensor:
+            continue
+        rel = isl.UnionMap.from_map(model.access_map(info.statement, info.access, info.guard))
+        op = op_of.get(info.statement.name)
+        if info.is_write:
+            writes = writes.union(rel)
+            for o in by_op:
+                if o == op:
+                    op_writes[o] = op_writes[o].union(rel)
+                else:
+                    non_op_writes[o] = non_op_writes[o].union(rel)
+        elif op is not None and _is_accumulator_read(info):
+            acc_reads[op] = acc_reads[op].union(rel)
+        else:
+            others = others.union(rel)
+    schedule = model.schedule_map
+    kept = {"flow": compute_flow(others, writes, schedule, False),
+            "anti": compute_flow(writes, others, schedule, False),
+            "output": compute_flow(writes, writes, schedule, False)}
+    free = {"flow": empty, "anti": empty, "output": empty}
+    for op in by_op:
+        kept["flow"] = kept["flow"].union(compute_flow(acc_reads[op], non_op_writes[op], schedule, False))
+        kept["anti"] = kept["anti"].union(compute_flow(non_op_writes[op], acc_reads[op], schedule, False))
+        free["flow"] = free["flow"].union(compute_flow(acc_reads[op], op_writes[op], schedule, False))
+        free["anti"] = free["anti"].union(compute_flow(op_writes[op], acc_reads[op], schedule, False))
+        free["output"] = free["output"].union(compute_flow(op_writes[op], op_writes[op], schedule, False))
+    # Writes of two operators (or a plain write) on one element stay ordered; one operator's own
+    # updates do not.
+    kept["output"] = kept["output"].subtract(free["output"])
+    out = []
+    for kind in ("flow", "anti", "output"):
+        out.append((kind, kept[kind], False))
+        out.append((kind, free[kind].subtract(kept[kind]), True))
+    return out
+
+
+def _is_accumulator_read(info) -> bool:
+    """Whether read `info` of a commutative update is its accumulator: the update's own read of
+    its target (`AccessInfo` lists it right after the write for `st.update`), or the top-level
+    argument of `max(target, f)` (which `commutative_op` made sure is the only such access)."""
+    return info.guard is None and info.access == info.statement.target
