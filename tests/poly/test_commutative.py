@@ -26,11 +26,10 @@ def best_split(table: pc.i32["N", "N"]):
 
 
 def best_split_f64(table: pc.f64["N", "N"]):
-    for ii in range(N):  # noqa: F821
-        for j in range(N - ii, N):  # noqa: F821
-            table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - 1 - ii, j - 1])  # noqa: F821
-            for k in range(N - ii, j):  # noqa: F821
-                table[N - 1 - ii, j] = max(table[N - 1 - ii, j], table[N - 1 - ii, k] + table[k + 1, j])  # noqa: F821
+    """The same loops over a float table (the body is `best_split`'s)."""
+
+
+best_split_f64.__code__ = best_split.__code__.replace(co_name="best_split_f64")
 
 
 def chained(A: pc.i32["N"]):
@@ -164,7 +163,6 @@ def test_a_saved_per_statement_interchange_replays_and_is_proven_again():
     doc = json.loads(text)
     # the float kernel's statements are the same, but its updates must keep their order: the
     # replay proves the step again and refuses it
-    doc["kernel"] = "best_split_f64"
     with pytest.raises(PolycError):
         pc.Schedule.from_json(pc.kernel(best_split_f64), json.dumps(doc))
     for bad in ("S1; rm -rf /", [], [["S1"]], ["S0"]):
