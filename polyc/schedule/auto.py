@@ -15,7 +15,8 @@
    innermost loop that carries none and touches memory with unit stride becomes "vector".
    Before the marks, statements left walking columns are turned to walk rows where proven
    (`auto_stride.row_walking`: distribute, interchange, one set of loop dimensions per nest;
-   `auto_stride.commuted_rows`: integer max/min updates, whose order is free, swap their loops).
+   `auto_stride.commuted_rows`: integer max/min updates, whose order is free, swap their loops;
+   `auto_stride.recurrence_lanes`: recurrences inside a free loop run side by side as SIMD lanes).
 Any failure (isl budget exceeded, an unexpected tree, an unproven step) falls back to a simpler
 variant and finally to source order with proven parallel marks, with a warning; never a hang.
 
@@ -46,7 +47,7 @@ from .auto_fuse import fuse_memory_bound
 from .auto_reduce import direction_of as _direction_of
 from .auto_size import pack_lanes, pack_pays, worth_parallel, worth_vector
 from .auto_split import split_pinned_loops
-from .auto_stride import commuted_rows, row_walking
+from .auto_stride import commuted_rows, recurrence_lanes, row_walking
 from .auto_tree import UnsupportedTree, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from . import saved_auto, serialize
@@ -269,6 +270,8 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
                 if not search.expired("turning column walks into row walks"):
                     sched = commuted_rows(row_walking(sched, Schedule.source_order(model), real_loops, deps),
                                           real_loops)
+                if not search.expired("running independent recurrences side by side"):
+                    sched = recurrence_lanes(sched, real_loops, deps)
                 sched = split_pinned_loops(sched, add_marks(sched, deps, search, reassociate, sizes), deps,
                                            lambda s: add_marks(s, deps, search, reassociate, sizes),
                                            markable_loops, search)

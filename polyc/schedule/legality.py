@@ -302,7 +302,21 @@ def check_legal(schedule: Schedule, deps: Dependences, what: str) -> None:
 
 
 def _differs_at(m: int, space: isl.Space) -> isl.Map:
-    """{ [t] -> [u] : t_k = u_k for k < m - 1 and t_(m-1) != u_(m-1) } on `space`."""
+    """{ [t] -> [u] : t_k = u_k for k < m - 1 and t_(m-1) != u_(m-1) } on `space` (the same few
+    relations are asked for again and again: kept per (m, parameters))."""
+    key = (m, str(space))
+    found = _DIFFERS_AT.get(key)
+    if found is None:
+        if len(_DIFFERS_AT) > 4096:
+            _DIFFERS_AT.clear()
+        found = _DIFFERS_AT[key] = _differs_at_map(m, space)
+    return found
+
+
+_DIFFERS_AT: dict = {}
+
+
+def _differs_at_map(m: int, space: isl.Space) -> isl.Map:
     ts = [f"t{k}" for k in range(m)]
     us = [f"u{k}" for k in range(m)]
     cond = " and ".join([f"t{k} = u{k}" for k in range(m - 1)] + [f"t{m - 1} != u{m - 1}"])

@@ -72,3 +72,38 @@ def test_own_loops_per_nest_rename_loops_and_keep_every_instance_order(name):
     before, after = _order(s), _order(own)
     for pair, rel in before.items():
         assert rel.is_equal(after[pair]), pair
+
+
+def test_independent_recurrences_run_side_by_side_in_strips():
+    """adi solves one tridiagonal system per row `i` along `j` (`p[i, j] = -c / (a * p[i, j - 1] + b)`,
+    a division per step): `"auto"` runs `j` outside and `i` inside, in strips whose loop is outermost,
+    so a strip's systems advance together as SIMD lanes; the results are those of the source order."""
+    from polyc.schedule.auto_stride import recurrence_walkers
+    lk = POLYBENCH["adi"]
+    deps = list(lk.kernel.dependences())
+    source = lk.kernel.schedule()
+    assert {"S16", "S17", "S19", "S23", "S24", "S26"} <= set(recurrence_walkers(source, real_loops, deps))
+    for preset in ("LARGE", "SMALL"):
+        sched = auto_schedule(lk.kernel, sizes=lk.sizes[preset])
+        assert any(h.startswith("split(") for h in sched.history), sched.history
+        assert not recurrence_walkers(sched, real_loops, deps), sched.history
+    _agrees_with_source_order(lk.kernel, sched, lk.make_inputs(lk.sizes["SMALL"], "f64", np.random.default_rng(0)))
+
+
+def row_prefix(A: pc.f64["N", "M"], s: pc.f64["N"]):
+    for i in range(N):  # noqa: F821
+        for j in range(1, M):  # noqa: F821
+            A[i, j] = A[i, j - 1] * 0.5 + A[i, j]
+            s[i] += A[i, j]
+
+
+def test_accumulations_are_left_to_the_reduction_strategies_and_recurrences_repaired():
+    """A row sum (`s[i] += ...`: one element all along `j`) is no recurrence to turn; the prefix
+    recurrence beside it is (and the sum follows it out of the shared loop only if proven)."""
+    from polyc.schedule.auto_stride import recurrence_walkers
+    k = pc.kernel(row_prefix)
+    walkers = recurrence_walkers(k.schedule(), real_loops, list(k.dependences()))
+    assert set(walkers) == {"S0"}, walkers
+    sched = auto_schedule(k, sizes={"N": 300, "M": 500})
+    rng = np.random.default_rng(2)
+    _agrees_with_source_order(k, sched, {"A": rng.standard_normal((300, 500)), "s": rng.standard_normal(300)})
