@@ -89,12 +89,6 @@ def _integer_valued(program: Program, e: Expr) -> bool:
     return False
 
 
-def accumulator(program: Program, st: Statement) -> Optional[Access]:
-    """The access through which commutative update `st` reads the value it updates (None when
-    `st` is not one)."""
-    return st.target if commutative_op(program, st) is not None else None
-
-
 def groups(program: Program, tensor: str) -> Dict[str, Tuple[str, ...]]:
     """Operator -> names of the commutative updates of `tensor` with it."""
     out: Dict[str, List[str]] = {}
