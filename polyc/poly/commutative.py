@@ -2,9 +2,10 @@
 
 `table[i, j] = max(table[i, j], f)` (or an Einstein `max=!` / `min=!` update) on an integer
 tensor computes the same value whatever order the updates of one element run in: integer max and
-min are associative and commutative, with no rounding and no NaN.  Float max and min are left out
-(which of two NaNs, or of -0.0 and +0.0, survives depends on the order), and so are integer sums
-and products (C's signed overflow).  Such updates are *commutative updates*, grouped by operator.
+min are associative and commutative, with no rounding and no NaN, provided the element type holds
+every value of the operand (an int32 operand of a uint8 maximum wraps on the store).  Float max
+and min are left out (which of two NaNs, or of -0.0 and +0.0, survives depends on the order), and
+so are integer sums and products (C's signed overflow).  Such updates are *commutative updates*, grouped by operator.
 
 The dependences between them (`Dependence.reorderable`) only say that two updates of one element
 must not run at the same time: a schedule may swap them.  Everything else stays ordered exactly:
@@ -26,8 +27,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 import islpy as isl
+import numpy as np
 
 from ..ir.expr import COMPARISON_OPS, LOGICAL_OPS
+from ..ir import DType, i32
 from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, Program, ScalarRef, Select, Statement, Unary
 
 #: The operators whose updates commute exactly on integers (Python's builtins `max`/`min` in loop
@@ -56,36 +59,52 @@ def commutative_op(program: Program, st: Statement) -> Optional[str]:
         op, rest = EXACT_OPS[value.fn], value.args[1 - own[0]]
         if any(a == st.target for a in rest.accesses()):
             return None   # `max(t, t + 1)`: which read is the accumulator is not clear; keep the order
-    # A float operand would make the max a float one, rounded back to the element type on the store.
-    return op if op is not None and _integer_valued(program, rest) else None
+    # The max is taken in the type of the wider operand and stored back into the element type: an
+    # operand the element type cannot hold (a float, an int32 into uint8) would round or wrap on
+    # the store, and which update wins would then depend on the order.
+    return op if op is not None and _held_by(program, rest, dtype) else None
 
 
-def _integer_valued(program: Program, e: Expr) -> bool:
-    """Whether `e` certainly has an integer type (conservative: unknown scalars and functions
-    other than max, min and abs do not)."""
+def _range(dtype: DType) -> Tuple[int, int]:
+    info = np.iinfo(dtype.numpy)
+    return int(info.min), int(info.max)
+
+
+def _holds(target: DType, dtype: Optional[DType]) -> bool:
+    """Whether integer type `target` holds every value of `dtype` (None: unknown, so no)."""
+    if dtype is None or dtype.is_float:
+        return False
+    (lo, hi), (tlo, thi) = _range(dtype), _range(target)
+    return tlo <= lo and hi <= thi
+
+
+def _held_by(program: Program, e: Expr, target: DType) -> bool:
+    """Whether `e` certainly has an integer type whose values `target` holds (conservative:
+    unknown scalars, and functions other than max, min and abs, do not).  Arithmetic stays in the
+    type of its widest operand, so looking at the leaves is enough."""
     if isinstance(e, Const):
-        return not isinstance(e.value, float) and (e.dtype is None or not e.dtype.is_float)
-    if isinstance(e, IndexExpr):
-        return True
+        lo, hi = _range(target)
+        return not isinstance(e.value, float) and lo <= int(e.value) <= hi and \
+            (e.dtype is None or _holds(target, e.dtype))
+    if isinstance(e, IndexExpr) or (isinstance(e, ScalarRef) and e.name in program.sizes):
+        return _holds(target, i32)      # 64-bit in C, but sizes and indices stay below 2**31
     if isinstance(e, Access):
-        return getattr(getattr(program.tensor_map.get(e.tensor), "dtype", None), "is_float", True) is False
+        return _holds(target, getattr(program.tensor_map.get(e.tensor), "dtype", None))
     if isinstance(e, ScalarRef):
-        if e.name in program.sizes:
-            return True
-        decl = next((s for s in program.scalars if s.name == e.name), None)
-        return getattr(getattr(decl, "dtype", None), "is_float", True) is False
+        decl = next((x for x in program.scalars if x.name == e.name), None)
+        return _holds(target, getattr(decl, "dtype", None))
     if isinstance(e, Cast):
-        return not e.dtype.is_float
+        return _holds(target, e.dtype)
     if isinstance(e, Unary):
-        return e.op == "not" or _integer_valued(program, e.operand)
+        return e.op == "not" or _held_by(program, e.operand, target)
     if isinstance(e, Binary):
         if e.op in ("/", "**"):
             return False
-        return e.op in COMPARE_AND_LOGIC or (_integer_valued(program, e.lhs) and _integer_valued(program, e.rhs))
+        return e.op in COMPARE_AND_LOGIC or (_held_by(program, e.lhs, target) and _held_by(program, e.rhs, target))
     if isinstance(e, Select):
-        return _integer_valued(program, e.if_true) and _integer_valued(program, e.if_false)
+        return _held_by(program, e.if_true, target) and _held_by(program, e.if_false, target)
     if isinstance(e, Call):
-        return e.fn in INTEGER_FUNCTIONS and all(_integer_valued(program, a) for a in e.args)
+        return e.fn in INTEGER_FUNCTIONS and all(_held_by(program, a, target) for a in e.args)
     return False
 
 

@@ -46,6 +46,13 @@ def float_operand(A: pc.i32["N"], B: pc.f64["N", "K"]):
             A[i] = max(A[i], B[i, k])
 
 
+def narrowing(m: pc.u8["N"], B: pc.i32["K", "N"]):
+    """The max is an int32 one, stored into uint8: 300 wraps to 44, so the last update wins."""
+    for i in range(N):  # noqa: F821
+        for k in range(K):  # noqa: F821
+            m[i] = max(m[i], B[k, i])
+
+
 def int_sum(A: pc.i32["N"], B: pc.i32["N", "K"]):
     for i in range(N):  # noqa: F821
         for k in range(K):  # noqa: F821
@@ -81,10 +88,11 @@ def test_integer_max_updates_are_commutative_and_their_dependences_reorderable()
     assert "either order" in str(free[0])
 
 
-@pytest.mark.parametrize("fn", [best_split_f64, float_operand, int_sum])
+@pytest.mark.parametrize("fn", [best_split_f64, float_operand, narrowing, int_sum])
 def test_float_max_float_operands_and_integer_sums_keep_their_order(fn):
     """Float max depends on the order (NaN, -0.0); a float operand rounds back to the integer
-    element; integer sums may overflow (undefined in C): none of them is reordered."""
+    element, a wider integer one wraps into it; integer sums may overflow (undefined in C): none of
+    them is reordered."""
     k = pc.kernel(fn)
     assert all(commutative_op(k.program, st) is None for st in k.program.statements)
     assert not any(d.reorderable for d in k.dependences())
@@ -132,6 +140,19 @@ def test_a_commutative_update_whose_operand_reads_the_updated_elements_keeps_its
     assert not np.array_equal(other, want)
     with pytest.raises(IllegalScheduleError):
         k.schedule().interchange("i", "j")
+
+
+def test_a_narrowing_maximum_really_depends_on_its_order():
+    k = pc.kernel(narrowing)
+    f = pc.compile(k, k.schedule())
+    results = []
+    for B in ([[300], [100]], [[100], [300]]):
+        m = np.zeros(1, dtype=np.uint8)
+        f(m=m, B=np.array(B, dtype=np.int32))
+        results.append(int(m[0]))
+    assert results == [100, 44]
+    with pytest.raises(IllegalScheduleError):
+        k.schedule().reverse("k")
 
 
 def test_updates_of_one_element_may_be_reordered_across_loops():
