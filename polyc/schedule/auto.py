@@ -33,7 +33,7 @@ import os
 import warnings
 import weakref
 from dataclasses import dataclass, replace
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Dict, Mapping, Optional, Set, Tuple
 
 import islpy as isl
 
@@ -41,9 +41,11 @@ from ..errors import IllegalScheduleError, IslBudgetError, PolycError
 from ..poly import islutil
 from ..poly.dependences import Dependences
 from ..target import Target
-from .auto_cost import SearchBudget, access_delta, all_unit_or_invariant
+from .auto_cost import SearchBudget, all_unit_or_invariant
 from .auto_decide import Decider, DecideOptions
 from .auto_fuse import fuse_memory_bound
+from .auto_jam import jam_reductions, packable_statements, split_reduction_chains
+from .auto_loops import accumulates_inside, real_loops
 from .auto_reduce import direction_of as _direction_of
 from .auto_size import pack_lanes, pack_pays, worth_parallel, worth_vector
 from .auto_split import split_pinned_loops
@@ -268,10 +270,9 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
             check_legal(sched, deps, "the automatic schedule")
             if cpu:
                 if not search.expired("turning column walks into row walks"):
-                    sched = commuted_rows(row_walking(sched, Schedule.source_order(model), real_loops, deps),
-                                          real_loops)
+                    sched = commuted_rows(row_walking(sched, Schedule.source_order(model), deps))
                 if not search.expired("running independent recurrences side by side"):
-                    sched = recurrence_lanes(sched, real_loops, deps)
+                    sched = recurrence_lanes(sched, deps)
                 sched = split_pinned_loops(sched, add_marks(sched, deps, search, reassociate, sizes), deps,
                                            lambda s: add_marks(s, deps, search, reassociate, sizes),
                                            markable_loops, search)
@@ -328,25 +329,6 @@ def markable_loops(schedule: Schedule) -> Set[str]:
     return out
 
 
-def schedule_columns(schedule: Schedule):
-    """Per statement: each dimension's expression (PwAff), and the positions that are real loops."""
-    cols: Dict[str, Dict[int, isl.PwAff]] = {}
-    loops_of: Dict[str, List[int]] = {}
-    for name in schedule.statements:
-        pma = isl.PwMultiAff.from_map(schedule.statement_map(name).intersect_domain(schedule.model.domains[name]))
-        cols[name] = {p: pma.get_pw_aff(p) for p in range(len(schedule.dims))}
-        loops_of[name] = [p for p, d in enumerate(schedule.dims)
-                          if d.name is not None and not is_constant(cols[name][p])]
-    return cols, loops_of
-
-
-def real_loops(schedule: Schedule):
-    """`schedule_columns`, with each statement's loops less the fully unrolled ones (register
-    lanes, which are no loops in the generated code)."""
-    cols, all_loops = schedule_columns(schedule)
-    return cols, {s: [p for p in ps if not schedule.dims[p].unroll.is_full] for s, ps in all_loops.items()}
-
-
 def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudget] = None,
               reassociate: str = "none", sizes: Optional[Mapping[str, int]] = None) -> Schedule:
     """Mark proven-parallel loops "parallel" (outermost worth it) and innermost ones "vector".
@@ -378,7 +360,7 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
         has_inner = any(loops_of[s][-1] != p for s in users)
         if not (outermost or has_inner):
             continue
-        if not keeps_restrict and any(_accumulates_inside(model, s, cols, loops_of[s]) for s in users
+        if not keeps_restrict and any(accumulates_inside(model, s, cols, loops_of[s]) for s in users
                                       if loops_of[s][-1] != p):
             continue
         if not worth_parallel(schedule, users, p, loops_of, sizes):
@@ -408,18 +390,6 @@ def add_marks(schedule: Schedule, deps: Dependences, search: Optional[SearchBudg
     return with_proven_dims(schedule, dims, ".".join(marked), deps) if marked else schedule
 
 
-def _accumulates_inside(model, name: str, cols, loops: List[int]) -> bool:
-    """Statement `name` accumulates into one element along its innermost loop (`y[i] += ...` over
-    j).  Inside an OpenMP-outlined parallel loop gcc no longer knows the arrays do not alias, so it
-    keeps such an accumulator in memory instead of a register: several times slower than the same
-    loop run sequentially (see `codegen_keeps_restrict`)."""
-    st = model.program.statement(name)
-    if not st.update or not loops:
-        return False
-    v = _direction_of(model, name, cols, loops, loops[-1])
-    return v is not None and not any(access_delta(st.target, st.iterators, v))
-
-
 def _touching(deps: Dependences, cols, p: int) -> list:
     """The dependences that can be carried at position `p`: those with an end whose value there is
     not the constant 0 (pairs where both ends sit at 0 never differ at `p`)."""
@@ -442,87 +412,6 @@ def _proves(schedule: Schedule, deps, loop: str, mark: str) -> bool:
         return True
     except (IllegalScheduleError, IslBudgetError, PolycError):
         return False
-
-
-# -- independent reduction chains -----------------------------------------------------------------
-
-#: Rows whose reductions run side by side after `jam_reductions` (enough to cover an add's latency).
-JAM_ROWS = 8
-
-
-def split_reduction_chains(schedule: Schedule) -> Schedule:
-    """Distribute a reduction chain out of an innermost loop it shares with other statements (as
-    `s[i] += e[i, j]` beside `e[i, j] = exp(...)`): a float chain keeps its whole loop scalar, on
-    its own it leaves the others to run as SIMD lanes.  Each step is the proven `distribute`."""
-    cols, loops_of = real_loops(schedule)
-    model = schedule.model
-    fixed = schedule.fixed_positions
-    chains = []
-    for s, ps in loops_of.items():
-        if not ps or not _accumulates_inside(model, s, cols, ps):
-            continue
-        p = ps[-1]
-        # Statements in the very same innermost loop: same constants before it, iterating it too.
-        partners = [o for o, qs in loops_of.items() if o != s and qs and qs[-1] == p
-                    and fixed[o][:p] == fixed[s][:p] and not _accumulates_inside(model, o, cols, qs)]
-        if partners:
-            chains.append((s, schedule.dims[p].name))
-    for s, loop in chains:
-        try:
-            schedule = schedule.distribute(s, loop=loop)
-        except (PolycError, IslBudgetError, isl.Error):
-            continue
-    return schedule
-
-
-def packable_statements(program) -> Tuple[str, ...]:
-    """The statements `Schedule.pack` recognises as contractions (`packing.contraction_form`)."""
-    from .packing import contraction_form
-    return tuple(st.name for st in program.statements if not isinstance(contraction_form(program, st.name), str))
-
-
-def _rows_alike(schedule: Schedule, name: str, row: int, inner: int) -> bool:
-    """Whether statement `name`'s loop at position `inner` runs over the same values for every
-    value of its loop at `row` (a box, not a triangle's `j <= i`): jammed rows of unequal length
-    need guards inside the inner loop, which then loses its vector accumulators."""
-    points = schedule.statement_map(name).intersect_domain(schedule.model.domains[name]).range()
-    n = points.dim(isl.dim_type.set)
-    both = points.project_out(isl.dim_type.set, inner + 1, n - inner - 1) \
-        .project_out(isl.dim_type.set, row + 1, inner - row - 1).project_out(isl.dim_type.set, 0, row)
-    rows = both.project_out(isl.dim_type.set, 1, 1)
-    values = both.project_out(isl.dim_type.set, 0, 1)
-    return both.is_equal(rows.flat_product(values).reset_space(both.get_space()))
-
-
-def jam_reductions(schedule: Schedule, skip: Iterable[str] = (), lone_only: bool = False) -> Schedule:
-    """Unroll-and-jam the loop around each reduction chain (`m[i] = max(m[i], X[i, j])` over j): a
-    floating-point chain runs one operation per its latency (not reassociated, so not vectorised);
-    `JAM_ROWS` rows' chains side by side keep the units busy, each row still in its own order.
-    A reassociated chain is one vector accumulator, as latency-bound, and jammed rows share the
-    loads of operands that do not move with the row (matvec's `x[j]`).  The `unroll_and_jam`
-    primitive proves each step; one that is illegal is skipped.  Chains of the statements in `skip`
-    (those packing will take) and the loops around them stay as they are.  With `lone_only`, only
-    a loop that holds nothing but chains is jammed: rows of elementwise work beside a chain
-    (softmax's `exp`) gain nothing and lose their vector loops (softmax 4096² 6x slower)."""
-    cols, loops_of = real_loops(schedule)
-    model = schedule.model
-    skip = set(skip)
-    kept = {schedule.dims[p].name for s in skip for p in loops_of.get(s, ())}
-    chains = {s for s, ps in loops_of.items() if len(ps) >= 2 and _accumulates_inside(model, s, cols, ps)}
-
-    def alone(s: str, p: int) -> bool:
-        """Whether every statement in chain `s`'s loop at position `p` is a chain too."""
-        fixed = schedule.fixed_positions
-        return all(o in chains for o, qs in loops_of.items() if p in qs and fixed[o][:p] == fixed[s][:p])
-    around = [schedule.dims[ps[-2]].name for s, ps in loops_of.items()
-              if s in chains and s not in skip and schedule.dims[ps[-2]].name not in kept
-              and (not lone_only or (alone(s, ps[-2]) and _rows_alike(schedule, s, ps[-2], ps[-1])))]
-    for name in dict.fromkeys(around):
-        try:
-            schedule = schedule.unroll_and_jam(name, JAM_ROWS, separate=True)
-        except (PolycError, IslBudgetError, isl.Error):
-            continue
-    return schedule
 
 
 # -- packed contractions ---------------------------------------------------------------------------

@@ -41,6 +41,7 @@ import islpy as isl
 from ..errors import IslBudgetError, PolycError
 from ..poly.commutative import commutative_op
 from .auto_cost import access_delta, access_kind, statement_accesses
+from .auto_loops import real_loops
 from .auto_reduce import direction_of
 from .legality import carried_at, check_legal
 from .nesting import separate_nests
@@ -62,7 +63,7 @@ def _walks_column(kinds: Optional[Set[str]]) -> bool:
     return kinds is not None and "strided" in kinds and "unit" not in kinds
 
 
-def column_walkers(schedule: Schedule, real_loops) -> Dict[str, Tuple[str, Optional[str]]]:
+def column_walkers(schedule: Schedule) -> Dict[str, Tuple[str, Optional[str]]]:
     """The statements of the deepest nests whose innermost loop walks a column (a strided access,
     none unit-stride), each with (its innermost loop, the nearest enclosing loop along which its
     accesses are unit-stride or invariant, some unit; None when there is none)."""
@@ -82,7 +83,7 @@ def column_walkers(schedule: Schedule, real_loops) -> Dict[str, Tuple[str, Optio
     return out
 
 
-def _repaired(schedule: Schedule, walkers: Dict[str, Tuple[str, Optional[str]]], real_loops,
+def _repaired(schedule: Schedule, walkers: Dict[str, Tuple[str, Optional[str]]],
               walkers_only: bool = False) -> Optional[Schedule]:
     """`schedule` with each walker distributed out of its row loop, and the row loop and the column
     loop interchanged (for the walkers alone with `walkers_only`, else for every statement on
@@ -105,7 +106,7 @@ def _repaired(schedule: Schedule, walkers: Dict[str, Tuple[str, Optional[str]]],
         return None
     schedule = own_loops(schedule)
     for name in walkers:
-        schedule = _rows_outside(schedule, name, real_loops)
+        schedule = _rows_outside(schedule, name)
     return schedule
 
 
@@ -113,7 +114,7 @@ def _repaired(schedule: Schedule, walkers: Dict[str, Tuple[str, Optional[str]]],
 ROW_STRIP = 128
 
 
-def _rows_outside(schedule: Schedule, name: str, real_loops) -> Schedule:
+def _rows_outside(schedule: Schedule, name: str) -> Schedule:
     """Where statement `name`'s new outer loop carries a dependence (gramschmidt's reduction
     `R[k, j] += ...` over `i`, now outside the row loop `j`), its row loop in strips of `ROW_STRIP`
     with the strips outermost (`split`, `interchange`: proven), so the strips can run in parallel
@@ -150,20 +151,19 @@ def own_loops(schedule: Schedule) -> Schedule:
     return replace(schedule, maps=maps, dims=dims, history=schedule.history + ("own loops per nest",))
 
 
-def row_walking(decided: Schedule, source: Schedule, real_loops, deps) -> Schedule:
+def row_walking(decided: Schedule, source: Schedule, deps) -> Schedule:
     """`decided`, or a repair of it (or of the `source` order) in which statements that walked
-    columns walk rows (see the module docstring), proven against `deps`.  `real_loops` is
-    `auto.real_loops` (passed in: `auto` imports this module)."""
-    before = column_walkers(decided, real_loops)
+    columns walk rows (see the module docstring), proven against `deps`."""
+    before = column_walkers(decided)
     if not any(outer for _, outer in before.values()):
         return decided
     for start in (decided, source):
         try:
-            walkers = before if start is decided else column_walkers(start, real_loops)
-            repaired = _repaired(start, walkers, real_loops)
+            walkers = before if start is decided else column_walkers(start)
+            repaired = _repaired(start, walkers)
             if repaired is None:
                 continue
-            after = column_walkers(repaired, real_loops)
+            after = column_walkers(repaired)
         except (PolycError, IslBudgetError, isl.Error):
             continue
         if set(after) < set(before):
@@ -181,7 +181,7 @@ def _target_kind(schedule: Schedule, cols, name: str, loops: List[int]) -> Optio
     return access_kind(access_delta(st.target, st.iterators, v))
 
 
-def recurrence_walkers(schedule: Schedule, real_loops, deps) -> Dict[str, Tuple[str, str]]:
+def recurrence_walkers(schedule: Schedule, deps) -> Dict[str, Tuple[str, str]]:
     """The statements of the deepest nests whose innermost loop carries a dependence of the
     statement on itself (a recurrence: each step writes a new element from the ones before, not
     an accumulation into one) inside a loop that carries no dependence at all, each with
@@ -208,21 +208,21 @@ def recurrence_walkers(schedule: Schedule, real_loops, deps) -> Dict[str, Tuple[
     return out
 
 
-def recurrence_lanes(decided: Schedule, real_loops, deps) -> Schedule:
+def recurrence_lanes(decided: Schedule, deps) -> Schedule:
     """`decided`, or a repair of it in which independent recurrences run side by side (see the
     module docstring): kept when some statement's innermost loop no longer carries a recurrence,
     and no statement but those newly walks a column."""
     try:
-        before = recurrence_walkers(decided, real_loops, deps)
+        before = recurrence_walkers(decided, deps)
         if not before:
             return decided
-        repaired = _repaired(decided, before, real_loops, walkers_only=True)
+        repaired = _repaired(decided, before, walkers_only=True)
         if repaired is None:
             return decided
         # A repaired statement may walk a column now (adi's `p[i, j]` along `i`): its strip of
         # ROW_STRIP lines stays in L1 from one step of the recurrence to the next.  No other may.
-        new_columns = set(column_walkers(repaired, real_loops)) - set(column_walkers(decided, real_loops))
-        if not set(recurrence_walkers(repaired, real_loops, deps)) < set(before) or not new_columns <= set(before):
+        new_columns = set(column_walkers(repaired)) - set(column_walkers(decided))
+        if not set(recurrence_walkers(repaired, deps)) < set(before) or not new_columns <= set(before):
             return decided
         check_legal(repaired, deps, "running independent recurrences side by side")
         return repaired
@@ -230,7 +230,7 @@ def recurrence_lanes(decided: Schedule, real_loops, deps) -> Schedule:
         return decided
 
 
-def commuted_rows(schedule: Schedule, real_loops) -> Schedule:
+def commuted_rows(schedule: Schedule) -> Schedule:
     """`schedule` with each commutative update (`poly.commutative`) whose innermost loop walks a
     column (some access strided) while the loop around it walks rows (some unit-stride, none
     strided) running those two loops swapped, for itself alone, where that is proven legal (see the

@@ -6,7 +6,8 @@ import pytest
 
 import polyc as pc
 from kernels import all_kernels
-from polyc.schedule.auto import auto_schedule, real_loops
+from polyc.schedule.auto import auto_schedule
+from polyc.schedule.auto_loops import real_loops
 from polyc.schedule.auto_stride import column_walkers
 
 POLYBENCH = {k.name: k for k in all_kernels(suite="polybench")}
@@ -29,7 +30,7 @@ def test_polybench_column_walks_become_row_walks(name, walkers):
     lk = POLYBENCH[name]
     sched = auto_schedule(lk.kernel, sizes=lk.sizes["LARGE"])
     assert any(h.startswith("interchange(") for h in sched.history), sched.history
-    assert not walkers & set(column_walkers(sched, real_loops)), sched.history
+    assert not walkers & set(column_walkers(sched)), sched.history
     if name == "gramschmidt":   # each nest marked on its own: both row updates run in parallel
         from polyc.schedule.schedule import LoopKind
         _, loops_of = real_loops(sched)
@@ -82,11 +83,11 @@ def test_independent_recurrences_run_side_by_side_in_strips():
     lk = POLYBENCH["adi"]
     deps = list(lk.kernel.dependences())
     source = lk.kernel.schedule()
-    assert {"S16", "S17", "S19", "S23", "S24", "S26"} <= set(recurrence_walkers(source, real_loops, deps))
+    assert {"S16", "S17", "S19", "S23", "S24", "S26"} <= set(recurrence_walkers(source, deps))
     for preset in ("LARGE", "SMALL"):
         sched = auto_schedule(lk.kernel, sizes=lk.sizes[preset])
         assert any(h.startswith("split(") for h in sched.history), sched.history
-        assert not recurrence_walkers(sched, real_loops, deps), sched.history
+        assert not recurrence_walkers(sched, deps), sched.history
     _agrees_with_source_order(lk.kernel, sched, lk.make_inputs(lk.sizes["SMALL"], "f64", np.random.default_rng(0)))
 
 
@@ -102,7 +103,7 @@ def test_accumulations_are_left_to_the_reduction_strategies_and_recurrences_repa
     recurrence beside it is (and the sum follows it out of the shared loop only if proven)."""
     from polyc.schedule.auto_stride import recurrence_walkers
     k = pc.kernel(row_prefix)
-    walkers = recurrence_walkers(k.schedule(), real_loops, list(k.dependences()))
+    walkers = recurrence_walkers(k.schedule(), list(k.dependences()))
     assert set(walkers) == {"S0"}, walkers
     sched = auto_schedule(k, sizes={"N": 300, "M": 500})
     rng = np.random.default_rng(2)

@@ -6,7 +6,8 @@ import pytest
 
 import kernels
 import polyc as pc
-from polyc.schedule.auto import auto_schedule, jam_reductions, split_reduction_chains
+from polyc.schedule.auto import auto_schedule
+from polyc.schedule.auto_jam import jam_reductions, split_reduction_chains
 
 EXACT = ["-O3", "-march=native", "-ffp-contract=off"]
 ROWSUM = "s[i] +=! A[i, j] * 2.0"
