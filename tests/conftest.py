@@ -21,3 +21,11 @@ def compile_counter(monkeypatch):
 
     monkeypatch.setattr(compiler_module.subprocess, "run", counting_run)
     return calls
+
+
+@pytest.fixture(params=["1", "2"])
+def threads(request, monkeypatch):
+    """The test runs twice, with OpenMP on one thread and on two (`OMP_NUM_THREADS`): the packed
+    and parallel paths split work differently, and both must give the same result."""
+    monkeypatch.setenv("OMP_NUM_THREADS", request.param)
+    return request.param

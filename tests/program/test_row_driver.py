@@ -19,9 +19,7 @@ def _driver(prog):
     return drivers[0]
 
 
-@pytest.mark.parametrize("threads", ["1", "2"])
-def test_uneven_blocks_with_a_small_tail_match_the_unblocked_program(monkeypatch, threads):
-    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+def test_uneven_blocks_with_a_small_tail_match_the_unblocked_program(threads):
     blocked, plain = P.attention(blocks=48), P.attention(blocks=False)
     a = P.inputs(blocked, dict(S=200, D=16))          # 4 blocks of 48 and one of 8: 3 + 2 on two threads
     got = blocked(**a)

@@ -23,10 +23,8 @@ def _check(kernel, sched, **arrays):
     return got
 
 
-@pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_rows_read_in_place_equal_the_source_order_on_both_sides_of_the_switch(monkeypatch, threads, dtype):
-    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+def test_rows_read_in_place_equal_the_source_order_on_both_sides_of_the_switch(threads, dtype):
     mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_arows")
     sched = mm.schedule().pack("S1", **SMALL).parallel("i_block")
     assert "_ukr_ain(" in pc.codegen(mm, sched, dtypes={"A": pc.f64, "B": pc.f64})

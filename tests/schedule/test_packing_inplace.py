@@ -37,10 +37,8 @@ def _exact(kernel, sched, inputs):
     return got
 
 
-@pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-def test_direct_convolution_is_exact_across_every_edge(monkeypatch, threads, dtype):
-    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+def test_direct_convolution_is_exact_across_every_edge(threads, dtype):
     sched = CONV.schedule().pack("S1")
     code = pc.codegen(CONV, sched, dtypes={"X": getattr(pc, dtype), "K": getattr(pc, dtype)})
     assert "_ukr_in(" in code and "read in place" in code and "_ukr_half_in(" in code
@@ -95,12 +93,10 @@ WEIGHT_GRAD = pc.kernel("Kg[f, c, kh, kw] +=! Yg[n, f, h, w] * X[n, c, h + kh, w
                         Kg=pc.f64["F", "C", "KH", "KW"])
 
 
-@pytest.mark.parametrize("threads", ["1", "2"])
-def test_a_window_packed_as_lanes_is_read_along_the_longer_loop(monkeypatch, threads):
+def test_a_window_packed_as_lanes_is_read_along_the_longer_loop(threads):
     """A convolution's weight gradient packs the input window `X[n, c, h + kh, w + kw]` as lanes
     (c, kh, kw) over k (n, h, w); it is laid out along kw and along w, and the packing reads it
     along whichever runs longer at these sizes (`c_packed._pack_n_side`): both ways exact."""
-    monkeypatch.setenv("OMP_NUM_THREADS", threads)
     sched = WEIGHT_GRAD.schedule().pack("S1")
     code = pc.codegen(WEIGHT_GRAD, sched)
     assert "each lane read along k" in code and "groups of panels" in code

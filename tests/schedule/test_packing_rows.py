@@ -30,11 +30,9 @@ def _check(kernel, sched, **arrays):
     return got
 
 
-@pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("text", ["C[i, j] +=! A[i, k] * B[k, j]", "C[i, j] +=! A[i, k] * B[j, k]"])
-def test_few_rows_equal_the_source_order_across_every_edge(monkeypatch, threads, dtype, text):
-    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+def test_few_rows_equal_the_source_order_across_every_edge(threads, dtype, text):
     mm = pc.kernel(text, name="mm_rows")
     sched = mm.schedule().pack("S1", **SMALL).parallel("i_block")
     assert FEW_ROWS in pc.codegen(mm, sched, dtypes={"A": pc.f64, "B": pc.f64})
