@@ -5,7 +5,8 @@ tensor computes the same value whatever order the updates of one element run in:
 min are associative and commutative, with no rounding and no NaN, provided the element type holds
 every value of the operand (an int32 operand of a uint8 maximum wraps on the store).  Float max
 and min are left out (which of two NaNs, or of -0.0 and +0.0, survives depends on the order), and
-so are integer sums and products (C's signed overflow).  Such updates are *commutative updates*, grouped by operator.
+so are integer sums and products (C's signed overflow), and updates whose operand reads the element
+they update.  Such updates are *commutative updates*, grouped by operator.
 
 The dependences between them (`Dependence.reorderable`) only say that two updates of one element
 must not run at the same time: a schedule may swap them.  Everything else stays ordered exactly:
@@ -29,9 +30,9 @@ from typing import Dict, List, Optional, Tuple
 import islpy as isl
 import numpy as np
 
+from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select, Statement,
+                  Unary, i32)
 from ..ir.expr import COMPARISON_OPS, LOGICAL_OPS
-from ..ir import DType, i32
-from ..ir import Access, Binary, Call, Cast, Const, Expr, IndexExpr, Program, ScalarRef, Select, Statement, Unary
 
 #: The operators whose updates commute exactly on integers (Python's builtins `max`/`min` in loop
 #: kernels are `pymax`/`pymin`, the same functions on integers).
@@ -57,8 +58,8 @@ def commutative_op(program: Program, st: Statement) -> Optional[str]:
         if len(own) != 1:
             return None
         op, rest = EXACT_OPS[value.fn], value.args[1 - own[0]]
-        if any(a == st.target for a in rest.accesses()):
-            return None   # `max(t, t + 1)`: which read is the accumulator is not clear; keep the order
+    if any(a == st.target for a in rest.accesses()):
+        return None   # `max(t, t + 1)`, `t max= 2 * t - b`: the operand reads the value being updated
     # The max is taken in the type of the wider operand and stored back into the element type: an
     # operand the element type cannot hold (a float, an int32 into uint8) would round or wrap on
     # the store, and which update wins would then depend on the order.

@@ -155,6 +155,23 @@ def test_a_narrowing_maximum_really_depends_on_its_order():
         k.schedule().reverse("k")
 
 
+def test_an_update_whose_operand_reads_its_own_element_keeps_its_order():
+    """`M[i] max= 2 * M[i] - B[i, k]` (Einstein's update form) reads the value it updates: from 1,
+    the operands -3 then 1 give 5 then 9, the operands 1 then -3 give 1 then 5; no step may swap."""
+    k = pc.kernel("M[i] max= 2 * M[i] - B[i, k]", name="doubling", M=pc.i32["N"], B=pc.i32["N", "K"])
+    assert [commutative_op(k.program, st) for st in k.program.statements] == [None]
+    assert not any(d.reorderable for d in k.dependences())
+    f = pc.compile(k, k.schedule())
+    results = []
+    for row in ([[-3, 1]], [[1, -3]]):
+        m = np.array([1], dtype=np.int32)
+        f(M=m, B=np.array(row, dtype=np.int32))
+        results.append(int(m[0]))
+    assert results[0] != results[1], results
+    with pytest.raises(IllegalScheduleError):
+        k.schedule().reverse("k")
+
+
 def test_updates_of_one_element_may_be_reordered_across_loops():
     """`m[i] = min(m[i], B[k, i])` over k: the k loop may go outside (rows of B inside)."""
     m = pc.kernel(column_max)
