@@ -115,7 +115,11 @@ def _problem(p: Param, value: Any) -> Optional[str]:
         if not isinstance(value, (list, tuple)) or not value:
             return f"must be a non-empty list, not {value!r}"
         single = Param(p.name, kind[:-1], p.doc)
-        return next((problem for problem in map(lambda v: _problem(single, v), value) if problem), None)
+        for v in value:
+            problem = _problem(single, v)
+            if problem:
+                return problem
+        return None
     if kind == "bool":
         return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
     if kind in ("int", "positive_int", "optional_int"):

@@ -17,10 +17,10 @@ of which must run along both; the others keep their place on `j`.  Where `j` hol
 than `k`, the named ones then run at the `j` iteration equal to their old `k`, after the others:
 PolyBench's nussinov::
 
-    for j:                                  for j:
+    for j:                                  for j:               # S4's old k
       S0(i, j)          # table[i, j] = ...   S0(i, j)
-      for k < j:                      ->      for k > j:
-        S4(i, j, k)     # max-updates           S4(i, k, j)   # now along the row table[i, k]
+      for k < j:                      ->      for k > j:         # S4's old j
+        S4(i, j, k)     # max-updates           S4(i, j=k, k=j)  # along the row table[k + 1, :]
 
 legal once the updates of one element may run in either order (`poly.commutative`).
 """
