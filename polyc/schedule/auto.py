@@ -50,6 +50,7 @@ from .auto_reduce import direction_of as _direction_of
 from .auto_size import pack_lanes, pack_pays, worth_parallel, worth_vector
 from .auto_split import split_pinned_loops
 from .auto_stride import commuted_rows, recurrence_lanes, row_walking
+from .auto_sweep import jammed_sweeps
 from .auto_tree import UnsupportedTree, flatten, is_constant, tree_from_isl
 from .legality import check_legal, check_mark, with_proven_dims
 from . import saved_auto, serialize
@@ -273,6 +274,8 @@ def _auto_schedule(kernel, target: Target, tile: bool, budget: Optional[int], ti
                     sched = commuted_rows(row_walking(sched, Schedule.source_order(model), deps))
                 if not search.expired("running independent recurrences side by side"):
                     sched = recurrence_lanes(sched, deps)
+                if not search.expired("running the rows of in-place sweeps together"):
+                    sched = jammed_sweeps(sched, deps)
                 sched = split_pinned_loops(sched, add_marks(sched, deps, search, reassociate, sizes), deps,
                                            lambda s: add_marks(s, deps, search, reassociate, sizes),
                                            markable_loops, search)

@@ -172,7 +172,7 @@ def row_walking(decided: Schedule, source: Schedule, deps) -> Schedule:
     return decided
 
 
-def _target_kind(schedule: Schedule, cols, name: str, loops: List[int]) -> Optional[str]:
+def target_kind(schedule: Schedule, cols, name: str, loops: List[int]) -> Optional[str]:
     """How statement `name`'s target moves along its innermost loop ("unit", "strided", "invariant")."""
     v = direction_of(schedule.model, name, cols, loops, loops[-1])
     if v is None:
@@ -194,7 +194,7 @@ def recurrence_walkers(schedule: Schedule, deps) -> Dict[str, Tuple[str, str]]:
     for name, ps in loops_of.items():
         if len(ps) < 2 or len(ps) < depth:
             continue
-        if _target_kind(schedule, cols, name, ps) in (None, "invariant"):
+        if target_kind(schedule, cols, name, ps) in (None, "invariant"):
             continue    # an accumulation into one element (a row sum): the reduction strategies' case
         own = [d for d in deps if d.source == d.sink and model.statement_by_isl_name(d.source).name == name]
         if not own or not carried_at(schedule, own, ps[-1]):
