@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Tuple
 import islpy as isl
 
 from ..errors import IslBudgetError, PolycError
-from .auto_loops import real_loops
+from .auto_loops import real_loops, schedule_columns
 from .auto_stride import target_kind
 from .legality import carried_at, check_legal
 from .state import ScheduleState as Schedule
@@ -127,6 +127,8 @@ def jammed_sweeps(decided: Schedule, deps) -> Schedule:
         for name in chains:
             cols, loops_of = real_loops(schedule)
             ps = loops_of[name]
+            if len(schedule_columns(schedule)[1][name]) > len(ps):
+                continue    # jammed already (with a statement sharing its loops), or unrolled
             row, inner = schedule.dims[ps[-2]].name, schedule.dims[ps[-1]].name
             rows = ROWS
             aligned = schedule

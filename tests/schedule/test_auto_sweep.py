@@ -81,3 +81,23 @@ def test_dependences_from_one_column_only_are_no_sweep():
     lk = POLYBENCH["floyd-warshall"]
     assert not sweep_chains(lk.kernel.schedule(), lk.kernel.dependences())
     assert not any(h.startswith("unroll_and_jam(") for h in auto_schedule(lk.kernel, sizes=lk.sizes["LARGE"]).history)
+
+
+def two_sweeps(A: pc.f64["N", "N"], C: pc.f64["N", "N"]):
+    for i in range(1, N - 1):
+        for j in range(1, N - 1):
+            A[i, j] = 0.25 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + C[i, j - 1])
+            C[i, j] = 0.5 * (C[i, j - 1] + C[i - 1, j + 1]) + A[i, j]
+
+
+def test_two_sweeps_sharing_their_loops_are_jammed_once():
+    """Both statements carry a chain along `j`, each reading the other's (so they share `j`): the
+    rows are jammed once, for both, with the lag both need, bit for bit the source order's result."""
+    k = pc.kernel(two_sweeps)
+    sched = auto_schedule(k, sizes={"N": 300})
+    assert [h for h in sched.history if h.startswith("unroll_and_jam(")] == [f"unroll_and_jam('i', {ROWS})"], \
+        sched.history
+    rng = np.random.default_rng(3)
+    inputs = {"A": rng.random((37, 37)), "C": rng.random((37, 37))}
+    want, got = _run(k, k.schedule(), inputs), _run(k, sched, inputs)
+    assert np.array_equal(got["A"], want["A"]) and np.array_equal(got["C"], want["C"])
