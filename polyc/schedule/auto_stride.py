@@ -172,7 +172,7 @@ def row_walking(decided: Schedule, source: Schedule, deps) -> Schedule:
     return decided
 
 
-def target_kind(schedule: Schedule, cols, name: str, loops: List[int]) -> Optional[str]:
+def _target_kind(schedule: Schedule, cols, name: str, loops: List[int]) -> Optional[str]:
     """How statement `name`'s target moves along its innermost loop ("unit", "strided", "invariant")."""
     v = direction_of(schedule.model, name, cols, loops, loops[-1])
     if v is None:
@@ -181,24 +181,37 @@ def target_kind(schedule: Schedule, cols, name: str, loops: List[int]) -> Option
     return access_kind(access_delta(st.target, st.iterators, v))
 
 
-def recurrence_walkers(schedule: Schedule, deps) -> Dict[str, Tuple[str, str]]:
+def own_dependences(model, deps, name: str) -> list:
+    """The dependences of statement `name` on itself."""
+    return [d for d in deps if d.source == d.sink and model.statement_by_isl_name(d.source).name == name]
+
+
+def recurrences(schedule: Schedule, deps) -> Dict[str, Tuple[List[int], list]]:
     """The statements of the deepest nests whose innermost loop carries a dependence of the
     statement on itself (a recurrence: each step writes a new element from the ones before, not
-    an accumulation into one) inside a loop that carries no dependence at all, each with
-    (its innermost loop, the nearest such enclosing loop)."""
+    an accumulation into one), each with (its real loop positions, the carried dependences with
+    their pairs, as `carried_at` gives them)."""
     cols, loops_of = real_loops(schedule)
     depth = max((len(ps) for ps in loops_of.values()), default=0)
-    model = schedule.model
-    free: Dict[int, bool] = {}
     out = {}
     for name, ps in loops_of.items():
         if len(ps) < 2 or len(ps) < depth:
             continue
-        if target_kind(schedule, cols, name, ps) in (None, "invariant"):
+        if _target_kind(schedule, cols, name, ps) in (None, "invariant"):
             continue    # an accumulation into one element (a row sum): the reduction strategies' case
-        own = [d for d in deps if d.source == d.sink and model.statement_by_isl_name(d.source).name == name]
-        if not own or not carried_at(schedule, own, ps[-1]):
-            continue
+        own = own_dependences(schedule.model, deps, name)
+        chain = carried_at(schedule, own, ps[-1]) if own else []
+        if chain:
+            out[name] = (ps, chain)
+    return out
+
+
+def recurrence_walkers(schedule: Schedule, deps) -> Dict[str, Tuple[str, str]]:
+    """The `recurrences` inside a loop that carries no dependence at all, each with (its innermost
+    loop, the nearest such enclosing loop)."""
+    free: Dict[int, bool] = {}
+    out = {}
+    for name, (ps, _) in recurrences(schedule, deps).items():
         for p in reversed(ps[:-1]):
             if p not in free:
                 free[p] = not carried_at(schedule, deps, p)

@@ -29,8 +29,8 @@ from typing import Dict, List, Optional, Tuple
 import islpy as isl
 
 from ..errors import IslBudgetError, PolycError
-from .auto_loops import real_loops, schedule_columns
-from .auto_stride import target_kind
+from .auto_loops import schedule_columns
+from .auto_stride import own_dependences, recurrences
 from .legality import carried_at, check_legal
 from .state import ScheduleState as Schedule
 
@@ -44,25 +44,14 @@ LAGS = (1, 2, 3, 4)
 _TILE = re.compile(r"^\[[^]]*\] -> \{ [^[]*\[[^]]*\] -> \[\(floor\(\(([^()]*)\)/(\d+)\)\)\]")
 
 
-def sweep_chains(schedule: Schedule, deps) -> Dict[str, Tuple[int, int]]:
-    """The statements of the deepest nests whose innermost loop carries a dependence of the
-    statement on itself (a recurrence, not an accumulation into one element) while the loop
-    around it carries one too (else `auto_stride.recurrence_lanes` runs the rows side by side),
-    each with the positions of (that enclosing loop, the innermost loop)."""
-    cols, loops_of = real_loops(schedule)
-    depth = max((len(ps) for ps in loops_of.values()), default=0)
+def sweep_chains(schedule: Schedule, deps) -> List[str]:
+    """The `auto_stride.recurrences` whose chain runs through the whole domain (`_everywhere`)
+    while the loop around the innermost one carries a dependence too (else
+    `auto_stride.recurrence_lanes` runs the rows side by side)."""
     model = schedule.model
-    out = {}
-    for name, ps in loops_of.items():
-        if len(ps) < 2 or len(ps) < depth:
-            continue
-        if target_kind(schedule, cols, name, ps) in (None, "invariant"):
-            continue
-        own = [d for d in deps if d.source == d.sink and model.statement_by_isl_name(d.source).name == name]
-        chain = carried_at(schedule, own, ps[-1]) if own else []
-        if any(_everywhere(pairs, model.domains[name]) for _, pairs in chain) and carried_at(schedule, deps, ps[-2]):
-            out[name] = (ps[-2], ps[-1])
-    return out
+    return [name for name, (ps, chain) in recurrences(schedule, deps).items()
+            if any(_everywhere(pairs, model.domains[name]) for _, pairs in chain)
+            and carried_at(schedule, deps, ps[-2])]
 
 
 def _equalities(s: isl.Set) -> int:
@@ -107,7 +96,7 @@ def _tile_of(schedule: Schedule, cols, name: str, ps: List[int]) -> Optional[Tup
 def _jammed(schedule: Schedule, deps, name: str, row: str, inner: str, rows: int) -> Optional[Schedule]:
     """`schedule` with `inner` lagging `row` by the smallest lag of `LAGS` for which `rows` rows
     jammed together are independent of each other; None when no lag is."""
-    own = [d for d in deps if d.source == d.sink and schedule.model.statement_by_isl_name(d.source).name == name]
+    own = own_dependences(schedule.model, deps, name)
     for lag in LAGS:
         try:
             jammed = schedule.skew(inner, row, lag).unroll_and_jam(row, rows)
@@ -125,9 +114,9 @@ def jammed_sweeps(decided: Schedule, deps) -> Schedule:
         chains = sweep_chains(decided, deps)
         schedule = decided
         for name in chains:
-            cols, loops_of = real_loops(schedule)
-            ps = loops_of[name]
-            if len(schedule_columns(schedule)[1][name]) > len(ps):
+            cols, all_loops = schedule_columns(schedule)
+            ps = [p for p in all_loops[name] if not schedule.dims[p].unroll.is_full]
+            if len(ps) < len(all_loops[name]):
                 continue    # jammed already (with a statement sharing its loops), or unrolled
             row, inner = schedule.dims[ps[-2]].name, schedule.dims[ps[-1]].name
             rows = ROWS
@@ -135,7 +124,8 @@ def jammed_sweeps(decided: Schedule, deps) -> Schedule:
             tile = _tile_of(schedule, cols, name, ps)
             if tile is not None:
                 along, size = tile
-                rows = math.gcd(size, ROWS) if math.gcd(size, ROWS) > 1 else ROWS
+                common = math.gcd(size, ROWS)
+                rows = common if common > 1 else ROWS
                 for loop, c in along.items():
                     aligned = aligned.skew(row, loop, c)
             jammed = _jammed(aligned, deps, name, row, inner, rows)
