@@ -41,7 +41,7 @@ ROWS = 8
 #: The lags tried, smallest first (seidel-2d's rows need 2).
 LAGS = (1, 2, 3, 4)
 
-_TILE = re.compile(r"^\[[^]]*\] -> \{ [^[]*\[[^]]*\] -> \[\(floor\(\(([^()]*)\)/(\d+)\)\)\]")
+_TILE = re.compile(r"^(?:\[[^]]*\] -> )?\{ [^[]*\[[^]]*\] -> \[\(floor\(\(([^()]*)\)/(\d+)\)\)\]")
 
 
 def sweep_chains(schedule: Schedule, deps) -> List[str]:
@@ -70,10 +70,11 @@ def _tile_of(schedule: Schedule, cols, name: str, ps: List[int]) -> Optional[Tup
     """The tile along statement `name`'s row loop (`ps[-2]`, `ps` its real loops): the coefficients
     of the tile's coordinate on the point loops outside the row loop (by loop name; the row's own
     is 1) and the tile's size; None when no enclosing loop tiles the row."""
-    st = schedule.model.program.statement(name)
+    space = cols[name][ps[0]].get_domain_space()   # isl's names of the iterators, not the user's
+    iterators = [space.get_dim_name(isl.dim_type.set, k) for k in range(space.dim(isl.dim_type.set))]
     iterator_loop = {}                            # iterator -> the point loop that runs it alone
     for p in ps:
-        for it in st.iterators:
+        for it in iterators:
             if re.search(r"\] -> \[\(" + re.escape(it) + r"\)\]", str(cols[name][p])):
                 iterator_loop[it] = p
     by_position = {p: it for it, p in iterator_loop.items()}
@@ -84,8 +85,8 @@ def _tile_of(schedule: Schedule, cols, name: str, ps: List[int]) -> Optional[Tup
         m = _TILE.match(str(cols[name][p]))
         if not m:
             continue
-        aff = isl.Aff(f"{{ [{', '.join(st.iterators)}] -> [({m.group(1)})] }}")
-        coeff = {it: aff.get_coefficient_val(isl.dim_type.in_, k).to_python() for k, it in enumerate(st.iterators)}
+        aff = isl.Aff(f"{{ [{', '.join(iterators)}] -> [({m.group(1)})] }}")
+        coeff = {it: aff.get_coefficient_val(isl.dim_type.in_, k).to_python() for k, it in enumerate(iterators)}
         others = {it: c for it, c in coeff.items() if c and it != row_it}
         if coeff[row_it] != 1 or any(it not in iterator_loop or iterator_loop[it] >= ps[-2] for it in others):
             continue
