@@ -186,6 +186,8 @@ class _Lowering:
             # Data `//` without an IR floor-division operator: the floor of the true quotient (a
             # float).  Where the IR has `//` (integer-preserving floor division), it is used as is.
             return Call("floor", (Binary("/", args[0], args[1]),))
+        if k == "bin" and node.value == "**":
+            return Call("pow", (args[0], args[1]))
         if k == "bin":
             return Binary(node.value, args[0], args[1])  # type: ignore[arg-type]
         fn = node.value

@@ -5,7 +5,7 @@ Grammar (one statement per line, or separated by `;`; `#` starts a comment)::
     statement := target OP expr [where NAME in affine:affine {, NAME in affine:affine}]
     target    := NAME [ '[' affine {, affine} ']' ]
     OP        := = | += | *= | max= | min= | +=! | *=! | max=! | min=!
-    expr      := usual precedence: or < and < not < comparisons < + - < * / // % < unary - < atoms
+    expr      := usual precedence: or < and < not < comparisons < + - < * / // % < unary - < ** < atoms
     atom      := number | NAME | NAME[affine, ...] | NAME(expr, ...) | ( expr )
 
 The syntax tree keeps every node's source location; `einsum.py` resolves names and lowers it to IR.
@@ -13,7 +13,7 @@ The syntax tree keeps every node's source location; `einsum.py` resolves names a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from ..errors import ParseError, SourceLocation
 from .tokens import Token, tokenize
@@ -202,7 +202,7 @@ class _Parser:
             prec = _BINARY_PREC.get(tok.text) if tok.kind in ("op", "name") else None
             if prec is not None and not (tok.kind == "name" and tok.text not in ("and", "or")):
                 self.next()
-                f.reduce_while(prec)
+                f.reduce_while(prec + (tok.text == "**"))     # `**` groups from the right, as in Python
                 f.ops.append((prec, tok.text, False, self.loc(tok)))
                 expecting_operand = True
                 continue
@@ -248,8 +248,9 @@ MAX_NESTING = 200
 MAX_INT_DIGITS = 40
 _KEYWORDS = ("where", "in", "and", "or", "not")
 _BINARY_PREC = {"or": 1, "and": 2, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
-                "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6}
+                "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "**": 8}
 _UNARY_PREC = {"not": 3, "-": 7, "+": 7}
+_COMPARISONS = frozenset(("<", "<=", ">", ">=", "==", "!="))
 
 
 class _Frame:
@@ -261,6 +262,9 @@ class _Frame:
         self.operands: List[Node] = []
         self.ops: List[Tuple[int, str, bool, SourceLocation]] = []
         self.items: List[Node] = []
+        # Comparisons reduced in this frame, by id, with their right operand: a comparison that
+        # follows one of them continues its chain from that operand.
+        self.chains: Dict[int, Node] = {}
 
     def reduce_while(self, prec: int) -> None:
         """Apply pending operators binding at least as tightly as `prec` (left associativity)."""
@@ -272,9 +276,18 @@ class _Frame:
         if unary:
             operand = self.operands.pop()
             self.operands.append(operand if op == "+" else Node("un", loc, op, (operand,)))
+            return
+        rhs, lhs = self.operands.pop(), self.operands.pop()
+        middle = self.chains.get(id(lhs)) if op in _COMPARISONS else None
+        if middle is not None:
+            # `a < b < c` is Python's chain `a < b and b < c` (as in loop kernels), not C's
+            # `(a < b) < c`; a parenthesised comparison comes from another frame and stays whole.
+            node = Node("bin", loc, "and", (lhs, Node("bin", loc, op, (middle, rhs))))
         else:
-            rhs, lhs = self.operands.pop(), self.operands.pop()
-            self.operands.append(Node("bin", loc, op, (lhs, rhs)))
+            node = Node("bin", loc, op, (lhs, rhs))
+        if op in _COMPARISONS:
+            self.chains[id(node)] = rhs
+        self.operands.append(node)
 
     def finish(self) -> Node:
         while self.ops:

@@ -59,3 +59,14 @@ def test_tc_parentheses_are_refused_with_the_bracket_spelling():
             O(n, o) +=! I(n, i) * W(o, i)
         """)
     assert ":3:14:" in str(e.value)
+
+
+def test_power_operator_is_pow_with_pythons_precedence():
+    a = np.array([1.5, -2.0, 3.0])
+    cases = {"O[i] = A[i] ** 2": a ** 2, "O[i] = -A[i] ** 2": -a ** 2, "O[i] = 2.0 ** A[i] ** 2": 2.0 ** a ** 2,
+             "O[i] = A[i] ** -1": a ** -1.0, "O[i] = A[i] ** 2 * 3": a ** 2 * 3}
+    for source, expected in cases.items():
+        k = pc.kernel(source)
+        np.testing.assert_allclose(k(A=a), expected, rtol=1e-15, err_msg=source)
+        np.testing.assert_allclose(k.reference(A=a), expected, rtol=1e-15, err_msg=source)
+    assert pc.kernel("O[i] = A[i] ** 3")(A=np.array([2, -3], np.int64)).tolist() == [8, -27]
