@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import islpy as isl
 
-from ..errors import ShapeInferenceError
+from ..errors import PolycError, ShapeInferenceError
 from ..ir import (Access, Affine, Constraint, Expr, Program, Statement, TensorDecl, lower_bound,
                   upper_bound_exclusive)
 from ..ir.guards import ALWAYS, guarded_accesses
@@ -229,17 +229,22 @@ class _Inference:
             if good.is_empty():
                 return None
             lo = pw_aff_to_affine(good.dim_min(0), ctx)
-            hi = self._extent(good.dim_max(0), ctx, x)
+            # Reads that bound nothing from above (guarded, or shifted by a parameter that may be
+            # negative) leave the range open: no extent, the error below asks for one.
+            bounded = good.is_bounded()
+            hi = self._extent(good.dim_max(0), ctx, x) if bounded else None
         if (lo is None or hi is None) and base is not None:
             # The reads' bounds depend on an integer parameter or on which size is smaller: the
             # bare subscript's dimension is the range, and the other reads become call-time
             # requirements (undeclared inputs, parameters) or errors, checked after inference.
             return Affine.const(0), base
         if lo is None or hi is None:
+            why = ("the bounds would depend on which size is smaller, or need a division" if bounded else
+                   "no read bounds it from above: its reads are guarded, or shifted by a parameter that may "
+                   "be negative")
             raise ShapeInferenceError(
-                f"cannot infer one affine range for index {x!r} from the tensor shapes (the bounds would "
-                f"depend on which size is smaller, or need a division); state it with "
-                f"'where {x} in lo:hi' or declare the tensor shapes",
+                f"cannot infer one affine range for index {x!r} from the tensor shapes ({why}); state it "
+                f"with 'where {x} in lo:hi' or declare the tensor shapes",
                 st.location)
         return lo, hi + 1
 
@@ -344,7 +349,7 @@ class _Inference:
                 img = img.coalesce().intersect_params(ctx)  # type: ignore[union-attr]
                 v = first.target.indices[d].as_single_var()
                 hi = self._extent(img.dim_max(0), ctx, v if v is not None and v in first.iterators
-                                  else f"{name}_dim{d}")
+                                  else f"{name}_dim{d}") if img.is_bounded() else None
                 lo = pw_aff_to_affine(img.dim_min(0), ctx)
             lows.append(lo if lo is not None else Affine.const(0))
             if hi is None:
@@ -384,7 +389,7 @@ class _Inference:
                 for st in group:
                     resolved[st.name] = {i: ranges[i] for i in st.iterators}
                 if self.shapes.get(name) is None or name in writes:
-                    writes.setdefault(name, []).append((full, ranges))
+                    writes.setdefault(name, []).append(self._write_entry(group, ranges))
                     self.shapes[name], self.lows[name] = self._target_shape(writes[name])
             if len(deferred) == len(pending):
                 # Nothing else fixes them: a definition its own reads do not bound (Halide's
@@ -407,6 +412,25 @@ class _Inference:
                 deferred = deferred[:settled] + deferred[settled + 1:]
             pending = [g for g, _ in deferred]
         return self._finish(resolved)
+
+    def _write_entry(self, group: List[Statement], ranges: Dict[str, Tuple[Constraint, ...]]
+                     ) -> Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]:
+        """The statement (and ranges) whose writes give the target's shape.  A reduction's target
+        holds an element for every value of its own indices, also where the reduction range is
+        empty (the identity): its initialisation, the group's first statement, writes them all,
+        over its indices' ranges without the reduction's (`O[i] +=! A[i, k] where k in i:K` has
+        `M` rows, not `min(M, K)`).  Where the initialisation alone bounds nothing (an index ranged
+        by the reduction index, `i in 0:k`), the update's writes give the shape, as before."""
+        full, init = group[-1], group[0]
+        if init is full:
+            return full, ranges
+        reduction = set(full.iterators) - set(init.iterators)
+        own = {i: tuple(c for c in ranges[i] if not reduction & set(c.expr.variables)) for i in init.iterators}
+        try:
+            self._target_shape([(init, own)])
+        except PolycError:
+            return full, ranges
+        return init, own
 
     def _ranges_from_consumers(self, st: Statement, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]
                                ) -> Optional[Dict[str, Tuple[Constraint, ...]]]:

@@ -1,7 +1,9 @@
 """Tensor Comprehensions-style range and shape inference."""
+import numpy as np
 import pytest
 
 import polyc as pc
+from polyc.errors import ShapeInferenceError
 
 
 def shapes(k):
@@ -37,3 +39,22 @@ def test_uninferable_range_asks_for_where():
     # (A strided read like X[i, 2 * j + q] is inferable now: J = floor(X_dim1 / 2), a derived size.)
     with pytest.raises(pc.ShapeInferenceError, match="where i in lo:hi"):
         pc.kernel("O[i] = A[i + 1] + B[i + 2]")
+
+
+def test_a_reduction_over_a_range_that_depends_on_the_row_keeps_every_row():
+    # Tensor Comprehensions' meaning: O has an element for every i, the identity where k's range
+    # is empty (rows i >= K), not min(M, K) rows.
+    k = pc.kernel("O[i] +=! A[i, k] where k in i:K")
+    a = np.arange(15.0).reshape(5, 3)
+    for schedule in (None, "auto"):
+        assert pc.compile(k, schedule)(A=a).tolist() == [a[i, i:].sum() for i in range(5)]
+    strict = pc.kernel("O[i] +=! A[i, k] where k in i+1:N", A=pc.f64["N", "N"])
+    b = np.arange(16.0).reshape(4, 4)
+    assert strict(A=b).tolist() == [b[i, i + 1:].sum() for i in range(4)]
+
+
+def test_an_index_no_read_bounds_asks_for_its_range():
+    with pytest.raises(ShapeInferenceError, match="no read bounds it from above"):
+        pc.kernel("O[i] +=! A[i + k] where k in 0:T", T=pc.i64)
+    with pytest.raises(ShapeInferenceError, match="where i in lo:hi"):
+        pc.kernel("B[i] = select(0 <= i - 1 < N, A[i - 1], 0.0)", A=pc.f64["N"])
