@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .errors import PolycError
 from .ir import DType, Program, TensorType
-from .poly import Dependences, PolyModel, check_bounds, check_initialized, infer_shapes
+from .poly import Dependences, PolyModel, check_bounds, check_initialized, empty_size_requirements, infer_shapes
 from .poly.checks import derived_size_constraints
 from .schedule.schedule import Schedule
 from .target import Target
@@ -36,6 +36,10 @@ class Kernel:
                 sizes=self.program.sizes + tuple(n for n, _, _ in floors),
                 derived_sizes=self.program.derived_sizes + tuple(floors),
                 int_params=self.program.int_params + tuple(n for n, _, _ in floors))  # any sign
+            self.model = PolyModel(self.program)
+        nonempty = tuple(c for c in empty_size_requirements(self.model) if c not in self.program.assumptions)
+        if nonempty:   # `B[0] = ...` needs a non-empty B: a call with a size 0 is refused, never run
+            self.program = self.program.with_(assumptions=self.program.assumptions + nonempty)
             self.model = PolyModel(self.program)
         check_initialized(self.model)
         self.function = function

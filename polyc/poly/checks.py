@@ -12,7 +12,7 @@ import islpy as isl
 
 from ..errors import OutOfBoundsError, UninitializedReadError
 from ..ir import Access, Affine, Constraint, Statement
-from .islutil import (affine_str, isl_budget, params_set_to_constraints, sample_point_values,
+from .islutil import (affine_str, isl_budget, isl_name, params_set_to_constraints, sample_point_values,
                       union_map_pieces as _maps)
 from .model import PolyModel, tuple_str
 
@@ -159,6 +159,39 @@ def check_bounds(model: PolyModel, new_derived: Optional[List[Tuple[str, Affine,
             f"{describe_instance(st, coords)} it {verb} {acc.tensor}[{element}] but the shape is ({shape_text}). "
             f"Restrict the index range (a 'where' clause or a loop bound) or declare a larger shape.")
     return tuple(requirements)
+
+
+def empty_size_requirements(model: PolyModel) -> Tuple[Constraint, ...]:
+    """`N >= 1` for every size `N` whose being 0 would let some access leave its tensor.
+
+    Bounds are proven for sizes of at least 1 (`PolyModel.context`).  A call may still pass an
+    empty array (size 0), which is fine for loops over it (they run no iteration), but not for an
+    access that does not depend on it: `B[0] = 5.0` writes outside an empty `B`.  Such accesses are
+    found with sizes >= 0 (isl, exactly); each size that is 0 somewhere they are out of bounds must
+    be at least 1, a requirement checked per call (`ArgumentError`), never a write out of bounds."""
+    program = model.program
+    relaxed = model.codegen_context
+    sizes = [p for p in model.params if p not in program.int_params]
+    needed: List[str] = []
+    for info in model.accesses:
+        st, acc = info.statement, info.access
+        shape = program.tensor(acc.tensor).shape or ()
+        if not acc.indices or len(needed) == len(sizes):
+            continue
+        outside = " or ".join(f"{affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(n)}"
+                              for e, n in zip(acc.indices, shape))
+        with isl_budget(f"checking the bounds of {acc} for empty tensors"):
+            bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
+            bad = bad.intersect(model.guarded_domain(st, info.guard)).intersect_params(relaxed).params()
+            if bad.is_empty():
+                continue
+            for p in sizes:
+                if p in needed:
+                    continue
+                k = bad.find_dim_by_name(isl.dim_type.param, isl_name(p))
+                if k >= 0 and not bad.fix_val(isl.dim_type.param, k, isl.Val.zero(bad.get_ctx())).is_empty():
+                    needed.append(p)
+    return tuple(Constraint("ge", Affine.var(p) - Affine.const(1)) for p in needed)
 
 
 def check_initialized(model: PolyModel) -> None:

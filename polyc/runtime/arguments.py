@@ -493,7 +493,7 @@ def _check_assumptions(program: Program, sizes: Mapping[str, int], origins: Mapp
         value = c.expr.evaluate(sizes)
         holds = value >= 0 if c.kind == "ge" else value == 0 if c.kind == "eq" else value % c.modulus == 0
         if not holds:
-            raise ArgumentError(f"the sizes violate kernel {program.name!r}'s assumption {c} "
+            raise ArgumentError(f"the sizes violate an assumption of kernel {program.name!r}: {c} "
                                 f"({_explain(c.expr, sizes, origins)})")
 
 

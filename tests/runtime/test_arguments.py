@@ -197,7 +197,7 @@ def test_output_only_sizes_come_from_keywords():
 def test_assumptions_on_sizes_are_checked():
     prog = program(tensor("A", f64, ("N",), "input"), sizes=("N",),
                    assumptions=(Constraint("ge", Affine.parse("N - 1")),))
-    fails(prog, "the sizes violate kernel 'k''s assumption N - 1 >= 0 (N is 0 from A.shape[0])", A=np.ones(0))
+    fails(prog, "the sizes violate an assumption of kernel 'k': N - 1 >= 0 (N is 0 from A.shape[0])", A=np.ones(0))
 
 
 def test_aliasing_with_a_written_array_is_refused():
