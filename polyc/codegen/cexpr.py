@@ -175,6 +175,8 @@ class CExprPrinter:
                 hoisted = getattr(self.names, "float_sizes", {}).get((e.value, want.name))
                 if hoisted is not None:
                     return hoisted
+            if t.weak_indices and want is not None and want != BOOL and not want.is_float and want.bits < 64:
+                return f"(({want.c_name})({self.affine(e.value)}))"   # a Python int next to int32 data
             return f"({self.affine(e.value)})"
         if isinstance(e, Access):
             return self.access(e)
@@ -203,6 +205,15 @@ class CExprPrinter:
                 return f"((double)({lhs}) / (double)({rhs}))"
             if e.op in ("%", "//"):
                 return f"pc_{'mod' if e.op == '%' else 'floordiv'}_{common.name}({lhs}, {rhs})"
+            if common is not None and common != BOOL and not common.is_float:
+                if common.bits < 32:
+                    # C computes uint8/uint16 operands in int (`1 - 3` is -2); numpy wraps in the type.
+                    return f"(({common.c_name})({lhs} {e.op} {rhs}))"
+                if common.name in _UNSIGNED_OF:
+                    # Signed overflow is undefined in C (gcc may assume it never happens); numpy
+                    # wraps: compute in the unsigned type, where wrapping is defined.
+                    u = _UNSIGNED_OF[common.name]
+                    return f"(({common.c_name})(({u})({lhs}) {e.op} ({u})({rhs})))"
             return f"({lhs} {e.op} {rhs})"
         if isinstance(e, Select):
             rt = t.type_of(e, want)
@@ -244,6 +255,10 @@ class CExprPrinter:
         if st.update in ("+", "*"):
             return f"{target} {st.update}= {value};"
         return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
+
+
+#: The unsigned C type signed integer arithmetic is done in (wrapping, as numpy's).
+_UNSIGNED_OF = {"i32": "uint32_t", "i64": "uint64_t"}
 
 
 def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:

@@ -29,6 +29,10 @@ class Typing:
     #: type when it has float arrays (float32 stays float32, as Halide's literals do), else
     #: float64 (numpy's answer for an integer and a Python float).
     literal_float: DType = f64
+    #: Whether index values (loop indices, sizes) adopt an integer operand's type, as Python ints
+    #: do next to numpy integers (NEP 50: int32 `A[i] * (i + 1)` stays int32 and wraps): loop
+    #: kernels, whose reference is the Python function.  Einstein kernels index with int64 arrays.
+    weak_indices: bool = False
     #: type_of's answers by (node identity, hint); printers ask about every node of a tree, so
     #: without it a 1,000-term sum costs a million calls.  Holds the node, so its id stays unique.
     _memo: Dict[Tuple[int, Optional[DType]], Tuple[Expr, Optional[DType]]] = \
@@ -36,7 +40,8 @@ class Typing:
 
     def key(self) -> str:
         return ",".join(f"{k}:{v.name}" for k, v in sorted(self.tensors.items())) + ";" + \
-            ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items())) + ";" + self.literal_float.name
+            ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items())) + ";" + self.literal_float.name + \
+            (";weak" if self.weak_indices else "")
 
     def type_of(self, e: Expr, hint: Optional[DType] = None) -> Optional[DType]:
         """The type of `e`; None for a literal-only expression with no hint."""
@@ -60,7 +65,7 @@ class Typing:
         if isinstance(e, ScalarRef):
             return self.scalars.get(e.name, hint or self.default_float)
         if isinstance(e, IndexExpr):
-            return i64
+            return hint if self.weak_indices and _is_int(hint) else i64
         if isinstance(e, Access):
             return self.tensors[e.tensor]
         if isinstance(e, Cast):
@@ -134,10 +139,15 @@ class Typing:
             other = promote(other, u)
         return [t if t is not None else self.type_of(x, other) for x, t in zip(args, strong)]
 
+    def weak(self, e: Expr) -> bool:
+        """Whether `e` adopts the other operand's type: a literal, or an index value where
+        `weak_indices` holds."""
+        return _adaptive(e) or (self.weak_indices and isinstance(e, IndexExpr))
+
     def operand_types(self, e: Binary, hint: Optional[DType]):
         """Types of both operands; a literal or undeclared scalar adopts the other operand's type."""
-        a = self.type_of(e.lhs, None) if not _adaptive(e.lhs) else None
-        b = self.type_of(e.rhs, None) if not _adaptive(e.rhs) else None
+        a = self.type_of(e.lhs, None) if not self.weak(e.lhs) else None
+        b = self.type_of(e.rhs, None) if not self.weak(e.rhs) else None
         if a is None and b is None:
             a = self.type_of(e.lhs, hint)
             b = self.type_of(e.rhs, hint)
@@ -192,12 +202,15 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
         raise ArgumentError(f"the arrays of one kernel must share a float type unless declared ({listing}); "
                             f"convert one explicitly (e.g. .astype(np.float32)) or declare the types")
     floats = [d for d in tensors.values() if d.is_float]
-    kernel_float = floats[0] if floats else default
+    # Without float arrays, undeclared scalars and outputs of literals are float64, like float
+    # literals: float32 would round an integer kernel's `A[i] * alpha` past 2**24.
+    kernel_float = floats[0] if floats else f64
     for d in floats[1:]:
         kernel_float = promote(kernel_float, d)
     scalars = {s.name: (s.dtype if s.dtype is not None else kernel_float) for s in program.scalars}
     literal_float = kernel_float if floats else f64
-    typing = Typing(tensors, scalars, kernel_float, literal_float)
+    weak = program.frontend == "python"
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak)
     for _ in range(len(program.statements) + 1):
         changed = False
         for st in program.statements:
@@ -221,4 +234,4 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
-    return Typing(tensors, scalars, kernel_float, literal_float)
+    return Typing(tensors, scalars, kernel_float, literal_float, weak)
