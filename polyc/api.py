@@ -43,6 +43,9 @@ class Kernel:
             self.model = PolyModel(self.program)
         check_initialized(self.model)
         self.function = function
+        #: The module globals a loop kernel was defined with (its constants are compiled in): its
+        #: reference runs with them too, whatever the module rebinds later.
+        self.function_globals = dict(inspect.unwrap(function).__globals__) if function is not None else None
         self._default: Optional["CompiledKernel"] = None
         self._lock = threading.Lock()
 

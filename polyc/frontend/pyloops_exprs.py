@@ -522,7 +522,14 @@ class ExprLowering:
         if cast is not None:
             if len(node.args) != 1:
                 raise self.src.error(node, f"`{shown}(x)` takes exactly one argument")
-            return Cast(cast, self.value(node.args[0]))
+            arg = node.args[0]
+            if cast is f64 and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                # `float("inf")`, `float("-inf")`, `float("nan")`: a constant, read as Python reads it.
+                try:
+                    return Const(float(arg.value))
+                except ValueError:
+                    raise self.src.error(arg, f"float({arg.value!r}) is not a number") from None
+            return Cast(cast, self.value(arg))
         if name is None:
             raise self.src.error(node, f"call to `{shown}` is not supported; kernels may call {ALLOWED_CALLS}")
         args = [self.value(a) for a in node.args]

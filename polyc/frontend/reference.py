@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -107,14 +107,23 @@ def run_reference(fn: Callable, program: Optional[Program] = None, **kwargs: obj
     """Execute the original kernel `fn` on numpy arrays, in place, with sizes bound from shapes.
 
     `program` is `fn`'s Program (built if None).  Arrays, `int` parameters and scalar values are
-    passed by keyword.  Raises `ArgumentError` when shapes, dtypes or sizes disagree.
+    passed by keyword.  Raises `ArgumentError` when shapes, dtypes or sizes disagree.  The
+    function's module globals are read as they are now (see `run_reference_frozen`).
     """
+    run_reference_frozen(fn, program, kwargs, None)
+
+
+def run_reference_frozen(fn: Callable, program: Optional[Program], kwargs: Mapping[str, object],
+                         frozen_globals: Optional[Mapping[str, object]]) -> None:
+    """`run_reference` with `fn`'s module globals taken from `frozen_globals` (when given): the
+    values the kernel was compiled with (`Kernel.function_globals`, read when it was defined), so
+    that rebinding a global afterwards changes neither the compiled kernel nor its reference."""
     fn = inspect.unwrap(fn)
     if program is None:
         from .pyloops import program_from_function
         program = program_from_function(fn)
     _, sizes = check_arguments(program, kwargs)
-    env = {**fn.__globals__, **sizes}
+    env = {**(fn.__globals__ if frozen_globals is None else frozen_globals), **sizes}
     runnable = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
     runnable.__kwdefaults__ = fn.__kwdefaults__
     positional, keywords = [], {}

@@ -1,4 +1,5 @@
-"""Affine guards of accesses: the conditions of the `select`s (and `a if c else b`) around them.
+"""Affine guards of accesses: the conditions of the `select`s (and `a if c else b`) around them,
+and the left operand of a short-circuit `and` / `or` whose right operand reads.
 
 `select(i >= 1, A[i - 1], 0.0)` reads `A[i - 1]` only where `i >= 1`: code generators emit a C
 conditional, so the other branch never runs.  A guard is a disjunction of conjunctions of affine
@@ -122,6 +123,12 @@ def guarded_accesses(value: Expr) -> Tuple[Tuple[Access, Optional[DNF]], ...]:
             stack.append((e.if_false, conjoin(guard, condition_dnf(e.cond, False))))
             stack.append((e.if_true, conjoin(guard, condition_dnf(e.cond, True))))
             stack.append((e.cond, guard))
+            continue
+        if isinstance(e, Binary) and e.op in ("and", "or"):
+            # Short-circuit, in C as in Python: `i + 1 < N and A[i + 1] > 0` reads A[i + 1] only
+            # where `i + 1 < N`; `i == 0 or A[i - 1] > 0` only where `i != 0`.
+            stack.append((e.rhs, conjoin(guard, condition_dnf(e.lhs, e.op == "and"))))
+            stack.append((e.lhs, guard))
             continue
         stack.extend((c, guard) for c in reversed(e.children()))
     return tuple(out)

@@ -136,6 +136,16 @@ class _Evaluator:
                 return self.const(Const(-e.operand.value, e.operand.dtype), dtype)   # `-2147483648` fits int32
             v = self.expr(e.operand, env, dtype)
             return np.logical_not(v) if e.op == "not" else np.negative(v)
+        if isinstance(e, Binary) and e.op in ("and", "or"):
+            # numpy evaluates both operands; the right one only matters where the left one lets
+            # it (short-circuit), where its reads may lie outside (clamped, as under a select).
+            a = self.expr(e.lhs, env, dtype)
+            self.guarded = getattr(self, "guarded", 0) + 1
+            try:
+                b = self.expr(e.rhs, env, dtype)
+            finally:
+                self.guarded -= 1
+            return _BIN[e.op](a, b)
         if isinstance(e, Binary):
             a, b = self.expr(e.lhs, env, dtype), self.expr(e.rhs, env, dtype)
             if e.op in ("+", "-", "*", "/", "%", "//") and any(_float_literal(x) for x in (e.lhs, e.rhs)):
@@ -245,8 +255,8 @@ def interpret(kernel, kwargs: Dict[str, Any]) -> Any:
 
     program = kernel.program
     if kernel.function is not None:
-        from ..frontend.reference import run_reference
-        run_reference(kernel.function, program, **kwargs)
+        from ..frontend.reference import run_reference_frozen
+        run_reference_frozen(kernel.function, program, kwargs, kernel.function_globals)
         outs = {t.name: kwargs[t.name] for t in program.tensors if t.role in ("output", "inout") and t.name in kwargs}
         return next(iter(outs.values())) if len(outs) == 1 else outs
     typing = resolve_typing(program, passed_dtypes(program, kwargs))
