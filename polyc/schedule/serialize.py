@@ -147,6 +147,17 @@ def _replay(start: Schedule, doc: dict) -> Schedule:
             raise ScheduleFileError(f"replaying the saved schedule gives statement {name} a different schedule "
                                     f"than was saved ({s.map_texts[name]} instead of {text}); the kernel or "
                                     f"the file changed", f"maps.{name}")
+    # The other fields describe what the steps make; a file whose fields say otherwise was edited.
+    if "loops" in doc and doc["loops"] != list(s.loop_names):
+        raise ScheduleFileError(f"the saved loops are not the ones its steps make ({list(s.loop_names)})", "loops")
+    if "dims" in doc:
+        made = [_dim_dict(d, s.packed_loops()) for d in s.dims]
+        saved = doc["dims"]
+        if not isinstance(saved, list) or len(saved) != len(made):
+            raise ScheduleFileError(f"the saved dims are not the {len(made)} dimensions its steps make", "dims")
+        for k, (was, now) in enumerate(zip(saved, made)):
+            if was != now:
+                raise ScheduleFileError(f"dimension {k} is not saved as the steps make it ({now})", f"dims[{k}]")
     return s
 
 

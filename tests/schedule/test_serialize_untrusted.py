@@ -228,3 +228,17 @@ def test_a_map_too_expensive_to_prove_is_a_schedule_file_error(monkeypatch):
     matmul.model.domains, matmul.model.dependences  # computed before the budget shrinks
     monkeypatch.setattr(islutil, "DEFAULT_BUDGET", 50)
     refused(doc, "maps", "could not be proven correct: .*isl operations")
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda d: d["dims"][1].update(name='x; system("rm -rf /")'), "dims[1]"),
+    (lambda d: d["dims"][1].update(marks=[]), "dims[1]"),
+    (lambda d: d["loops"].__setitem__(0, "int"), "loops"),
+    (lambda d: d["dims"].pop(), "dims"),
+])
+def test_a_replayable_file_whose_other_fields_were_edited_is_refused(edit, where):
+    # The steps alone rebuild the schedule; fields that disagree with them were edited by hand.
+    doc = replay_doc()
+    load(doc)
+    edit(doc)
+    refused(doc, where, "steps make")
