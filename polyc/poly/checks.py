@@ -113,6 +113,15 @@ def _call_time_requirement(model: PolyModel, st: Statement, acc, guard, bad: isl
     return found
 
 
+def _outside(model: PolyModel, info, shape: Sequence[Affine]) -> isl.Set:
+    """The instances of `info`'s statement (under its guard) where its access leaves the tensor."""
+    st, acc = info.statement, info.access
+    outside = " or ".join(f"{affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(n)}"
+                          for e, n in zip(acc.indices, shape))
+    bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
+    return bad.intersect(model.guarded_domain(st, info.guard))
+
+
 def check_bounds(model: PolyModel, new_derived: Optional[List[Tuple[str, Affine, int]]] = None
                  ) -> Tuple[Constraint, ...]:
     """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes.
@@ -129,11 +138,8 @@ def check_bounds(model: PolyModel, new_derived: Optional[List[Tuple[str, Affine,
         shape = program.tensor(acc.tensor).shape or ()
         if not acc.indices:
             continue
-        outside = " or ".join(f"{affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(n)}"
-                              for e, n in zip(acc.indices, shape))
         with isl_budget(f"checking the bounds of {acc}"):
-            bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
-            bad = bad.intersect(model.guarded_domain(st, info.guard)).intersect_params(model.context)
+            bad = _outside(model, info, shape).intersect_params(model.context)
             if bad.is_empty():
                 continue
             needed = _call_time_requirement(model, st, acc, info.guard, bad, new_derived)
@@ -174,15 +180,12 @@ def empty_size_requirements(model: PolyModel) -> Tuple[Constraint, ...]:
     sizes = [p for p in model.params if p not in program.int_params]
     needed: List[str] = []
     for info in model.accesses:
-        st, acc = info.statement, info.access
+        acc = info.access
         shape = program.tensor(acc.tensor).shape or ()
         if not acc.indices or len(needed) == len(sizes):
             continue
-        outside = " or ".join(f"{affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(n)}"
-                              for e, n in zip(acc.indices, shape))
         with isl_budget(f"checking the bounds of {acc} for empty tensors"):
-            bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
-            bad = bad.intersect(model.guarded_domain(st, info.guard)).intersect_params(relaxed).params()
+            bad = _outside(model, info, shape).intersect_params(relaxed).params()
             if bad.is_empty():
                 continue
             for p in sizes:
