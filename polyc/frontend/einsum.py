@@ -148,7 +148,7 @@ class _Lowering:
     def _leaf(self, node: Node, indices: List[str]) -> Optional[Expr]:
         """The IR of a node lowered without lowering its children first, or None."""
         k = node.kind
-        if k == "num":
+        if k in ("num", "bool"):
             return Const(node.value)  # type: ignore[arg-type]
         if k == "name":
             name = node.value

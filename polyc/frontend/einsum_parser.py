@@ -190,7 +190,10 @@ class _Parser:
                             frames[-1].operands.append(node)
                             expecting_operand = False
                         continue
-                    frames[-1].operands.append(Node("name", self.loc(tok), tok.text))
+                    if tok.text in ("True", "False"):   # Python's literals, not scalar parameters
+                        frames[-1].operands.append(Node("bool", self.loc(tok), tok.text == "True"))
+                    else:
+                        frames[-1].operands.append(Node("name", self.loc(tok), tok.text))
                     expecting_operand = False
                     continue
                 if tok.kind == "op" and tok.text == "(":

@@ -70,3 +70,12 @@ def test_power_operator_is_pow_with_pythons_precedence():
         np.testing.assert_allclose(k(A=a), expected, rtol=1e-15, err_msg=source)
         np.testing.assert_allclose(k.reference(A=a), expected, rtol=1e-15, err_msg=source)
     assert pc.kernel("O[i] = A[i] ** 3")(A=np.array([2, -3], np.int64)).tolist() == [8, -27]
+
+
+def test_true_and_false_are_literals_not_scalar_parameters():
+    a = np.array([0.2, 0.7])
+    for source, expected in {"O[i] = select(True, A[i], 0.0)": [0.2, 0.7],
+                             "O[i] = select(False or A[i] > 0.5, 1.0, 0.0)": [0.0, 1.0]}.items():
+        k = pc.kernel(source)
+        assert not k.program.scalars, source
+        assert k(A=a).tolist() == k.reference(A=a).tolist() == expected
