@@ -207,7 +207,28 @@ def program_from_function(fn: Callable) -> Program:
                    sizes=tuple(sizes) + tuple(n for n, _, _ in derived),
                    scalars=tuple(ScalarDecl(n, d) for n, d in scope.scalars.items()),
                    source=dedented, frontend="python", derived_sizes=derived,
-                   assumptions=_derived_assumptions(derived))
+                   assumptions=_derived_assumptions(derived), defaults=_defaults(fn, source, node, scope, sizes))
+
+
+def _defaults(fn: Callable, source, node: ast.FunctionDef, scope, sizes) -> Tuple[Tuple[str, object], ...]:
+    """The Python defaults of `fn`'s scalar and `int` parameters (numbers of the parameter's kind:
+    a call may leave those parameters out, as it may call the function); an array parameter with a
+    default, or a default of another kind, is a ParseError at the parameter."""
+    out = []
+    args = {a.arg: a for a in list(node.args.posonlyargs) + list(node.args.args) + list(node.args.kwonlyargs)}
+    for name, param in inspect.signature(fn).parameters.items():
+        value = param.default
+        if value is inspect.Parameter.empty:
+            continue
+        if name in scope.arrays:
+            raise source.error(args[name], f"array parameter `{name}` cannot have a default; pass the array")
+        wants_int = name in sizes
+        ok = isinstance(value, int) if wants_int else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok:
+            raise source.error(args[name], f"the default of `{name}` must be {'an int' if wants_int else 'a number'}, "
+                                           f"not {type(value).__name__}")
+        out.append((name, value))
+    return tuple(out)
 
 
 def _variables(domain: Tuple[Tuple[Constraint, ...], ...], target: Access, value: Expr) -> Set[str]:

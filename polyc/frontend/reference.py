@@ -122,6 +122,7 @@ def run_reference_frozen(fn: Callable, program: Optional[Program], kwargs: Mappi
     if program is None:
         from .pyloops import program_from_function
         program = program_from_function(fn)
+    kwargs = {**{k: v for k, v in program.defaults if k not in kwargs}, **kwargs}
     _, sizes = check_arguments(program, kwargs)
     env = {**(fn.__globals__ if frozen_globals is None else frozen_globals), **sizes}
     runnable = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
@@ -129,8 +130,8 @@ def run_reference_frozen(fn: Callable, program: Optional[Program], kwargs: Mappi
     positional, keywords = [], {}
     for name, param in inspect.signature(fn).parameters.items():
         value = kwargs[name] if name in kwargs else sizes[name]
-        if param.kind is inspect.Parameter.KEYWORD_ONLY:
-            keywords[name] = value
-        else:
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional.append(value)
+        else:
+            keywords[name] = value
     runnable(*positional, **keywords)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 from ..errors import SourceLocation
 from .affine import Affine
@@ -149,6 +149,9 @@ class Program:
     #: `name = floor(numerator / divisor)` (a strided output extent); `assumptions` carry the
     #: same definition as two constraints, so isl reasons about it exactly.
     derived_sizes: Tuple[Tuple[str, Affine, int], ...] = ()
+    #: Values of scalar and `int` parameters a call may leave out: a loop kernel's Python defaults
+    #: (`alpha: float = 2.5`), numbers only, as the function itself would take them.
+    defaults: Tuple[Tuple[str, Union[int, float]], ...] = ()
 
     def __post_init__(self) -> None:
         # Every later stage walks statement expressions recursively: make room for the deepest

@@ -130,6 +130,8 @@ def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
     dtypes = dict(dtypes or {})
     size_names = size_symbols(program)
     _check_keywords(program, kwargs, size_names)
+    if program.defaults:   # a loop kernel's Python defaults, for the parameters a call leaves out
+        kwargs = {**{k: v for k, v in program.defaults if k not in kwargs}, **kwargs}
 
     passed: Dict[str, np.ndarray] = {}
     for t in program.tensors:
