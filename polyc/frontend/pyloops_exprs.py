@@ -229,17 +229,23 @@ class ExprLowering:
         q = self.divs.quotient(lhs, d)
         return lhs - q.scale(d) if mod else q
 
-    def try_affine(self, node: ast.AST, quasi: bool = True) -> Optional[Affine]:
+    def try_affine(self, node: ast.AST, quasi: bool = True, extremes: bool = False) -> Optional[Affine]:
         """`node` as an Affine if it is one over in-scope loop variables and sizes, else None.
 
         With `quasi=False` (a value), `//` and `%` are left to the arithmetic helpers rather than
-        turned into quotient iterators."""
+        turned into quotient iterators.  With `extremes` (a local's value, `lo = max(j - 1, 0)`),
+        `min`/`max` of affine terms become iterators fixed piecewise, as in a subscript."""
         for sub in ast.walk(node):
             if not quasi and isinstance(sub, (ast.FloorDiv, ast.Mod)):
                 return None
+            if extremes and isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
+                    and sub.func.id in ("min", "max"):
+                continue
             if not isinstance(sub, (ast.Constant, ast.Name, ast.UnaryOp, ast.BinOp, ast.operator,
                                     ast.unaryop, ast.Load)):
                 return None
+            if extremes and isinstance(sub, ast.Name) and sub.id in ("min", "max") and sub.id not in self.scope.locals:
+                continue
             if isinstance(sub, ast.Name) and not (sub.id in self.scope.loop_vars or sub.id in self.scope.sizes
                                                   or self.scope.affine_local(sub.id) is not None):
                 return None

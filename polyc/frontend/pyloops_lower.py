@@ -266,7 +266,7 @@ class BodyLowering:
         value = self.exprs.value(value_node)
         if target_local is not None and op is None and not conditional and \
                 self._assignments.get(target_local) == 1:
-            known = self.exprs.try_affine(value_node)
+            known = self.exprs.try_affine(value_node, extremes=True)
             if known is not None:   # usable in later subscripts, bounds and tests of these loops
                 self.scope.affine_locals[target_local] = (known, tuple(self.scope.loop_path))
             else:

@@ -152,3 +152,22 @@ def test_always_out_of_bounds_is_still_refused_at_definition():
             a[k] = 1.0
     with pytest.raises(pc.OutOfBoundsError):
         pc.kernel(always)
+
+
+@pc.kernel
+def clamped_by_locals(A: pc.f64["N", "M"], B: pc.f64["N", "M"]):
+    for i in range(N):
+        for j in range(M):
+            lo = max(j - 1, 0)
+            hi = min(j + 1, M - 1)
+            B[i, j] = A[i, lo] + A[i, j] + A[i, hi]
+
+
+@pytest.mark.parametrize("schedule", (None, "auto"))
+def test_a_local_holding_min_or_max_of_affine_terms_indexes(schedule):
+    a = np.random.default_rng(3).random((4, 5))
+    got, want = np.zeros((4, 5)), np.zeros((4, 5))
+    pc.compile(clamped_by_locals, schedule)(A=a, B=got)
+    clamped_by_locals.reference(A=a, B=want)
+    padded = np.pad(a, ((0, 0), (1, 1)), mode="edge")
+    assert np.array_equal(got, want) and np.allclose(got, padded[:, :-2] + a + padded[:, 2:])
