@@ -1,7 +1,7 @@
 """The on-disk cache of compiled kernels: where it lives, what it trusts, how entries are written.
 
-An entry is `kernel-<key>.so` (the library), `kernel-<key>.sha256` (the library's sha256, written
-when it was built) and `kernel-<key>.c` (the source, kept for inspection and error messages).
+An entry is `kernel-<key>.so` (the library), `kernel-<key>.sha256` (the library's sha256 and the
+entry's name, written when it was built) and `kernel-<key>.c` (the source, kept for inspection and error messages).
 The key hashes everything that affects the binary (source, flags, compiler and its version,
 and the fingerprint of the `Target` it is built for), so a verified hit is reused without
 recompiling.  Every file is written to a private temporary name in the cache directory and moved
@@ -16,8 +16,9 @@ A library is code polyc will run, so the cache trusts only what this user wrote:
   bit), or it cannot be created or written: polyc then warns (`CacheWarning`) and uses a private
   temporary directory (mode 0700, removed at exit) for the rest of the process;
 - an entry is loaded only if its library is a regular file owned by this user, not writable by
-  others, and its sha256 matches the recorded one.  Anything else (a truncated or corrupted
-  library, a missing checksum, a file planted by someone else) is rebuilt in place, with a
+  others, and its sha256 matches the one recorded for this entry.  Anything else (a truncated or
+  corrupted library, a missing checksum, entries swapped or copied under another key, a file
+  planted by someone else) is rebuilt in place, with a
   warning unless it was simply missing.
 """
 from __future__ import annotations
@@ -168,14 +169,18 @@ def entry_problem(lib_path: Path) -> Optional[str]:
         if problem:
             return f"has a checksum file that {problem}; refused"
         with open(sums, "rb") as f:
-            recorded = f.read(128).decode("ascii").strip()
+            recorded = f.read(256).decode("ascii").split()
         actual = file_sha256(lib_path)
     except FileNotFoundError as e:
         return "missing" if Path(e.filename or "") == lib_path else "has no recorded checksum"
     except (OSError, UnicodeDecodeError) as e:
         return f"cannot be read ({e})"
-    if recorded != actual:
+    if not recorded or recorded[0] != actual:
         return "does not match its recorded checksum (truncated or corrupted)"
+    if recorded[1:] != [lib_path.stem]:
+        # A library that is sound but was built for another key (entries swapped or copied
+        # under other names) would run the wrong kernel: the checksum file names its entry.
+        return "was recorded for another cache entry (moved or swapped); refused"
     return None
 
 
@@ -183,7 +188,7 @@ def install_library(built: Path, lib_path: Path) -> None:
     """Move the freshly built library `built` into place as `lib_path`, recording its checksum
     first (both atomically); the library is made private (the linker honours the umask)."""
     os.chmod(built, 0o600)
-    write_atomic(checksum_path(lib_path), file_sha256(built) + "\n")
+    write_atomic(checksum_path(lib_path), f"{file_sha256(built)} {lib_path.stem}\n")
     os.replace(built, lib_path)
 
 

@@ -43,7 +43,7 @@ def fresh_process_view():
 
 def test_entries_record_a_checksum_and_are_private(private_cache):
     lib = compile_c(SOURCE)
-    assert cache.checksum_path(lib).read_text().strip() == cache.file_sha256(lib)
+    assert cache.checksum_path(lib).read_text().split() == [cache.file_sha256(lib), lib.stem]
     assert stat.S_IMODE(lib.stat().st_mode) & 0o077 == 0
     assert stat.S_IMODE(private_cache.stat().st_mode) == 0o700
     [entry] = cache.cache_entries()
@@ -71,6 +71,38 @@ def test_a_damaged_entry_is_rebuilt_not_loaded(damage):
     assert again == lib and lib.read_bytes() == data and cache.entry_problem(lib) is None
     warned = [w for w in caught if issubclass(w.category, CacheWarning)]
     assert bool(warned) == (damage != "no checksum")  # a missing checksum is an old entry, not damage
+
+
+_SWAPPED = textwrap.dedent("""\
+    import warnings, numpy as np, polyc as pc
+    warnings.simplefilter("always")
+    a = np.arange(4.0)
+    assert pc.compile(pc.kernel("B[i] = A[i] * 2.0", name="f"))(A=a).tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert pc.compile(pc.kernel("B[i] = A[i] + 1.0", name="f"))(A=a).tolist() == [1.0, 2.0, 3.0, 4.0]
+    print("ok")
+""")
+
+
+def test_swapped_entries_are_rebuilt_not_run_as_each_other(private_cache):
+    """Two sound libraries, each filed (with its checksum file) under the other's key, would run
+    the wrong kernel in the next process: the checksum file names its entry, so both are refused
+    and rebuilt."""
+    env = dict(os.environ, POLYC_CACHE_DIR=str(private_cache), PYTHONPATH=str(REPO_ROOT))
+    run = lambda: subprocess.run([sys.executable, "-c", _SWAPPED], env=env, capture_output=True, text=True,
+                                 timeout=300)
+    first_run = run()
+    assert first_run.returncode == 0, first_run.stderr
+    first, second = sorted(private_cache.glob("kernel-*.so"))
+    for suffix in (".so", ".sha256"):
+        x, y = first.with_suffix(suffix), second.with_suffix(suffix)
+        parked = x.with_name("parked" + suffix)
+        os.replace(x, parked)
+        os.replace(y, x)
+        os.replace(parked, y)
+    assert "another cache entry" in cache.entry_problem(first)
+    again = run()
+    assert again.returncode == 0 and again.stdout.strip() == "ok", again.stderr
+    assert again.stderr.count("another cache entry") == 2, again.stderr
 
 
 _NEXT_PROCESS = textwrap.dedent("""\
@@ -103,7 +135,7 @@ def test_the_next_process_rebuilds_corrupted_libraries_and_gets_the_right_answer
     data[0x1000:0x1400] = b"\xff" * 0x400          # the code: SIGILL/SIGSEGV if it were loaded
     b.write_bytes(bytes(data))
     c.write_bytes(b"\x7fELF not really a library")
-    cache.checksum_path(c).write_text(cache.file_sha256(c) + "\n")
+    cache.checksum_path(c).write_text(f"{cache.file_sha256(c)} {c.stem}\n")
     second = subprocess.run([sys.executable, "-c", _NEXT_PROCESS], env=env, capture_output=True, text=True,
                             timeout=300)
     assert second.returncode == 0, second.stderr
