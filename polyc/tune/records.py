@@ -21,7 +21,7 @@ import math
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
@@ -50,8 +50,12 @@ class RecordKey:
 
 
 def kernel_hash(kernel: Any) -> str:
-    """A stable digest of the kernel's checked program (statements, tensors, sizes, name)."""
-    return hashlib.sha256(repr(kernel.program).encode()).hexdigest()[:24]
+    """A stable digest of the kernel's checked program (statements, tensors, sizes, name), not of
+    where it was defined: the same kernel in another script, at another line or on another machine
+    finds its records (statements' source locations are left out)."""
+    program = kernel.program
+    placeless = replace(program, statements=tuple(replace(st, location=None) for st in program.statements))
+    return hashlib.sha256(repr(placeless).encode()).hexdigest()[:24]
 
 
 def size_class(sizes: Mapping[str, int]) -> str:
@@ -79,7 +83,11 @@ class Records:
 
     def __init__(self, db: Union[str, Path, None] = None):
         self.path = db_path(db)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:   # a file where the folder should be (POLYC_CACHE_DIR=/dev/null)
+            raise TuneRecordError(f"its folder cannot be made ({e}); pass another db= or set POLYC_TUNE_DB",
+                                  str(self.path)) from None
         with self._connect() as c:
             c.execute(_SCHEMA)
 
@@ -159,6 +167,14 @@ class Records:
         return len(rows)
 
 
+def _finite(v: float) -> bool:
+    """Whether number `v` is finite as a float (an int past float's range, 10**400, is not)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 def validate_row(line: str, where: str) -> Dict[str, Any]:
     """One exported record, checked field by field (TuneRecordError naming the line and field)."""
     if len(line) > 4 * MAX_TEXT:
@@ -177,7 +193,7 @@ def validate_row(line: str, where: str) -> Dict[str, Any]:
         raise TuneRecordError("ok must be 0 or 1", where)
     for f in ("seconds", "ratio", "spread"):
         v = doc[f]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v) or v < 0):
             raise TuneRecordError(f"{f} must be a non-negative number or null", where)
     try:
         cand = Candidate.from_dict(json.loads(doc["candidate"]), f"{where}: candidate")

@@ -17,11 +17,18 @@ def primitives() -> Mapping[str, Any]:
 
 
 def apply_step(schedule: Any, name: str, args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-    """`schedule` with primitive `name` applied (proven legal by the primitive, or it raises)."""
+    """`schedule` with primitive `name` applied (proven legal by the primitive, or it raises); the
+    arguments are checked against the primitive's parameters first (a record is untrusted input:
+    a step with arguments the primitive does not take is a TuneRecordError, not a TypeError)."""
+    from ..errors import ScheduleArgumentError, TuneRecordError
+    from ..schedule.registry import check_arguments
     prims = primitives()
     if name not in prims:
-        from ..errors import TuneRecordError
         raise TuneRecordError(f"unknown primitive {name!r}", "steps")
+    try:
+        check_arguments(prims[name], args, kwargs)
+    except ScheduleArgumentError as e:
+        raise TuneRecordError(f"bad arguments for {name}: {e}", "steps") from e
     return prims[name].apply(schedule, *args, **dict(kwargs))
 
 

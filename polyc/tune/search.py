@@ -133,13 +133,18 @@ def _realise(space: Space, state: SearchState, genomes: Sequence[Dict[str, Any]]
 
 
 def _fit(model: CostModel, state: SearchState, warm) -> None:
+    """Fit the cost model on this run's measurements and the warm start's, all with the features
+    of this run (rows of another length, from records of another polyc, are left out)."""
     X = [list(x) for x in warm[0]]
     y = list(warm[1])
     for t in state.trials.values():
         if t.measurement.ok and math.isfinite(t.measurement.ratio) and t.measurement.ratio > 0:
             X.append(list(t.features))
             y.append(math.log(t.measurement.ratio))
-    model.fit(X, y)
+    fresh = [len(t.features) for t in state.trials.values() if not t.resumed and t.features]
+    width = fresh[-1] if fresh else (len(X[-1]) if X else 0)
+    kept = [(x, v) for x, v in zip(X, y) if len(x) == width]
+    model.fit([x for x, _ in kept], [v for _, v in kept])
 
 
 def _breed(space: Space, state: SearchState, model: CostModel, rng: Any, batch: int, feature_of: FeatureFn) -> list:

@@ -203,34 +203,70 @@ def _verify_finalists(state: SearchState, channels: Any, baseline: Tuple[str, Di
         records.add(key, name, t.candidate, t.schedule_json, m, t.features, state.genomes.get(t.candidate.key(), {}))
 
 
+def _positive(value: Any) -> Optional[float]:
+    """`value` as a positive finite float, or None (a database can be edited: untrusted)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        v = float(value)
+    except OverflowError:
+        return None
+    return v if math.isfinite(v) and v > 0 else None
+
+
+def _features(text: Any) -> Optional[Tuple[float, ...]]:
+    """A row's features: a JSON list of finite numbers, or None."""
+    try:
+        feats = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if not isinstance(feats, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in feats):
+        return None
+    try:
+        out = tuple(float(v) for v in feats)
+    except OverflowError:
+        return None
+    return out if all(math.isfinite(v) for v in out) else None
+
+
 def _resumed(records: Records, key: RecordKey, space: Space) -> SearchState:
-    """The search state of earlier runs for `key`: their trials are not measured again."""
+    """The search state of earlier runs for `key`: their trials are not measured again.  Rows are
+    untrusted (an imported or edited database): one whose fields do not parse is skipped, and a
+    genome is kept only when it gives every gene one of its values."""
     state = SearchState()
+    genes = {g.name: g.values for g in space.genes}
     for row in records.rows(key):
         try:
             cand = Candidate.from_dict(json.loads(row["candidate"]))
             genome = json.loads(row["genome"])
-        except (ValueError, PolycError):
+        except (TypeError, ValueError, RecursionError, PolycError):
             continue
-        m = Measurement(cand.key(), bool(row["ok"]), row["seconds"] or math.inf, row["ratio"] or math.inf,
-                        row["spread"] if row["spread"] is not None else math.inf, (), row["error"])
-        state.trials[cand.key()] = Trial(cand, m, tuple(json.loads(row["features"])), row["schedule"], 0.0, True)
-        if isinstance(genome, dict) and set(genome) == {g.name for g in space.genes}:
+        feats = _features(row["features"])
+        if feats is None:
+            continue
+        seconds, ratio = _positive(row["seconds"]), _positive(row["ratio"])
+        spread = row["spread"] if isinstance(row["spread"], (int, float)) and not isinstance(row["spread"], bool) \
+            else math.inf
+        m = Measurement(cand.key(), row["ok"] == 1 and ratio is not None, seconds or math.inf, ratio or math.inf,
+                        spread, (), row["error"] if isinstance(row["error"], str) else "")
+        state.trials[cand.key()] = Trial(cand, m, feats, row["schedule"], 0.0, True)
+        if isinstance(genome, dict) and set(genome) == set(genes) and \
+                all(any(v == g and type(v) is type(g) for g in genes[k]) for k, v in genome.items()):
             state.genomes[cand.key()] = genome
     return state
 
 
 def _warm_start(records: Records, key: RecordKey, limit: int = 2000) -> Tuple[List[List[float]], List[float]]:
-    """Features and log ratios of earlier measurements on this Target of other kernels and sizes."""
+    """Features and log ratios of earlier measurements on this Target of other kernels and sizes
+    (rows that do not parse, or whose features differ in length from the first, are skipped)."""
     X, y = [], []
     for row in records.rows(target=key.target)[-limit:]:
         if (row["kernel_hash"], row["size_class"], row["dtypes"]) == (key.kernel_hash, key.size_class, key.dtypes):
             continue
-        if row["ok"] and row["ratio"]:
-            feats = json.loads(row["features"])
-            if isinstance(feats, list) and len(feats) == len(X[0] if X else feats):
-                X.append([float(v) for v in feats])
-                y.append(math.log(row["ratio"]))
+        ratio, feats = _positive(row["ratio"]), _features(row["features"])
+        if row["ok"] == 1 and ratio is not None and feats is not None and len(feats) == len(X[0] if X else feats):
+            X.append(list(feats))
+            y.append(math.log(ratio))
     return X, y
 
 
@@ -239,10 +275,20 @@ def _warm_start(records: Records, key: RecordKey, limit: int = 2000) -> Tuple[Li
 def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Optional[Mapping[str, int]] = None,
                    dtype: Optional[str] = None) -> Any:
     """The best recorded schedule of `kernel` on `target` (for `sizes`/`dtype` when given, else of
-    any size class), re-proved; None, with a TuningWarning, when there is none (the caller then
-    uses `schedule="auto"`)."""
+    any size class), re-proved; None, with a TuningWarning, when there is none or the default
+    record database cannot be opened (the caller then uses `schedule="auto"`); an explicit `db`
+    that cannot be opened is a TuneRecordError."""
     tv = target_view(target)
-    records = Records(db)
+    try:
+        records = Records(db)
+    except TuneRecordError as e:
+        if db is not None:
+            raise
+        # The default place (POLYC_TUNE_DB, POLYC_CACHE_DIR, the user cache) is unusable, e.g. a
+        # file where its folder should be: compiling goes on, as with no record at all.
+        warnings.warn(f"schedule='tuned': the tuning records cannot be read ({e}); using schedule='auto'",
+                      TuningWarning, stacklevel=5)
+        return None
     if sizes is not None:
         row = records.best(RecordKey(kernel_hash(kernel), size_class(sizes), dtype or "f32", tv.fingerprint()))
     else:

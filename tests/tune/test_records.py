@@ -108,3 +108,89 @@ def test_the_model_is_warm_started_from_other_kernels_and_sizes_on_this_target(d
     X, y = _warm_start(records, mine)
     assert X == [[1.0, 1.0], [2.0, 1.0]]          # other sizes and kernels, this target only, not this key
     assert np.allclose(np.exp(y), [1.5, 2.5])
+
+
+def test_the_same_kernel_defined_elsewhere_finds_its_records():
+    from polyc.tune.records import kernel_hash
+    again = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="tune_records_mm")   # another line
+    other = pc.kernel("C[i, j] +=! A[i, k] * B[j, k]", name="tune_records_mm")
+    assert kernel_hash(again) == kernel_hash(MM) != kernel_hash(other)
+
+
+def _record(**change):
+    from polyc.tune.records import FIELDS
+    row = dict(kernel_hash="h", kernel_name="k", size_class="I=64", dtypes="f64", target="host",
+               candidate=json.dumps({"seed": "source", "knobs": {}, "steps": []}), schedule="", ok=1,
+               seconds=0.1, ratio=1.0, spread=0.0, features="[1.0, 2.0]", error="", genome="{}")
+    row.update(change)
+    assert set(row) == set(FIELDS)
+    return json.dumps(row)
+
+
+def test_imported_numbers_past_floats_range_are_refused(tmp_path):
+    p = tmp_path / "huge.jsonl"
+    p.write_text(_record(ratio=10 ** 400) + "\n")
+    with pytest.raises(TuneRecordError, match="ratio must be a non-negative number"):
+        Records(tmp_path / "db.sqlite").import_jsonl(p)
+
+
+def test_a_step_with_arguments_its_primitive_does_not_take_is_a_record_error():
+    from polyc.tune.registry_view import apply_step
+    with pytest.raises(TuneRecordError, match="bad arguments for parallel"):
+        apply_step(MM.schedule(), "parallel", ("i", "j", "k"), {})
+
+
+def test_edited_rows_are_skipped_by_resume_and_warm_start(db):
+    import sqlite3
+
+    from polyc.tune.measure import Measurement
+    from polyc.tune.records import RecordKey
+    from polyc.tune.space import Candidate, Space
+    from polyc.tune.registry_view import target_view
+    from polyc.tune.tuner import _resumed, _warm_start
+    records = Records(db)
+    mine = RecordKey("k1", "I=64", "f32", "host")
+    space = Space(MM, target_view("c"), 4)
+    genes = {g.name: "abc" for g in space.genes}
+    for n, key in enumerate([mine, RecordKey("k2", "I=64", "f32", "host"), RecordKey("k3", "I=64", "f32", "host")]):
+        records.add(key, "k", Candidate("source", steps=(("unroll", ("i", 2 + n), ()),)), "",
+                    Measurement("x", True, 1.0, 1.5, 0.1), [float(n), 1.0], genes)
+    with sqlite3.connect(str(records.path)) as c:
+        c.execute("UPDATE records SET features = 'not json' WHERE kernel_hash = 'k2'")
+        c.execute("UPDATE records SET ratio = -5 WHERE kernel_hash = 'k3'")
+    assert _warm_start(records, mine) == ([], [])
+    state = _resumed(records, mine, space)
+    assert len(state.trials) == 1 and not state.genomes          # "abc" is no value of any gene
+    with sqlite3.connect(str(records.path)) as c:
+        c.execute("UPDATE records SET features = '[\"a\"]' WHERE kernel_hash = 'k1'")
+    assert not _resumed(records, mine, space).trials
+
+
+def test_tuned_falls_back_to_auto_when_the_default_database_cannot_be_made(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.delenv("POLYC_TUNE_DB", raising=False)
+    monkeypatch.setenv("POLYC_TUNE_DB", str(blocker / "tune.sqlite"))
+    with pytest.warns(TuningWarning, match="cannot be read"):
+        f = pc.compile(MM, schedule="tuned")
+    a, b = np.ones((3, 2)), np.ones((2, 4))
+    assert np.array_equal(f(A=a, B=b), a @ b)
+    with pytest.raises(TuneRecordError, match="cannot be made"):
+        pc.tune.tuned_schedule(MM, db=blocker / "tune.sqlite")
+
+
+def test_the_cost_model_fits_only_features_of_this_runs_length():
+    from polyc.tune.measure import Measurement
+    from polyc.tune.search import SearchState, Trial, _fit
+    from polyc.tune.space import Candidate
+
+    class Seen:
+        def fit(self, X, y):
+            self.X, self.y = X, y
+    state = SearchState()
+    for n, (feats, resumed) in enumerate([((1.0,), True), ((1.0, 2.0, 3.0), False), ((4.0, 5.0, 6.0), False)]):
+        cand = Candidate("source", steps=(("unroll", ("i", 2 + n), ()),))
+        state.trials[cand.key()] = Trial(cand, Measurement(cand.key(), True, 1.0, 2.0, 0.1), feats, "", 0.0, resumed)
+    model = Seen()
+    _fit(model, state, ([[9.0]], [0.5]))
+    assert model.X == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
