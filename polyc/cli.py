@@ -61,7 +61,17 @@ def load_kernels(path: Path) -> Dict[str, Any]:
     from .frontend.einsum import program_from_einsum
     name = path.stem.replace("-", "_") or "kernel"
     # Built as pc.kernel does, but parse errors point into the file rather than into this module.
-    return {name: pc.Kernel(program_from_einsum(path.read_text(), name, {}, filename=str(path)))}
+    return {name: pc.Kernel(program_from_einsum(read_text(path, "kernel file"), name, {}, filename=str(path)))}
+
+
+def read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of file `path`; a UsageError naming it when it cannot be read as such."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"the {what} {path} is not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise UsageError(f"cannot read the {what} {path}: {e.strerror or e}") from None
 
 
 def _where_in(path: Path, error: BaseException) -> str:
@@ -103,6 +113,9 @@ def parse_chain(text: str) -> List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]]:
     except SyntaxError as e:
         raise UsageError(f"cannot read the schedule {text!r}: {e.msg} (expected primitive calls such as "
                          f"tile(i=32, j=32).parallel('i_outer'))") from None
+    except (RecursionError, MemoryError):
+        raise UsageError(f"the schedule chain is too long to read ({len(text)} characters); save the "
+                         f"schedule to a file with Schedule.to_json and pass that") from None
     calls: List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]] = []
     while True:
         if not isinstance(node, ast.Call):
@@ -112,9 +125,12 @@ def parse_chain(text: str) -> List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]]:
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
         if name is None:
             raise UsageError(f"cannot read the schedule {text!r}: {ast.unparse(func)} is not a primitive name")
+        if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            raise UsageError(f"cannot read the schedule {text!r}: write the arguments of {name}(...) out, "
+                             f"without * or **")
         try:
             args = tuple(ast.literal_eval(a) for a in node.args)
-            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
         except ValueError:
             raise UsageError(f"cannot read the schedule {text!r}: arguments of {name}(...) must be "
                              f"literals (numbers, quoted strings, tuples)") from None
@@ -141,7 +157,7 @@ def build_schedule(kernel: Any, spec: Optional[str]) -> Any:
         path = Path(spec)
         if not path.is_file():
             raise UsageError(f"no such schedule file: {path}")
-        return Schedule.from_json(kernel, path.read_text())
+        return Schedule.from_json(kernel, read_text(path, "schedule file"))
     from .schedule.registry import ALIASES, PRIMITIVES, apply_checked
     s = kernel.schedule()
     for name, args, kwargs in parse_chain(spec):
@@ -184,6 +200,8 @@ def read_target(spec: str) -> Any:
                 text = f.read(1 << 17)
         except OSError as e:
             raise UsageError(f"cannot read the target file {spec}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise UsageError(f"the target file {spec} is not UTF-8 text (byte {e.start})") from None
         return Target.from_json(text)
     return Target.resolve(spec)
 

@@ -159,10 +159,15 @@ class Records:
     def import_jsonl(self, path: Union[str, Path]) -> int:
         """Add the records of a JSON-lines file (untrusted: every line checked before any is added)."""
         rows = []
-        with open(path) as f:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    rows.append(validate_row(line, f"{path}:{n}"))
+        try:
+            with open(path, encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if line.strip():
+                        rows.append(validate_row(line, f"{path}:{n}"))
+        except UnicodeDecodeError as e:
+            raise TuneRecordError(f"is not UTF-8 text (byte {e.start})", str(path)) from None
+        except OSError as e:
+            raise TuneRecordError(f"cannot be read ({e.strerror or e})", str(path)) from None
         self._insert(rows)
         return len(rows)
 

@@ -102,6 +102,22 @@ def test_errors_are_messages_with_exit_status_not_tracebacks(files, capsys):
                    f"No module named 'not_a_module_anywhere'\n")
 
 
+def test_files_that_are_not_utf8_and_unreadable_chains_are_one_line_errors(files, capsys):
+    (files / "latin.tc").write_bytes("y[i] +=! A[i, j] * x[j]  # caf\xe9\n".encode("latin-1"))
+    status, _, err = run(capsys, "codegen", files / "latin.tc")
+    assert status == 2 and err.startswith("polyc codegen: the kernel file") and "is not UTF-8" in err
+    (files / "sched.json").write_bytes(b"\xff\xfe{}")
+    status, _, err = run(capsys, "codegen", files / "matvec.tc", "-s", files / "sched.json")
+    assert status == 2 and "the schedule file" in err and "is not UTF-8" in err
+    (files / "target.json").write_bytes(b"\xff{}")
+    status, _, err = run(capsys, "codegen", files / "matvec.tc", "-t", files / "target.json")
+    assert status == 2 and "the target file" in err and "is not UTF-8" in err
+    status, _, err = run(capsys, "outline", f"{files}/kernels.py::matmul", "-s", "tile(i=4)" + ".tile(i=4)" * 3000)
+    assert status == 2 and "too long to read" in err and "Traceback" not in err
+    status, _, err = run(capsys, "outline", f"{files}/kernels.py::matmul", "-s", "tile(**{'i': 4})")
+    assert status == 2 and "without * or **" in err
+
+
 def test_parse_chain_reads_what_to_text_prints():
     assert parse_chain("matmul.schedule().tile(i=32, j=4).parallel('i_outer')") == [
         ("tile", (), {"i": 32, "j": 4}), ("parallel", ("i_outer",), {})]

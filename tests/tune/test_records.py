@@ -194,3 +194,13 @@ def test_the_cost_model_fits_only_features_of_this_runs_length():
     model = Seen()
     _fit(model, state, ([[9.0]], [0.5]))
     assert model.X == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+
+def test_importing_a_file_that_is_not_utf8_text_or_a_folder_is_a_record_error(tmp_path):
+    records = Records(tmp_path / "db.sqlite")
+    latin = tmp_path / "records.jsonl"
+    latin.write_bytes(b"\xff\xfe not text\n")
+    with pytest.raises(TuneRecordError, match="is not UTF-8 text"):
+        records.import_jsonl(latin)
+    with pytest.raises(TuneRecordError, match="cannot be read"):
+        records.import_jsonl(tmp_path)
