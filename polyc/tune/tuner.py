@@ -71,6 +71,10 @@ def _check_sizes(kernel: Any, sizes: Mapping[str, int]) -> None:
                  if unknown else "")
         raise TuneError(f"tune: {kernel.name} needs the size{'s' if len(missing) > 1 else ''} "
                         f"{', '.join(missing)} (its sizes are {', '.join(needed)}){extra}")
+    unknown = [n for n in sizes if n not in needed and n not in kernel.program.sizes]
+    if unknown:   # found here, before a search whose every measurement would fail on it
+        raise TuneError(f"tune: {kernel.name} has no size {', '.join(map(repr, unknown))} (its sizes are "
+                        f"{', '.join(needed)})")
     bad = {n: sizes[n] for n in needed if sizes[n] <= 0}
     if bad:
         raise TuneError(f"tune: sizes must be positive to measure anything, not "

@@ -204,3 +204,9 @@ def test_importing_a_file_that_is_not_utf8_text_or_a_folder_is_a_record_error(tm
         records.import_jsonl(latin)
     with pytest.raises(TuneRecordError, match="cannot be read"):
         records.import_jsonl(tmp_path)
+
+
+def test_an_unknown_size_is_refused_before_any_measurement(db):
+    with pytest.raises(pc.errors.TuneError, match="has no size 'X'"):
+        pc.tune(MM, {**SIZES, "X": 4}, trials=1, progress=False)
+    assert not Records(db).rows()
