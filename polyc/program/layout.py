@@ -12,7 +12,7 @@ the transpose is not run: `Relayout` records which product reads which transpose
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Tuple
 
 from .trace import Node, Tracer
@@ -49,8 +49,7 @@ def relayout_transposed_operands(nodes: List[Node], tracer: Tracer
     made: List[Relayout] = []
     for n in nodes:
         roles = {t.name: t.role for t in n.kernel.program.tensors}
-        n = type(n)(n.index, n.kernel, tuple((k, alias.get(p, p)) if roles[k] == "input" else (k, p)
-                                              for k, p in n.bindings), n.scalars, n.sizes, n.location)
+        n = replace(n, bindings=tuple((k, alias.get(p, p)) if roles[k] == "input" else (k, p) for k, p in n.bindings))
         g = recognise_gemm(n)
         if g is None or not g.transpose_b or g.transpose_a:
             out.append(n)
@@ -69,4 +68,4 @@ def relayout_transposed_operands(nodes: List[Node], tracer: Tracer
 
 def replace_location(node: Node, like: Node) -> Node:
     """`node` attributed to the user's line of `like` (errors and views point there)."""
-    return type(node)(node.index, node.kernel, node.bindings, node.scalars, node.sizes, like.location)
+    return replace(node, location=like.location)

@@ -22,7 +22,7 @@ def share_common(nodes: Sequence[Node], returned: Sequence[str]) -> Tuple[List[N
         roles = {t.name: t.role for t in n.kernel.program.tensors}
         bindings = tuple((k, alias.get(p, p)) if roles[k] == "input" else (k, p) for k, p in n.bindings)
         n = replace(n, bindings=bindings)
-        key = (id(n.kernel), tuple((k, p) for k, p in bindings if roles[k] == "input"), n.scalars)
+        key = (id(n.kernel), tuple((k, p) for k, p in bindings if roles[k] == "input"), _exact(n.scalars))
         if key in seen:
             first = seen[key]
             for k, p in bindings:
@@ -33,6 +33,12 @@ def share_common(nodes: Sequence[Node], returned: Sequence[str]) -> Tuple[List[N
         seen[key] = n
         out.append(n)
     return out, alias, notes
+
+
+def _exact(scalars: Sequence[Tuple[str, object]]) -> tuple:
+    """Scalars as a key that tells apart what `==` does not: 0.0 and -0.0 (a product by -0.0 gives
+    -0.0 where one by 0.0 gives 0.0), 1 and 1.0."""
+    return tuple((k, type(v).__name__, float(v).hex() if isinstance(v, float) else v) for k, v in scalars)
 
 
 def remove_dead(nodes: Sequence[Node], returned: Sequence[str]) -> Tuple[List[Node], List[str]]:

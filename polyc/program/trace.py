@@ -55,10 +55,13 @@ class Node:
     scalars: Tuple[Tuple[str, Any], ...]
     sizes: Tuple[Tuple[str, Affine], ...]
     location: Optional[SourceLocation]
+    #: The prefix of every name this call adds to the program (its results, statements, temps and
+    #: iterators): unique in the trace (`Tracer.label`); None: the kernel's name and the index.
+    label: Optional[str] = None
 
     @property
     def name(self) -> str:
-        return f"{self.kernel.name}{self.index}"
+        return self.label if self.label is not None else f"{self.kernel.name}{self.index}"
 
     def binding(self, kernel_tensor: str) -> str:
         return dict(self.bindings)[kernel_tensor]
@@ -163,17 +166,28 @@ class Tracer:
                                    f"{type(v).__name__}", where)
             scalars.append((s.name, v))
         index = len(self.nodes)
+        label = self.label(kernel.name, index)
         results: Dict[str, TensorHandle] = {}
         for t in program.tensors:
             if t.role != "output":
                 continue
-            name = f"{kernel.name}{index}_{t.name}"
+            name = f"{label}_{t.name}"
             h = TensorHandle(name, t.dtype or dtype, tuple(d.substitute(sizes) for d in t.shape), index, self)
             self.handles[name] = h
             bindings.append((t.name, name))
             results[t.name] = h
-        self.nodes.append(Node(index, kernel, tuple(bindings), tuple(scalars), tuple(sizes.items()), where))
+        self.nodes.append(Node(index, kernel, tuple(bindings), tuple(scalars), tuple(sizes.items()), where, label))
         return next(iter(results.values())) if len(results) == 1 else results
+
+    def label(self, kernel_name: str, index: int) -> str:
+        """The prefix of the names call `index` adds: the kernel's name and the index, unless that
+        is another call's (kernel `s1` at 0 and `s` at 10 both make `s10`) or begins a name the
+        program already has (an input called `s0_Y`); then letters are added until it is free."""
+        label = f"{kernel_name}{index}"
+        taken = {n.name for n in self.nodes}
+        while label in taken or any(h.startswith(label + "_") for h in self.handles):
+            label += "x"     # a natural label ends in a digit: this one can be no other's
+        return label
 
 
 def _user_location(tracer: Optional[Tracer]) -> Optional[SourceLocation]:

@@ -1,0 +1,45 @@
+"""Names a program makes for its operators' results, statements and temps never collide with each
+other or with the user's names, and identical calls are shared only when they are identical."""
+import numpy as np
+
+import polyc as pc
+
+double = pc.kernel("Y[i, j] = X[i, j] * 2.0", name="s")
+plus_one = pc.kernel("Y[i, j] = X[i, j] + 1.0", name="s1")
+add = pc.kernel("Y[i, j] = A[i, j] + B[i, j]", name="add")
+scale = pc.kernel("Y[i, j] = X[i, j] * alpha", name="scale")
+
+
+@pc.program
+def named_like_a_result(s0_Y: pc.f64["N", "M"]):
+    return add(A=double(X=s0_Y), B=s0_Y)
+
+
+@pc.program
+def eleven_calls(X: pc.f64["N", "M"]):
+    first = plus_one(X=X)      # kernel s1, call 0: "s1" + "0"
+    t = X
+    for _ in range(10):        # kernel s, call 10: "s" + "10"
+        t = double(X=t)
+    return add(A=first, B=t)
+
+
+@pc.program
+def signed_zeros(A: pc.f64["N", "N"]):
+    return scale(X=A, alpha=0.0), scale(X=A, alpha=-0.0)
+
+
+def test_an_input_named_like_an_operators_result_is_its_own_tensor():
+    x = np.ones((2, 3))
+    assert named_like_a_result(x).tolist() == named_like_a_result.reference(x).tolist() == [[3.0] * 3] * 2
+
+
+def test_calls_whose_kernel_name_and_number_read_alike_stay_apart():
+    x = np.ones((2, 3))
+    assert len({n.name for n in eleven_calls.nodes}) == len(eleven_calls.nodes)
+    assert eleven_calls(X=x).tolist() == eleven_calls.reference(X=x).tolist() == [[1026.0] * 3] * 2
+
+
+def test_calls_with_zero_and_negative_zero_are_not_shared():
+    plus, minus = signed_zeros(A=np.ones((2, 2)))
+    assert not np.signbit(plus).any() and np.signbit(minus).all()
