@@ -163,7 +163,11 @@ def adjoint_program(program: Program, of: str, wrt: Sequence[str], *, pad_border
             count = fresh_name(f"{t}_ties", b.used)
             ties[t] = (count, st)
             chosen = Binary("==", st.value, st.target)
-            seed_expr = select(chosen, div(seed_expr, Access(count, st.target.indices)), ZERO)
+            # A NaN maximum matches no element: as torch.amax's (g * mask / count, 0 / 0), every
+            # element of its row gets NaN, rather than a silent zero.
+            lost = Binary("!=", st.target, st.target)
+            seed_expr = select(chosen, div(seed_expr, Access(count, st.target.indices)),
+                               select(lost, Const(float("nan")), ZERO))
         where = describe(st)
         # The target holds this value only if nothing updates it afterwards (not a reduction's start).
         stored = st.target if w.kind == "define" else None

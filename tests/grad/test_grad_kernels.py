@@ -222,3 +222,14 @@ def test_a_sum_may_start_from_a_computed_value():
 def test_of_must_be_written():
     with pytest.raises(pc.GradError, match="never written"):
         pc.grad(pc.kernel("Y[i] = X[i]"), of="X", wrt=["X"])
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_a_nan_extreme_gives_its_row_a_nan_gradient_as_torch_amax(op):
+    g = pc.grad(pc.kernel(f"m[i] {op}=! A[i, j]", name=f"nan_{op}"), of="m", wrt=["A"])
+    a = np.array([[1.0, np.nan, 3.0], [1.0, 3.0, 3.0]])
+    want = [[0.0, 0.5, 0.5]] if op == "max" else [[1.0, 0.0, 0.0]]
+    for schedule in (None, "auto"):
+        got = pc.compile(g, schedule)(A=a, m_grad=np.ones(2))
+        assert np.isnan(got[0]).all() and got[1:].tolist() == want      # not a silent zero row
+    assert np.isnan(g.reference(A=a, m_grad=np.ones(2))[0]).all()
