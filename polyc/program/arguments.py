@@ -30,6 +30,8 @@ class ProgramArguments:
     target: str
     outputs: Tuple[Tuple[str, str], ...]
     kind: str
+    #: the declared rank of each input (None: not known)
+    ranks: Tuple[Optional[int], ...] = ()
 
     def bind(self, args: tuple, arrays: Dict[str, Any]) -> Dict[str, Any]:
         """Positional arrays named after the traced function's parameters, as Python binds them."""
@@ -64,6 +66,10 @@ class ProgramArguments:
                                     f"strided or Fortran-order array); use np.ascontiguousarray({name})")
             if want is not None and a.dtype != want.numpy:
                 raise ArgumentError(f"array {name} has dtype {a.dtype}, program {self.name} declares {want.name}")
+            rank = self.ranks[len(env)] if len(env) < len(self.ranks) else None
+            if rank is not None and a.ndim != rank:
+                raise ArgumentError(f"array {name} of program {self.name} must have {rank} dimension(s), got "
+                                    f"shape {a.shape}")
             env[name] = a
         return env
 

@@ -43,3 +43,17 @@ def test_calls_whose_kernel_name_and_number_read_alike_stay_apart():
 def test_calls_with_zero_and_negative_zero_are_not_shared():
     plus, minus = signed_zeros(A=np.ones((2, 2)))
     assert not np.signbit(plus).any() and np.signbit(minus).all()
+
+
+def test_an_array_of_another_rank_is_named_as_such():
+    import pytest
+    from polyc.errors import ArgumentError
+    product = pc.kernel("C[i, j] +=! A[i, k] * B[j, k]", name="rank_mm")
+
+    @pc.program
+    def gram(Q: pc.f64["S", "D"]):
+        return product(A=Q, B=Q)
+    for bad in (np.ones(4), np.ones((2, 2, 2))):
+        with pytest.raises(ArgumentError, match=r"array Q of program gram must have 2 dimension\(s\)"):
+            gram(bad)
+    assert gram(np.ones((2, 3))).tolist() == [[3.0, 3.0], [3.0, 3.0]]
