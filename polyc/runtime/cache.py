@@ -177,6 +177,8 @@ def entry_problem(lib_path: Path) -> Optional[str]:
         return f"cannot be read ({e})"
     if not recorded or recorded[0] != actual:
         return "does not match its recorded checksum (truncated or corrupted)"
+    if len(recorded) == 1:
+        return "has no recorded checksum"   # an entry of an older polyc (no name): rebuilt quietly
     if recorded[1:] != [lib_path.stem]:
         # A library that is sound but was built for another key (entries swapped or copied
         # under other names) would run the wrong kernel: the checksum file names its entry.

@@ -73,6 +73,19 @@ def test_a_damaged_entry_is_rebuilt_not_loaded(damage):
     assert bool(warned) == (damage != "no checksum")  # a missing checksum is an old entry, not damage
 
 
+def test_an_entry_of_an_older_polyc_is_rebuilt_quietly(private_cache):
+    """Its checksum file holds the sha256 alone (no entry name): rebuilt, as a missing checksum
+    is, without a warning for every entry of an upgraded cache."""
+    lib = compile_c(SOURCE)
+    cache.checksum_path(lib).write_text(cache.file_sha256(lib) + "\n")
+    assert cache.entry_problem(lib) == "has no recorded checksum"
+    fresh_process_view()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert compile_c(SOURCE) == lib
+    assert cache.entry_problem(lib) is None
+
+
 _SWAPPED = textwrap.dedent("""\
     import warnings, numpy as np, polyc as pc
     warnings.simplefilter("always")
