@@ -12,9 +12,9 @@ import islpy as isl
 
 from ..errors import OutOfBoundsError, UninitializedReadError
 from ..ir import Access, Affine, Constraint, Statement
-from .islutil import (affine_str, isl_budget, isl_name, params_set_to_constraints, sample_point_values,
+from .islutil import (isl_budget, isl_name, params_set_to_constraints, sample_point_values,
                       union_map_pieces as _maps)
-from .model import PolyModel, tuple_str
+from .model import PolyModel
 
 
 def describe_instance(st: Statement, coords: Sequence[int]) -> str:
@@ -113,15 +113,6 @@ def _call_time_requirement(model: PolyModel, st: Statement, acc, guard, bad: isl
     return found
 
 
-def _outside(model: PolyModel, info, shape: Sequence[Affine]) -> isl.Set:
-    """The instances of `info`'s statement (under its guard) where its access leaves the tensor."""
-    st, acc = info.statement, info.access
-    outside = " or ".join(f"{affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(n)}"
-                          for e, n in zip(acc.indices, shape))
-    bad = isl.Set(f"{model.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
-    return bad.intersect(model.guarded_domain(st, info.guard))
-
-
 def check_bounds(model: PolyModel, new_derived: Optional[List[Tuple[str, Affine, int]]] = None
                  ) -> Tuple[Constraint, ...]:
     """Raise OutOfBoundsError if some access can leave its tensor for some valid sizes.
@@ -133,13 +124,13 @@ def check_bounds(model: PolyModel, new_derived: Optional[List[Tuple[str, Affine,
     """
     program = model.program
     requirements: List[Constraint] = []
-    for info in model.accesses:
+    for k, info in enumerate(model.accesses):
         st, acc = info.statement, info.access
         shape = program.tensor(acc.tensor).shape or ()
         if not acc.indices:
             continue
         with isl_budget(f"checking the bounds of {acc}"):
-            bad = _outside(model, info, shape).intersect_params(model.context)
+            bad = model.outside_instances(k).intersect_params(model.context)
             if bad.is_empty():
                 continue
             needed = _call_time_requirement(model, st, acc, info.guard, bad, new_derived)
@@ -179,13 +170,12 @@ def empty_size_requirements(model: PolyModel) -> Tuple[Constraint, ...]:
     relaxed = model.codegen_context
     sizes = [p for p in model.params if p not in program.int_params]
     needed: List[str] = []
-    for info in model.accesses:
+    for k, info in enumerate(model.accesses):
         acc = info.access
-        shape = program.tensor(acc.tensor).shape or ()
         if not acc.indices or len(needed) == len(sizes):
             continue
         with isl_budget(f"checking the bounds of {acc} for empty tensors"):
-            bad = _outside(model, info, shape).intersect_params(relaxed).params()
+            bad = model.outside_instances(k).intersect_params(relaxed).params()
             if bad.is_empty():
                 continue
             for p in sizes:

@@ -48,6 +48,7 @@ class PolyModel:
         self.program = program
         self.params: Tuple[str, ...] = tuple(program.sizes)
         self.depth = max((len(s.iterators) for s in program.statements), default=0)
+        self._outside: Dict[int, isl.Set] = {}
 
     @property
     def pstr(self) -> str:
@@ -89,6 +90,21 @@ class PolyModel:
             return self.domains[st.name]
         g = isl.Set(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {disjunction_str(guard)} }}")
         return self.domains[st.name].intersect(g)
+
+    def outside_instances(self, k: int) -> isl.Set:
+        """The instances of access `accesses[k]`'s statement (under its guard, for every size)
+        where it leaves its tensor; built once per model, as the bounds proof and the requirements
+        for empty arrays (`polyc.poly.checks`) both ask.  Call it under an `isl_budget`."""
+        found = self._outside.get(k)
+        if found is None:
+            info = self.accesses[k]
+            st, acc = info.statement, info.access
+            shape = self.program.tensor(acc.tensor).shape or ()
+            outside = " or ".join(f"{affine_str(e)} < 0 or {affine_str(e)} >= {affine_str(n)}"
+                                  for e, n in zip(acc.indices, shape))
+            bad = isl.Set(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} : {outside} }}")
+            found = self._outside[k] = bad.intersect(self.guarded_domain(st, info.guard))
+        return found
 
     def access_map(self, st: Statement, acc: Access, guard: Optional[DNF] = None) -> isl.Map:
         m = isl.Map(f"{self.pstr} -> {{ {tuple_str(st.name, st.iterators)} -> {access_str(acc)} }}")
