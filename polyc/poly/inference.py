@@ -389,8 +389,7 @@ class _Inference:
                 for st in group:
                     resolved[st.name] = {i: ranges[i] for i in st.iterators}
                 if self.shapes.get(name) is None or name in writes:
-                    writes.setdefault(name, []).append(self._write_entry(group, ranges))
-                    self.shapes[name], self.lows[name] = self._target_shape(writes[name])
+                    self._record_write(writes.setdefault(name, []), group, ranges)
             if len(deferred) == len(pending):
                 # Nothing else fixes them: a definition its own reads do not bound (Halide's
                 # `kernel[x] = exp(-x * x)`, a clamped read) covers what later statements read.
@@ -413,24 +412,29 @@ class _Inference:
             pending = [g for g, _ in deferred]
         return self._finish(resolved)
 
-    def _write_entry(self, group: List[Statement], ranges: Dict[str, Tuple[Constraint, ...]]
-                     ) -> Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]:
-        """The statement (and ranges) whose writes give the target's shape.  A reduction's target
-        holds an element for every value of its own indices, also where the reduction range is
-        empty (the identity): its initialisation, the group's first statement, writes them all,
-        over its indices' ranges without the reduction's (`O[i] +=! A[i, k] where k in i:K` has
-        `M` rows, not `min(M, K)`).  Where the initialisation alone bounds nothing (an index ranged
-        by the reduction index, `i in 0:k`), the update's writes give the shape, as before."""
+    def _record_write(self, writes: List[Tuple[Statement, Dict[str, Tuple[Constraint, ...]]]],
+                      group: List[Statement], ranges: Dict[str, Tuple[Constraint, ...]]) -> None:
+        """Add `group`'s writes to its target's `writes` and set the target's shape from them all.
+
+        A reduction's target holds an element for every value of its own indices, also where the
+        reduction range is empty (the identity): its initialisation, the group's first statement,
+        writes them all, over its indices' ranges without the reduction's (`O[i] +=! A[i, k]
+        where k in i:K` has `M` rows, not `min(M, K)`).  Where the initialisation alone bounds
+        nothing (an index ranged by the reduction index, `i in 0:k`), the update's writes give the
+        shape, as before."""
         full, init = group[-1], group[0]
-        if init is full:
-            return full, ranges
-        reduction = set(full.iterators) - set(init.iterators)
-        own = {i: tuple(c for c in ranges[i] if not reduction & set(c.expr.variables)) for i in init.iterators}
-        try:
-            self._target_shape([(init, own)])
-        except PolycError:
-            return full, ranges
-        return init, own
+        name = full.target.tensor
+        if init is not full:
+            reduction = set(full.iterators) - set(init.iterators)
+            own = {i: tuple(c for c in ranges[i] if not reduction & set(c.expr.variables)) for i in init.iterators}
+            writes.append((init, own))
+            try:
+                self.shapes[name], self.lows[name] = self._target_shape(writes)
+                return
+            except PolycError:
+                writes.pop()
+        writes.append((full, ranges))
+        self.shapes[name], self.lows[name] = self._target_shape(writes)
 
     def _ranges_from_consumers(self, st: Statement, resolved: Dict[str, Dict[str, Tuple[Constraint, ...]]]
                                ) -> Optional[Dict[str, Tuple[Constraint, ...]]]:
