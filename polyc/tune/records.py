@@ -172,12 +172,26 @@ class Records:
         return len(rows)
 
 
-def _finite(v: float) -> bool:
-    """Whether number `v` is finite as a float (an int past float's range, 10**400, is not)."""
+def finite_number(v: Any) -> bool:
+    """Whether `v` is a real number (not a bool) that is finite as a float (an int past float's
+    range, 10**400, is not): what a record's numbers must be."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
     try:
         return math.isfinite(v)
     except OverflowError:
         return False
+
+
+def parse_features(text: Any) -> Optional[tuple]:
+    """A record's features (a JSON list of finite numbers) as floats, or None when they are not."""
+    try:
+        feats = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if not isinstance(feats, list) or not all(finite_number(v) for v in feats):
+        return None
+    return tuple(float(v) for v in feats)
 
 
 def validate_row(line: str, where: str) -> Dict[str, Any]:
@@ -198,19 +212,18 @@ def validate_row(line: str, where: str) -> Dict[str, Any]:
         raise TuneRecordError("ok must be 0 or 1", where)
     for f in ("seconds", "ratio", "spread"):
         v = doc[f]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v) or v < 0):
+        if v is not None and (not finite_number(v) or v < 0):
             raise TuneRecordError(f"{f} must be a non-negative number or null", where)
     try:
         cand = Candidate.from_dict(json.loads(doc["candidate"]), f"{where}: candidate")
-        feats = json.loads(doc["features"])
         sched = json.loads(doc["schedule"]) if doc["schedule"] else {}
         genome = json.loads(doc["genome"])
     except (ValueError, RecursionError) as e:
         raise TuneRecordError(f"a nested field is not JSON ({e})", where) from None
     if cand.key() != doc["candidate"]:
         doc["candidate"] = cand.key()  # canonical form
-    if not isinstance(feats, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in feats):
-        raise TuneRecordError("features must be a list of numbers", where)
+    if parse_features(doc["features"]) is None:
+        raise TuneRecordError("features must be a list of finite numbers", where)
     if not isinstance(genome, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, (str, int)))
                                                for k, v in genome.items()):
         raise TuneRecordError("genome must map gene names to null, integers, booleans or strings", where)

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import IllegalScheduleError, PolycError, TuneError, TuneRecordError, TuningWarning
 from .measure import Measurement, Task, check_sizes, kernel_blob
 from .model import features
-from .records import RecordKey, Records, kernel_hash, size_class
+from .records import RecordKey, Records, finite_number, kernel_hash, parse_features, size_class
 from .registry_view import target_view
 from .search import SearchState, Trial, run_search
 from .space import Candidate, Space, build
@@ -209,28 +209,7 @@ def _verify_finalists(state: SearchState, channels: Any, baseline: Tuple[str, Di
 
 def _positive(value: Any) -> Optional[float]:
     """`value` as a positive finite float, or None (a database can be edited: untrusted)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        v = float(value)
-    except OverflowError:
-        return None
-    return v if math.isfinite(v) and v > 0 else None
-
-
-def _features(text: Any) -> Optional[Tuple[float, ...]]:
-    """A row's features: a JSON list of finite numbers, or None."""
-    try:
-        feats = json.loads(text)
-    except (TypeError, ValueError, RecursionError):
-        return None
-    if not isinstance(feats, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in feats):
-        return None
-    try:
-        out = tuple(float(v) for v in feats)
-    except OverflowError:
-        return None
-    return out if all(math.isfinite(v) for v in out) else None
+    return float(value) if finite_number(value) and value > 0 else None
 
 
 def _resumed(records: Records, key: RecordKey, space: Space) -> SearchState:
@@ -245,12 +224,11 @@ def _resumed(records: Records, key: RecordKey, space: Space) -> SearchState:
             genome = json.loads(row["genome"])
         except (TypeError, ValueError, RecursionError, PolycError):
             continue
-        feats = _features(row["features"])
+        feats = parse_features(row["features"])
         if feats is None:
             continue
         seconds, ratio = _positive(row["seconds"]), _positive(row["ratio"])
-        spread = row["spread"] if isinstance(row["spread"], (int, float)) and not isinstance(row["spread"], bool) \
-            else math.inf
+        spread = row["spread"] if finite_number(row["spread"]) else math.inf
         m = Measurement(cand.key(), row["ok"] == 1 and ratio is not None, seconds or math.inf, ratio or math.inf,
                         spread, (), row["error"] if isinstance(row["error"], str) else "")
         state.trials[cand.key()] = Trial(cand, m, feats, row["schedule"], 0.0, True)
@@ -267,7 +245,7 @@ def _warm_start(records: Records, key: RecordKey, limit: int = 2000) -> Tuple[Li
     for row in records.rows(target=key.target)[-limit:]:
         if (row["kernel_hash"], row["size_class"], row["dtypes"]) == (key.kernel_hash, key.size_class, key.dtypes):
             continue
-        ratio, feats = _positive(row["ratio"]), _features(row["features"])
+        ratio, feats = _positive(row["ratio"]), parse_features(row["features"])
         if row["ok"] == 1 and ratio is not None and feats is not None and len(feats) == len(X[0] if X else feats):
             X.append(list(feats))
             y.append(math.log(ratio))
