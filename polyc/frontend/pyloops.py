@@ -104,7 +104,7 @@ def function_parameters(fn: Callable, node: ast.FunctionDef, source: Source) -> 
     scalars: Dict[str, DType] = {}
     int_params: List[str] = []
     shape_sizes: List[str] = []
-    params = list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)
+    params = _parameters(node)
     for arg in params:
         name = arg.arg
         if name not in annotations:
@@ -210,12 +210,17 @@ def program_from_function(fn: Callable) -> Program:
                    assumptions=_derived_assumptions(derived), defaults=_defaults(fn, source, node, scope, sizes))
 
 
+def _parameters(node: ast.FunctionDef) -> List[ast.arg]:
+    """The function's named parameters in order: positional-only, ordinary, keyword-only."""
+    return list(node.args.posonlyargs) + list(node.args.args) + list(node.args.kwonlyargs)
+
+
 def _defaults(fn: Callable, source, node: ast.FunctionDef, scope, sizes) -> Tuple[Tuple[str, object], ...]:
     """The Python defaults of `fn`'s scalar and `int` parameters (numbers of the parameter's kind:
     a call may leave those parameters out, as it may call the function); an array parameter with a
     default, or a default of another kind, is a ParseError at the parameter."""
     out = []
-    args = {a.arg: a for a in list(node.args.posonlyargs) + list(node.args.args) + list(node.args.kwonlyargs)}
+    args = {a.arg: a for a in _parameters(node)}
     for name, param in inspect.signature(fn).parameters.items():
         value = param.default
         if value is inspect.Parameter.empty:
