@@ -20,9 +20,9 @@ from .device import check_device_inputs, stand_in
 
 @dataclass(frozen=True)
 class ProgramArguments:
-    """Program `name`'s parameters (`inputs`, their element types in `dtypes`, None: any), its
-    target, and its results: (returned name, tensor) pairs, returned as `kind` ("single",
-    "tuple" or "dict")."""
+    """Program `name`'s parameters (`inputs`, their element types in `dtypes`, None: any, their
+    ranks in `ranks`), its target, and its results: (returned name, tensor) pairs, returned as
+    `kind` ("single", "tuple" or "dict")."""
 
     name: str
     inputs: Tuple[str, ...]
@@ -30,8 +30,8 @@ class ProgramArguments:
     target: str
     outputs: Tuple[Tuple[str, str], ...]
     kind: str
-    #: the declared rank of each input (None: not known)
-    ranks: Tuple[Optional[int], ...] = ()
+    #: the declared rank of each input
+    ranks: Tuple[int, ...]
 
     def bind(self, args: tuple, arrays: Dict[str, Any]) -> Dict[str, Any]:
         """Positional arrays named after the traced function's parameters, as Python binds them."""
@@ -52,7 +52,7 @@ class ProgramArguments:
         if unknown:
             raise ArgumentError(f"program {self.name} has no parameter {', '.join(unknown)}")
         env: Dict[str, Any] = {}
-        for name, want in zip(self.inputs, self.dtypes):
+        for name, want, rank in zip(self.inputs, self.dtypes, self.ranks):
             if name not in arrays:
                 raise ArgumentError(f"missing array argument {name} of program {self.name}")
             a = arrays[name]
@@ -66,8 +66,7 @@ class ProgramArguments:
                                     f"strided or Fortran-order array); use np.ascontiguousarray({name})")
             if want is not None and a.dtype != want.numpy:
                 raise ArgumentError(f"array {name} has dtype {a.dtype}, program {self.name} declares {want.name}")
-            rank = self.ranks[len(env)] if len(env) < len(self.ranks) else None
-            if rank is not None and a.ndim != rank:
+            if a.ndim != rank:
                 raise ArgumentError(f"array {name} of program {self.name} must have {rank} dimension(s), got "
                                     f"shape {a.shape}")
             env[name] = a

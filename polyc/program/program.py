@@ -121,8 +121,7 @@ class OperatorProgram:
             (n, alias.get(layout_alias.get(h.name, h.name), layout_alias.get(h.name, h.name))) for n, h in outs)
         kind = "single" if isinstance(result, TensorHandle) else "dict" if isinstance(result, dict) else "tuple"
         self.arguments = ProgramArguments(self.name, self.inputs, tuple(self.handles[x].dtype for x in self.inputs),
-                                          target, self.outputs, kind,
-                                          tuple(len(self.handles[x].shape) for x in self.inputs))
+                                          target, self.outputs, kind, tuple(len(self.handles[x].shape) for x in self.inputs))
         nodes, dead = remove_dead(nodes, [p for _, p in self.outputs])
         self.nodes: Tuple[Node, ...] = tuple(nodes)
         self.notes: Tuple[str, ...] = tuple(layout_notes + notes + dead)

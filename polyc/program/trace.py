@@ -56,12 +56,8 @@ class Node:
     sizes: Tuple[Tuple[str, Affine], ...]
     location: Optional[SourceLocation]
     #: The prefix of every name this call adds to the program (its results, statements, temps and
-    #: iterators): unique in the trace (`Tracer.label`); None: the kernel's name and the index.
-    label: Optional[str] = None
-
-    @property
-    def name(self) -> str:
-        return self.label if self.label is not None else f"{self.kernel.name}{self.index}"
+    #: iterators): unique in the trace (`Tracer.label`).
+    name: str
 
     def binding(self, kernel_tensor: str) -> str:
         return dict(self.bindings)[kernel_tensor]

@@ -1,7 +1,8 @@
 """The on-disk cache of compiled kernels: where it lives, what it trusts, how entries are written.
 
 An entry is `kernel-<key>.so` (the library), `kernel-<key>.sha256` (the library's sha256 and the
-entry's name, written when it was built) and `kernel-<key>.c` (the source, kept for inspection and error messages).
+entry's name, written when it was built) and `kernel-<key>.c` (the source, kept for inspection and
+error messages).
 The key hashes everything that affects the binary (source, flags, compiler and its version,
 and the fingerprint of the `Target` it is built for), so a verified hit is reused without
 recompiling.  Every file is written to a private temporary name in the cache directory and moved
@@ -18,8 +19,8 @@ A library is code polyc will run, so the cache trusts only what this user wrote:
 - an entry is loaded only if its library is a regular file owned by this user, not writable by
   others, and its sha256 matches the one recorded for this entry.  Anything else (a truncated or
   corrupted library, a missing checksum, entries swapped or copied under another key, a file
-  planted by someone else) is rebuilt in place, with a
-  warning unless it was simply missing.
+  planted by someone else) is rebuilt in place, with a warning unless it was simply missing (or
+  written by an older polyc).
 """
 from __future__ import annotations
 
