@@ -20,7 +20,7 @@ from ..ir.literals import INT_RANGE as _INT_RANGE
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from .loop_ast import strip_parens
 from .names import INTERNAL
-from .typing import BOOL, Typing
+from .typing import BOOL, Typing, is_integer
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
              "ceil": "ceil", "sin": "sin", "cos": "cos", "fmax": "fmax", "fmin": "fmin", "pow": "pow"}
@@ -175,7 +175,7 @@ class CExprPrinter:
                 hoisted = getattr(self.names, "float_sizes", {}).get((e.value, want.name))
                 if hoisted is not None:
                     return hoisted
-            if t.weak_indices and want is not None and want != BOOL and not want.is_float and want.bits < 64:
+            if t.weak_indices and is_integer(want) and want.bits < 64:
                 return f"(({want.c_name})({self.affine(e.value)}))"   # a Python int next to int32 data
             return f"({self.affine(e.value)})"
         if isinstance(e, Access):
@@ -205,7 +205,7 @@ class CExprPrinter:
                 return f"((double)({lhs}) / (double)({rhs}))"
             if e.op in ("%", "//"):
                 return f"pc_{'mod' if e.op == '%' else 'floordiv'}_{common.name}({lhs}, {rhs})"
-            if common is not None and common != BOOL and not common.is_float:
+            if is_integer(common):
                 if common.bits < 32:
                     # C computes uint8/uint16 operands in int (`1 - 3` is -2); numpy wraps in the type.
                     return f"(({common.c_name})({lhs} {e.op} {rhs}))"

@@ -57,7 +57,7 @@ class Typing:
         if isinstance(e, Const):
             if e.dtype is not None:
                 return e.dtype
-            if hint is not None and _is_int(hint) and isinstance(e.value, float) and math.isfinite(e.value):
+            if hint is not None and is_integer(hint) and isinstance(e.value, float) and math.isfinite(e.value):
                 return self.literal_float   # a weak float literal is never an integer (`max(0.25, n)`)
             if hint is not None:
                 return hint
@@ -65,7 +65,7 @@ class Typing:
         if isinstance(e, ScalarRef):
             return self.scalars.get(e.name, hint or self.default_float)
         if isinstance(e, IndexExpr):
-            return hint if self.weak_indices and _is_int(hint) else i64
+            return hint if self.weak_indices and is_integer(hint) else i64
         if isinstance(e, Access):
             return self.tensors[e.tensor]
         if isinstance(e, Cast):
@@ -155,9 +155,9 @@ class Typing:
             a = self.type_of(e.lhs, b if b is not None and b != BOOL else hint)
         elif b is None:
             b = self.type_of(e.rhs, a if a != BOOL else hint)
-        if _float_literal(e.lhs) and _is_int(b):
+        if _float_literal(e.lhs) and is_integer(b):
             a = self.literal_float          # never an integer: a weak float of the kernel's type
-        if _float_literal(e.rhs) and _is_int(a):
+        if _float_literal(e.rhs) and is_integer(a):
             b = self.literal_float
         return a, b
 
@@ -166,7 +166,8 @@ def _adaptive(e: Expr) -> bool:
     return isinstance(e, Const) and e.dtype is None
 
 
-def _is_int(t: Optional[DType]) -> bool:
+def is_integer(t: Optional[DType]) -> bool:
+    """Whether `t` is an integer element type (not a float, not a condition, not unknown)."""
     return t is not None and t != BOOL and not t.is_float
 
 
