@@ -15,6 +15,7 @@ interpreter shares no code with the code generator, so a bug in one is not hidde
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Dict, Iterator, Mapping, Optional
 
@@ -89,6 +90,18 @@ class _Evaluator:
     def __init__(self, arrays, scalars, sizes, typing):
         self.arrays, self.scalars, self.sizes, self.typing = arrays, scalars, sizes, typing
         self.statement: Optional[Statement] = None
+        #: How many guards (a select, the right of `and`/`or`) enclose the expression evaluated.
+        self.guarded = 0
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Evaluate under a guard: numpy evaluates every operand, but where the guard fails the
+        value is never used, and its reads may lie outside their tensor (clamped in `access`)."""
+        self.guarded += 1
+        try:
+            yield
+        finally:
+            self.guarded -= 1
 
     def index(self, a: Affine, env) -> Any:
         return a.evaluate({**self.sizes, **env})
@@ -98,7 +111,7 @@ class _Evaluator:
         if not acc.indices:
             return arr[()]
         idx = tuple(self.index(e, env) for e in acc.indices)
-        if getattr(self, "guarded", 0):
+        if self.guarded:
             # numpy evaluates both branches of a select; where the guard fails the element is
             # never used (and may lie outside the tensor, like A[i - 1] at i = 0): clamp it.
             idx = tuple(np.clip(i, 0, max(n - 1, 0)) for i, n in zip(idx, arr.shape))
@@ -140,12 +153,8 @@ class _Evaluator:
             # numpy evaluates both operands; the right one only matters where the left one lets
             # it (short-circuit), where its reads may lie outside (clamped, as under a select).
             a = self.expr(e.lhs, env, dtype)
-            self.guarded = getattr(self, "guarded", 0) + 1
-            try:
-                b = self.expr(e.rhs, env, dtype)
-            finally:
-                self.guarded -= 1
-            return _BIN[e.op](a, b)
+            with self.guard():
+                return _BIN[e.op](a, self.expr(e.rhs, env, dtype))
         if isinstance(e, Binary):
             a, b = self.expr(e.lhs, env, dtype), self.expr(e.rhs, env, dtype)
             if e.op in ("+", "-", "*", "/", "%", "//") and any(_float_literal(x) for x in (e.lhs, e.rhs)):
@@ -156,12 +165,9 @@ class _Evaluator:
             with np.errstate(all="ignore"):
                 return _BIN[e.op](a, b)
         if isinstance(e, Select):
-            self.guarded = getattr(self, "guarded", 0) + 1
-            try:
+            with self.guard():
                 return np.where(self.expr(e.cond, env, dtype), self.expr(e.if_true, env, dtype),
                                 self.expr(e.if_false, env, dtype))
-            finally:
-                self.guarded -= 1
         if isinstance(e, Call) and e.fn == "pow":
             rt = self.typing.type_of(e, dtype_of_numpy(np.dtype(dtype)))
             if rt is not None and rt.name != "bool" and not rt.is_float:
