@@ -45,6 +45,9 @@ def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
                 changed = True
     for name, axis, dim, actual in pending:
         missing = [v for v in dim.variables if v not in sizes]
+        if len(missing) == 1 and dim.coeff(missing[0]) != 1:   # `2*H + 2` met by an odd extent
+            raise ArgumentError(f"{name}.shape[{axis}] is {actual}, but {program.name} declares it as {dim}, "
+                                f"which no size {missing[0]} >= 0 makes {actual}")
         if missing:
             raise ArgumentError(f"cannot determine size {missing[0]} from {name}.shape[{axis}]={actual} "
                                 f"(declared {dim})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import numbers
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import PolycError, ProgramError, SourceLocation
@@ -81,6 +81,8 @@ class Tracer:
         self.nodes: List[Node] = []
         self.handles: Dict[str, TensorHandle] = {}
         self.sizes: List[str] = []
+        #: a size `_rescale` made -> the input size it divides and by how much (names only)
+        self.rescaled: Dict[str, Tuple[str, int]] = {}
 
     def input(self, name: str, declared: TensorType) -> TensorHandle:
         for dim in declared.shape:
@@ -122,6 +124,7 @@ class Tracer:
             if not isinstance(h, TensorHandle) or h.tracer is not self:
                 raise ProgramError(f"input {t.name} of kernel {kernel.name} must be a tensor of this program "
                                    f"(a parameter or a kernel's result), not {type(h).__name__}", where)
+            h = self.handles[h.name]    # its shape as the trace now sizes it (see `_rescale`)
             if len(h.shape) != len(t.shape):
                 raise ProgramError(f"kernel {kernel.name} takes {t.name} of rank {len(t.shape)}, but {h.name} has "
                                    f"rank {len(h.shape)} (shape [{', '.join(map(str, h.shape))}])", where)
@@ -133,12 +136,24 @@ class Tracer:
             bindings.append((t.name, h.name))
             for axis, (mine, theirs) in enumerate(zip(t.shape, h.shape)):
                 pending.append((t.name, axis, mine, theirs))
-        for t_name, axis, mine, theirs in pending:  # bind each kernel size from a dimension `v + c`
-            var = mine.as_single_var()
-            if var is None and len(mine.variables) == 1 and mine.coeff(mine.variables[0]) == 1:
-                var = mine.variables[0]
-            if var is not None and var not in sizes:
-                sizes[var] = theirs - (mine - Affine.var(var))
+        while True:   # bind a kernel size from a dimension where it is the one unknown: `a*v + rest`
+            ready = [(abs(mine.coeff(u[0])), k) for k, (_, _, mine, _) in enumerate(pending)
+                     for u in [[v for v in mine.variables if v not in sizes]] if len(u) == 1]
+            if not ready:
+                break
+            scale, k = min(ready)          # prefer `v + rest`: a scaled dimension may rescale the program
+            t_name, axis, mine, _ = pending[k]
+            var = next(v for v in mine.variables if v not in sizes)
+            sign = 1 if mine.coeff(var) > 0 else -1
+            theirs = self.handles[kwargs[t_name].name].shape[axis]
+            multiple = (theirs - (mine - Affine.var(var, mine.coeff(var))).substitute(sizes)).scale(sign)
+            if not _divisible(multiple, scale):
+                mapping = self._rescale(multiple, scale, kernel.name, t_name, axis, where)
+                sizes = {v: e.substitute(mapping) for v, e in sizes.items()}
+                multiple = multiple.substitute(mapping)
+            sizes[var] = Affine.from_dict({v: c // scale for v, c in multiple.terms}, multiple.constant // scale)
+        pending = [(t_name, axis, mine, self.handles[kwargs[t_name].name].shape[axis])
+                   for t_name, axis, mine, _ in pending]
         for t_name, axis, mine, theirs in pending:
             missing = [v for v in mine.variables if v not in sizes]
             if missing:
@@ -175,6 +190,33 @@ class Tracer:
         self.nodes.append(Node(index, kernel, tuple(bindings), tuple(scalars), tuple(sizes.items()), where, label))
         return next(iter(results.values())) if len(results) == 1 else results
 
+    def _rescale(self, multiple: Affine, scale: int, kernel: str, tensor: str, axis: int,
+                 where: Optional[SourceLocation]) -> Dict[str, Affine]:
+        """Make the program size `P` in `multiple = P + rest` a multiple of `scale` plus an offset:
+        `P := scale * P2 - rest`, everywhere in the trace, so `multiple` becomes `scale * P2`.
+
+        A kernel whose input is declared `2*H` (average pooling, a strided convolution) takes only
+        even extents; called on a tensor of program extent `H - 2`, the program's `H` is not free
+        any more but `2*H_2 + 2`.  The program's inputs then say so, and a call with an odd extent
+        is refused by the argument check, as the kernel alone would refuse it.  Returns the
+        substitution, for what the caller holds."""
+        size = next((v for v in multiple.variables if v in self.sizes and multiple.coeff(v) == 1), None)
+        if size is None:
+            raise ProgramError(f"kernel {kernel} needs {tensor}.shape[{axis}] to be a multiple of {scale}, but "
+                               f"it is {multiple} in the program's sizes; declare the program input's extent as "
+                               f"a multiple of {scale}", where)
+        base, before = self.rescaled.get(size, (size, 1))
+        fresh = f"{base}_{before * scale}"      # `H_2`; pooled twice, `H_4`
+        while fresh in self.sizes or fresh in self.handles:
+            fresh += "x"
+        mapping = {size: Affine.var(fresh, scale) - (multiple - Affine.var(size))}
+        self.sizes[self.sizes.index(size)] = fresh
+        self.rescaled[fresh] = (base, before * scale)
+        self.handles = {n: replace(h, shape=tuple(d.substitute(mapping) for d in h.shape))
+                        for n, h in self.handles.items()}
+        self.nodes = [replace(n, sizes=tuple((k, e.substitute(mapping)) for k, e in n.sizes)) for n in self.nodes]
+        return mapping
+
     def label(self, kernel_name: str, index: int) -> str:
         """The prefix of the names call `index` adds: the kernel's name and the index, unless that
         is another call's (kernel `s1` at 0 and `s` at 10 both make `s10`) or begins a name the
@@ -184,6 +226,10 @@ class Tracer:
         while label in taken or any(h.startswith(label + "_") for h in self.handles):
             label += "x"     # a natural label ends in a digit: this one can be no other's
         return label
+
+
+def _divisible(e: Affine, k: int) -> bool:
+    return e.constant % k == 0 and all(c % k == 0 for _, c in e.terms)
 
 
 def _user_location(tracer: Optional[Tracer]) -> Optional[SourceLocation]:

@@ -1,0 +1,100 @@
+"""Programs over kernels whose inputs are declared as multiples of a size (`2*H`: pooling, strides).
+
+A kernel that reads `X[2*h + r]` takes only extents `2*H`; called inside a program on a tensor
+of extent `H - 2` (a convolution's result), the program's own size must become `2*H_2 + 2`.
+"""
+import numpy as np
+import pytest
+
+import polyc as pc
+from polyc.errors import ArgumentError, ProgramError
+from kernels.nn import avgpool2d, conv2d
+from kernels.program_ops import relu4d
+
+rng = np.random.default_rng(11)
+
+
+def conv(x, k):
+    n, c, h, w = x.shape
+    f, _, kh, kw = k.shape
+    y = np.zeros((n, f, h - kh + 1, w - kw + 1))
+    for a in range(kh):
+        for b in range(kw):
+            y += np.einsum("nchw,fc->nfhw", x[:, :, a:a + h - kh + 1, b:b + w - kw + 1], k[:, :, a, b])
+    return y
+
+
+def pool(y):
+    n, c, h, w = y.shape
+    return y[:, :, :h // 2 * 2, :w // 2 * 2].reshape(n, c, h // 2, 2, w // 2, 2).mean(axis=(3, 5))
+
+
+@pc.program
+def conv_relu_pool(X: pc.f64["N", "C", "H", "W"], K: pc.f64["F", "C", 3, 3]):
+    return avgpool2d.kernel(X=relu4d.kernel(X=conv2d.kernel(X=X, K=K)))
+
+
+@pc.program
+def pool_twice(X: pc.f64["N", "C", "H", "W"]):
+    return avgpool2d.kernel(X=avgpool2d.kernel(X=X))
+
+
+def test_a_pooled_convolution_result_runs_and_matches_numpy():
+    for h, w in [(10, 14), (4, 6), (12, 4)]:
+        x = rng.standard_normal((2, 3, h, w))
+        k = rng.standard_normal((4, 3, 3, 3))
+        want = pool(np.maximum(conv(x, k), 0.0))
+        np.testing.assert_allclose(conv_relu_pool(X=x, K=k), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(conv_relu_pool.reference(X=x, K=k), want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_program_input_extent_says_it_must_fit_the_pooling():
+    assert "H" not in conv_relu_pool.sizes and "H_2" in conv_relu_pool.sizes
+    assert [str(d) for d in conv_relu_pool.handles["X"].shape[2:]] == ["2*H_2 + 2", "2*W_2 + 2"]
+    with pytest.raises(ArgumentError, match=r"X.shape\[2\] is 11, but .* 2\*H_2 \+ 2"):
+        conv_relu_pool(X=rng.standard_normal((1, 3, 11, 10)), K=rng.standard_normal((4, 3, 3, 3)))
+
+
+def test_pooling_twice_needs_multiples_of_four():
+    assert pool_twice.sizes == ("N", "C", "H_4", "W_4")
+    x = rng.standard_normal((1, 2, 8, 12))
+    np.testing.assert_allclose(pool_twice(X=x), pool(pool(x)), rtol=1e-12)
+    with pytest.raises(ArgumentError, match="4\\*H_4"):
+        pool_twice(X=rng.standard_normal((1, 2, 6, 12)))
+
+
+def test_an_input_declared_as_a_multiple_binds_without_rescaling():
+    @pc.program
+    def p(X: pc.f64["N", "C", "2*H", "2*W"]):
+        return avgpool2d.kernel(X=X)
+    assert p.sizes == ("N", "C", "H", "W")
+    x = rng.standard_normal((2, 3, 8, 6))
+    np.testing.assert_allclose(p(X=x), pool(x), rtol=1e-12)
+
+
+def test_an_extent_that_can_never_be_a_multiple_is_refused_at_the_call():
+    with pytest.raises(ProgramError, match="multiple of 2") as e:
+        @pc.program
+        def p(X: pc.f64["N", "C", "2*H + 1", "W"]):
+            return avgpool2d.kernel(X=X)
+    assert "avgpool2d.kernel(X=X)" in str(e.value)
+
+
+def test_gradients_through_convolution_and_pooling_match_the_adjoint():
+    """conv2d's input gradient is sized by its seed and weights (`H - KH + 1` with KH known): the
+    trace binds a size from a dimension once the other sizes in it are known."""
+    grad = conv_relu_pool.grad("out", ["X", "K"])
+    x = rng.standard_normal((2, 3, 10, 8))
+    k = rng.standard_normal((4, 3, 3, 3))
+    seed = rng.standard_normal((2, 4, 4, 3))
+    got = grad(X=x, K=k, out_grad=seed)
+    y = conv(x, k)
+    dy = np.repeat(np.repeat(seed, 2, axis=2), 2, axis=3) / 4.0 * (y > 0)
+    dx = np.zeros_like(x)
+    dk = np.zeros_like(k)
+    for a in range(3):
+        for b in range(3):
+            dx[:, :, a:a + 8, b:b + 6] += np.einsum("nfhw,fc->nchw", dy, k[:, :, a, b])
+            dk[:, :, a, b] = np.einsum("nfhw,nchw->fc", dy, x[:, :, a:a + 8, b:b + 6])
+    np.testing.assert_allclose(got["X_grad"], dx, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got["K_grad"], dk, rtol=1e-10, atol=1e-12)
