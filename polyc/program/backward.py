@@ -85,6 +85,11 @@ class _Kernels:
     def add(self, rank: int) -> Any:
         return self._make(("add", rank), "Y{ix} = A{ix} + B{ix}", f"adjoint_add{rank}", ("A", "B", "Y"))
 
+    def copy(self, rank: int) -> Any:
+        """`X` itself: the gradient of an input that reaches the output unchanged is the seed,
+        and a program returns what it computed, not one of its inputs."""
+        return self._make(("copy", rank), "Y{ix} = X{ix}", f"adjoint_copy{rank}", ("X", "Y"))
+
     def zeros(self, rank: int) -> Any:
         """Zeros shaped like its input `X` (which it declares, for the shape, and never reads)."""
         return self._make(("zeros", rank), "Y{ix} = 0.0", f"zeros{rank}", ("X", "Y"))
@@ -256,7 +261,9 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
                     receive(bound[x], out[st.kernel.grad_names[x]])
         result: Dict[str, TensorHandle] = {}
         for x in wrt:
-            if x in adj:
+            if x in adj and adj[x].producer is None:   # the seed itself (`u` in `f(x) + u`)
+                result[names[x]] = kernels.copy(len(adj[x].shape))(X=adj[x])
+            elif x in adj:
                 result[names[x]] = adj[x]
             else:
                 result[names[x]] = kernels.zeros(len(env[x].shape))(X=env[x])

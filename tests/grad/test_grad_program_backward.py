@@ -101,6 +101,29 @@ def test_an_input_the_output_does_not_read_gets_zeros():
     assert np.all(got["a_grad"] != 0)
 
 
+def test_an_input_added_to_the_output_gets_the_seed_itself():
+    """`f(x) + u`: u's adjoint is the seed, unchanged; the backward program returns a copy of it
+    (for u alone, and for u and x, and for an input added twice: twice the seed)."""
+    @pc.program
+    def residual(x: pc.f64["M", "N"], u: pc.f64["M", "N"]):
+        return add.kernel(A=scale.kernel(X=x, alpha=2.0), B=u)
+
+    @pc.program
+    def twice(u: pc.f64["M", "N"]):
+        return add.kernel(A=u, B=u)
+
+    x, u = np.ones((2, 3)), np.zeros((2, 3))
+    seed = np.arange(6.0).reshape(2, 3)
+    for wrt in (["u"], ["x", "u"]):
+        got = residual.grad(of="out", wrt=wrt)(x=x, u=u, out_grad=seed)
+        assert set(got) == {f"{w}_grad" for w in wrt}
+        np.testing.assert_array_equal(got["u_grad"], seed)
+        assert not np.shares_memory(got["u_grad"], seed)
+        if "x" in wrt:
+            np.testing.assert_array_equal(got["x_grad"], 2.0 * seed)
+    np.testing.assert_array_equal(twice.grad(of="out", wrt="u")(u=u, out_grad=seed)["u_grad"], 2.0 * seed)
+
+
 def test_vendor_products_read_operands_transposed_without_a_relayout():
     """h_grad = out_grad @ w2ᵀ reads w2 transposed: the program re-lays w2 out for generated code,
     but a BLAS call reads it transposed as it is, and the transpose is not run."""
