@@ -13,7 +13,9 @@ Decisions, each matching PyTorch's autograd so the two agree to rounding:
 - `abs` has derivative 0 at 0 (`torch.abs`); `floor`, `ceil`, `//` and comparisons have derivative 0.
 - `stop_gradient(x)` has derivative 0 (its operand is a constant to the gradient).
 - `pow(a, b)`: the exponent's adjoint is `seed * a**b * log(a)` where `a > 0`, else 0.
-- `select(c, t, f)` routes the seed to the branch taken; the condition gets nothing.
+- `select(c, t, f)` routes the seed to the branch taken; the condition gets nothing.  Products
+  with the routed seed stay inside the branch (`mul`), so the gradient reads what the branch reads
+  only where the branch is taken.
 - a cast to an integer type stops the gradient.
 - a division in an adjoint (`with_reciprocals`, run on the finished gradient) by a value that is
   the same along one of the statement's iterators (`seed / s[i]`, `x[i, j] / sqrt(v[i] + eps)`,
@@ -43,10 +45,22 @@ def _is_one(e: Expr) -> bool:
     return isinstance(e, Const) and not isinstance(e.value, bool) and e.value == 1
 
 
+def _zero_branch(e: Expr) -> bool:
+    """`select(c, t, 0)` or `select(c, 0, f)`: a seed routed to one branch."""
+    return isinstance(e, Select) and (is_zero(e.if_true) or is_zero(e.if_false))
+
+
 def mul(a: Expr, b: Expr) -> Expr:
-    """`a * b` with the trivial cases folded (so adjoint expressions stay readable)."""
+    """`a * b` with the trivial cases folded (so adjoint expressions stay readable).  A factor
+    `select(c, t, 0)` takes the product into its branch, `select(c, t * b, 0)`: what the branch
+    multiplies by is read only where the branch is taken (an intermediate the forward defines
+    only there), and an inf or NaN where it is not does not leak in as `0 * inf`."""
     if is_zero(a) or is_zero(b):
         return ZERO
+    if _zero_branch(a):
+        return select(a.cond, mul(a.if_true, b), mul(a.if_false, b))
+    if _zero_branch(b):
+        return select(b.cond, mul(a, b.if_true), mul(a, b.if_false))
     if _is_one(a):
         return b
     if _is_one(b):
@@ -57,6 +71,8 @@ def mul(a: Expr, b: Expr) -> Expr:
 def div(a: Expr, b: Expr) -> Expr:
     if is_zero(a):
         return ZERO
+    if _zero_branch(a):       # as in `mul`: the divisor is read where the branch is taken
+        return select(a.cond, div(a.if_true, b), div(a.if_false, b))
     return a if _is_one(b) else Binary("/", a, b)
 
 

@@ -120,6 +120,26 @@ def test_stencil_and_guarded_reads_become_gathers_with_border_guards():
     np.testing.assert_allclose(ones, [3.0] + [4.0] * 6 + [3.0, 1.0])   # A[0] is never A[i - 1]
 
 
+def test_a_product_in_a_guarded_branch_is_differentiated_inside_the_guard():
+    """`select(c, e * X, 0)` with `e` defined only where c holds: the adjoints read `e` and `X`
+    only where the branch is taken (it was `select(c, seed, 0) * e`, refused as reading an
+    uninitialized `e`); a shifted read under its guard stays in bounds the same way."""
+    k = pc.kernel("e[i, j] = X[i, j] * X[i, j] where j in 0:i+1\n"
+                  "Y[i, j] = select(j <= i, e[i, j] * X[i, j], 0.0)", X=pc.tensor["S", "S"], Y=pc.tensor["S", "S"])
+    x = np.arange(9.0).reshape(3, 3)
+    got = pc.compile(pc.grad(k, of="Y", wrt="X"))(X=x, Y_grad=np.ones((3, 3)))
+    np.testing.assert_array_equal(got, np.tril(3 * x * x))
+    check_grad(k, "Y", "X", X=np.random.default_rng(4).standard_normal((4, 4)))
+    shifted = pc.kernel("B[i] = select(i >= 1, A[i - 1] * A[i], 0.0)", A=pc.tensor["N"], B=pc.tensor["N"])
+    check_grad(shifted, "B", "A", A=np.random.default_rng(5).standard_normal(7))
+
+
+def test_a_branch_not_taken_leaks_no_nan_into_the_gradient():
+    k = pc.kernel("Y[i] = select(A[i] > 0.0, A[i] * W[i], 0.0)")
+    a, w = np.array([1.0, -1.0, 2.0]), np.array([3.0, np.inf, 4.0])
+    np.testing.assert_array_equal(pc.grad(k, of="Y", wrt="A")(A=a, W=w, Y_grad=np.ones(3)), [3.0, 0.0, 4.0])
+
+
 def test_strided_windows_and_floor_division_reads_invert():
     # `2*h + r` is solved for the window index r; `i // 2` through its quotient index.
     rng = np.random.default_rng(0)
