@@ -98,7 +98,7 @@ def executed_instances(root: Node, params: str) -> Optional[isl.UnionMap]:
         variables = [var for _, var in loops] + [f"pc_pad{k}" for k in range(len(loops), depth)]
         pads = [f"pc_pad{k} = 0" for k in range(len(loops), depth)]
         where = " and ".join(list(conds) + pads) or "true"
-        text = (f"{params} -> {{ [pc_call, {', '.join(variables)}] -> {statement}[{', '.join(args)}] : "
+        text = (f"{params} -> {{ [{', '.join(['pc_call'] + variables)}] -> {statement}[{', '.join(args)}] : "
                 f"pc_call = {position} and {where} }}")
         m = isl.UnionMap(text)
         result = m if result is None else result.union(m)

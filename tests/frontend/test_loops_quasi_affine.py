@@ -150,3 +150,16 @@ def test_strided_loop_with_quotients_and_a_modulo_inequality():
         if (i % 4) < 2 and -i // 3 > -5:
             b[i // 2] = a[i] + a[(10 - i) // 2]
     check_loops(strided, dict(A=a, B=np.zeros(11)), dict(B=b))
+
+
+@pc.kernel
+def every_other(A: pc.f64["N"], B: pc.f64["N"]):
+    for i in range(0, N, 2):
+        B[i] = A[i] + 1.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_a_strided_loop_that_runs_once_or_not_at_all_after_auto(n):
+    """At N <= 2 `"auto"` leaves no loop around the statement; the check of the generated loops
+    spelled that as `[pc_call, ]`, which isl refused."""
+    check_loops(every_other, {"A": np.arange(n, dtype=float), "B": np.zeros(n)})
