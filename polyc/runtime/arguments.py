@@ -9,6 +9,7 @@ what was given.  Size symbols are bound from array shapes (or from integer keywo
 from __future__ import annotations
 
 import difflib
+import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple, Union
@@ -172,7 +173,9 @@ def call_key(kwargs: Mapping[str, Any]) -> Optional[Tuple[Any, ...]]:
         if kind is np.ndarray:
             flags = value.flags
             parts.append((name, value.dtype.str, value.shape, flags.c_contiguous, flags.aligned, flags.writeable))
-        elif kind is int or kind is float or kind is bool:
+        elif kind is float:     # by its bits: -0.0 == 0.0, but 1/-0.0 is not 1/0.0
+            parts.append((name, kind, value.hex()))
+        elif kind is int or kind is bool:
             parts.append((name, kind, value))
         else:
             return None
@@ -540,11 +543,18 @@ def _check_scalar(decl: ScalarDecl, kwargs: Mapping[str, Any]) -> Number:
         if not isinstance(value, numbers.Real):
             raise ArgumentError(f"{name} must be {kind} ({dtype.numpy_name}) but got "
                                 f"{type(value).__name__} {value!r}")
+        largest = float(np.finfo(dtype.numpy).max)
         try:
-            return float(value)
+            number = float(value)
         except OverflowError:      # an int past float64's range (10**400): no silent inf
             raise ArgumentError(f"{name} = {_short_int(int(value))} does not fit in {dtype.numpy_name} "
-                                f"(largest finite value {np.finfo(dtype.numpy).max:.4g})") from None
+                                f"(largest finite value {largest:.4g})") from None
+        with np.errstate(over="ignore"):
+            narrowed = float(dtype.numpy.type(number))
+        if math.isinf(narrowed) and math.isfinite(number):    # 1e39 as a float32: no silent inf
+            raise ArgumentError(f"{name} = {number!r} does not fit in {dtype.numpy_name} (largest finite value "
+                                f"{largest:.4g}); pass inf itself if that is meant")
+        return number
     if not isinstance(value, numbers.Integral):
         raise ArgumentError(f"{name} must be {kind} ({dtype.numpy_name}) but got "
                             f"{type(value).__name__} {value!r}; polyc does not convert silently")

@@ -78,3 +78,11 @@ def test_read_only_inputs_and_returned_outputs_on_repeated_calls():
     y = np.empty(6)
     assert f(X=x, Z=z, a=0.5, Y=y) is y      # a passed output is the one returned
     np.testing.assert_array_equal(y, 0.5 * x + 1)
+
+
+def test_minus_zero_is_another_scalar_value_on_a_repeated_call():
+    f = pc.compile(pc.kernel("y[i] = x[i] / alpha"))
+    x = np.ones(2)
+    assert list(f(x=x, alpha=-0.0)) == [-np.inf, -np.inf]
+    assert list(f(x=x, alpha=0.0)) == [np.inf, np.inf]
+    assert list(f(x=x, alpha=-0.0)) == [-np.inf, -np.inf]
