@@ -17,7 +17,7 @@ from .arguments import BoundCall
 from .cuda_arrays import DeviceArray
 from ..target import Target
 
-_PREPARE = {"f32": "f", "f64": "d", "i32": "i", "i64": "q"}
+_PREPARE = {"f32": "f", "f64": "d", "i32": "i", "i64": "q", "u8": "B", "u16": "H"}
 _WRITTEN_ROLES = ("output", "inout")
 
 

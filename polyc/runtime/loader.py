@@ -24,6 +24,8 @@ _SCALAR_CTYPES: Dict[str, Any] = {
     "f64": ctypes.c_double,
     "i32": ctypes.c_int32,
     "i64": ctypes.c_int64,
+    "u8": ctypes.c_uint8,
+    "u16": ctypes.c_uint16,
 }
 
 _libraries: Dict[str, ctypes.CDLL] = {}

@@ -7,6 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
+import polyc as pc
 from polyc.errors import ArgumentError
 from polyc.ir import Affine, Constraint, Program, ScalarDecl, TensorDecl, f32, f64, i32, i64
 from polyc.runtime import BoundCall, KernelParam, KernelSignature, bind_arguments, compile_c, \
@@ -224,6 +225,20 @@ def test_scalar_types():
     fails(steps, "T must be an integer (int32) but got bool False", A=np.ones(2), T=False)
     fails(steps, "T = 4294967296 does not fit in int32", A=np.ones(2), T=2 ** 32)
     assert bind_arguments(steps, {"A": np.ones(2), "T": np.int64(3)}).scalars == {"T": 3}
+    fails(MATMUL, "alpha = 1e+39 does not fit in float32 (largest finite value 3.403e+38)", A=a, B=b, alpha=1e39)
+    fails(MATMUL, "alpha = -1e+39 does not fit in float32", A=a, B=b, alpha=-10 ** 39)
+    assert bind_arguments(MATMUL, {"A": a, "B": b, "alpha": -np.inf}).scalars["alpha"] == -np.inf
+    assert bind_arguments(MATMUL, {"A": a, "B": b, "alpha": 3.4028235e38}).scalars["alpha"] == 3.4028235e38
+
+
+@pytest.mark.parametrize("dtype", [pc.u8, pc.u16])
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_unsigned_scalar_parameters_are_passed_and_range_checked(dtype, target):
+    f = pc.compile(pc.kernel("y[i] = x[i] * n", n=dtype), target=target)
+    x = np.array([1, 200], dtype.numpy)
+    np.testing.assert_array_equal(f(x=x, n=3), x * dtype.numpy.type(3))     # wraps as numpy does
+    with pytest.raises(ArgumentError, match=f"n = -1 does not fit in {dtype.numpy_name}"):
+        f(x=x, n=-1)
 
 
 def test_undeclared_dtypes_come_from_arrays_or_the_dtypes_map():
