@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Dict, Optional, Tuple, Union
 
 from ..errors import SourceLocation
@@ -161,6 +162,13 @@ class Program:
             depth = expression_depth(st.value)
             if depth > 100:
                 ensure_recursion_room(depth, f"the right-hand side of statement {st.name} ({st.target})", st.location)
+
+    @cached_property
+    def index_scale(self) -> int:
+        """Every integer the kernel computes is at most this times the largest size or integer
+        parameter of a call, in magnitude (`ir.magnitude`)."""
+        from .magnitude import index_scale
+        return index_scale(self)
 
     def tensor(self, name: str) -> TensorDecl:
         for t in self.tensors:

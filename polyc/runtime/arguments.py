@@ -148,6 +148,7 @@ def bind_arguments(program: Program, kwargs: Mapping[str, Any], *,
     sizes, origins = _solve_sizes(program, passed, kwargs, size_names)
     _check_shapes(program, passed, sizes, origins)
     _check_assumptions(program, sizes, origins)
+    _check_magnitude(program, sizes, origins)
     check_aliasing(program, passed)
     scalars = {s.name: _check_scalar(s, kwargs) for s in program.scalars}
 
@@ -500,6 +501,24 @@ def _check_assumptions(program: Program, sizes: Mapping[str, int], origins: Mapp
         if not holds:
             raise ArgumentError(f"the sizes violate an assumption of kernel {program.name!r}: {c} "
                                 f"({_explain(c.expr, sizes, origins)})")
+
+
+#: What `_check_magnitude` lets a kernel's integers reach: int64 with room for the few extra
+#: terms a schedule's loop bounds add (tile corners, skews).
+_SAFE_MAGNITUDE = 2 ** 60
+
+
+def _check_magnitude(program: Program, sizes: Mapping[str, int], origins: Mapping[str, str]) -> None:
+    """Refuse sizes and integer parameters so large that the kernel's int64 loop bounds or
+    subscripts could overflow (`s + N` with `s = 2**63 - 2` wraps and the loop runs nowhere)."""
+    if not sizes:
+        return
+    name = max(sizes, key=lambda v: abs(sizes[v]))
+    if abs(sizes[name]) * program.index_scale >= _SAFE_MAGNITUDE:
+        raise ArgumentError(f"{name} = {sizes[name]} ({origins.get(name, 'given')}) is too large: kernel "
+                            f"{program.name!r} computes loop bounds and subscripts up to {program.index_scale} "
+                            f"times its sizes and integer parameters in 64-bit integers, so each must stay below "
+                            f"{_SAFE_MAGNITUDE // program.index_scale} in magnitude")
 
 
 # -- aliasing ---------------------------------------------------------------------------------

@@ -294,3 +294,28 @@ def test_bound_call_drives_a_compiled_kernel(tmp_path, monkeypatch):
     call: BoundCall = bind_arguments(MATMUL, {"A": a, "B": b, "alpha": 0.5})
     kernel(*call.c_args(sig))
     np.testing.assert_allclose(call.results(), 0.5 * a @ b, rtol=1e-4, atol=1e-5)
+
+
+@pc.kernel
+def _shifted(A: pc.f64["N"], O: pc.f64["N"], s: int):
+    for j in range(s, s + N):
+        O[j - s] = A[j - s] + 1.0
+
+
+def test_integer_parameters_that_would_overflow_the_loop_bounds_are_refused():
+    """`s + N` in int64 wraps for s near 2**63: the loop ran nowhere and left O unwritten."""
+    a = np.arange(4.0)
+    f = pc.compile(_shifted)
+    for s in (3, 2 ** 40):
+        out = np.full(4, -7.0)
+        f(A=a, O=out, s=s)
+        np.testing.assert_array_equal(out, a + 1.0)
+    assert 2 <= _shifted.program.index_scale <= 16
+    with pytest.raises(ArgumentError, match=r"s = \d+ \(the keyword s=\d+\) is too large"):
+        f(A=a, O=np.zeros(4), s=2 ** 63 - 2)
+    einstein = pc.compile(pc.kernel("O[i] +=! A[i, j - s] where j in s:s+M", s=pc.i64, A=pc.f64["N", "M"]))
+    np.testing.assert_array_equal(einstein(A=np.ones((2, 4)), s=2 ** 50), [4.0, 4.0])
+    np.testing.assert_array_equal(einstein(A=np.ones((2, 4)), s=-2 ** 50), [4.0, 4.0])
+    for s in (2 ** 63 - 2, -2 ** 62):
+        with pytest.raises(ArgumentError, match="too large"):
+            einstein(A=np.ones((2, 4)), s=s)

@@ -1,0 +1,52 @@
+"""How large the integers a kernel computes can get, relative to its sizes and integer parameters.
+
+Generated loops compute bounds and subscripts in `int64_t`.  A call with a huge integer parameter
+(`s = 2**63 - 2` in `range(s, s + N)`) would overflow them silently: `s + N` wraps and the loop
+runs nowhere.  `index_scale(program)` is a factor `F` such that every affine value of the kernel
+(a subscript, a domain bound, a shape) is at most `F * M` in magnitude, where `M` bounds the
+magnitudes of the sizes and integer parameters of the call; a call keeps `F * M` well inside
+int64 (`runtime.arguments`).
+
+The bound: an iterator is fixed by domain constraints `a*i + rest >= 0` with integer `a != 0`, so
+`|i| <= |rest| <= P * M`, where `P` is the largest sum of size coefficients and constant of a
+domain constraint; an expression with iterator coefficients summing to `S` and size part `Q` is
+then at most `(S * P + Q) * M`.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Set
+
+from .affine import Affine
+from .expr import Access, IndexExpr
+from .program import Program
+
+
+def _expressions(program: Program) -> Iterator[Affine]:
+    for t in program.tensors:
+        yield from t.shape or ()
+    for c in program.assumptions:
+        yield c.expr
+    for st in program.statements:
+        for conj in st.domain:
+            for c in conj:
+                yield c.expr
+        yield from st.target.indices
+        for node in st.value.walk():
+            if isinstance(node, Access):
+                yield from node.indices
+            elif isinstance(node, IndexExpr):
+                yield node.value
+
+
+def _parts(e: Affine, iterators: Set[str]) -> tuple:
+    """(sum of |iterator coefficients|, sum of |size coefficients| + |constant|)."""
+    s = sum(abs(c) for v, c in e.terms if v in iterators)
+    q = sum(abs(c) for v, c in e.terms if v not in iterators) + abs(e.constant)
+    return s, q
+
+
+def index_scale(program: Program) -> int:
+    iterators = {i for st in program.statements for i in (*st.iterators, *st.divisions)}
+    domain: Iterable[Affine] = (c.expr for st in program.statements for conj in st.domain for c in conj)
+    p = max((_parts(e, iterators)[1] for e in domain), default=1) or 1
+    return max(1, max((s * p + q for s, q in (_parts(e, iterators) for e in _expressions(program))), default=1))
