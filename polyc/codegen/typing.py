@@ -235,4 +235,23 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
-    return Typing(tensors, scalars, kernel_float, literal_float, weak)
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak)
+    _check_passed_integer_results(program, passed, typing)
+    return typing
+
+
+def _check_passed_integer_results(program: Program, passed: Mapping[str, DType], typing: Typing) -> None:
+    """An undeclared result passed as an integer array must not receive float values: nothing is
+    cast silently at the boundary (`np.matmul(a, b, out=c_int)` refuses the same cast).  A
+    declared integer result takes them truncated, as asked."""
+    for t in program.tensors:
+        dtype = passed.get(t.name)
+        if t.dtype is not None or t.role not in ("output", "inout") or not is_integer(dtype):
+            continue
+        for st in program.statements:
+            value = typing.type_of(st.value, None) if st.target.tensor == t.name else None
+            if value is not None and value.is_float:
+                raise ArgumentError(f"{t.name} is {dtype.numpy_name}, but the kernel stores {value.numpy_name} "
+                                    f"values into it (`{st.text or st.name}`); pass a {value.numpy_name} array "
+                                    f"(numpy refuses this cast too), or declare {t.name}=pc.{dtype.name}[...] to store "
+                                    f"them truncated")

@@ -75,6 +75,23 @@ def test_argument_errors(kwargs, message):
     assert message in str(info.value)
 
 
+def test_an_integer_array_passed_for_float_results_is_refused():
+    """numpy's `matmul(a, b, out=c_int)` refuses the cast; polyc truncated every partial sum."""
+    a, b = np.full((2, 4), 0.6), np.ones((4, 2))
+    with pytest.raises(pc.ArgumentError, match=r"C is int64, but the kernel stores float64 values into it"):
+        MATMUL(A=a, B=b, C=np.zeros((2, 2), np.int64))
+    with pytest.raises(pc.ArgumentError, match="y is int32"):
+        pc.compile(pc.kernel("y[i] = x[i] * 0.5"))(x=np.ones(3), y=np.zeros(3, np.int32))
+    accumulate = pc.compile(pc.kernel("C[i] += A[i]"))
+    with pytest.raises(pc.ArgumentError, match="C is int64"):
+        accumulate(A=np.ones(3), C=np.zeros(3, np.int64))
+    counts = np.zeros(3, np.int64)         # integers into an integer array: as before
+    accumulate(A=np.arange(3), C=counts)
+    assert counts.tolist() == [0, 1, 2]
+    declared = pc.compile(pc.kernel("y[i] = x[i] * 0.5", y=pc.i32["N"], x=pc.f64["N"]))
+    assert declared(x=np.array([1.0, 3.0, 5.0])).tolist() == [0, 1, 2]     # truncated, as declared
+
+
 def test_wrong_scalar_type():
     k = pc.kernel("Y[i] = X[i] * n", n=pc.i64)
     with pytest.raises(pc.ArgumentError, match="n"):
