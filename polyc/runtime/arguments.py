@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -274,6 +275,10 @@ def host_view(name: str, value: Any) -> Any:
                             f"memory; a CPU kernel reads host memory only: move it to the CPU first "
                             f"(e.g. {name}.cpu()), or pass a device array with __cuda_array_interface__ "
                             f"to a kernel compiled with target='cuda'")
+    is_neg = getattr(value, "is_neg", None)
+    if callable(is_neg) and is_neg():     # numpy's from_dlpack would drop the sign
+        raise ArgumentError(f"{name} is a {type(value).__name__} with PyTorch's lazy negation bit set (a view "
+                            f"such as x.conj().imag); pass {name}.resolve_neg()")
     try:
         try:
             return np.from_dlpack(value, copy=False)
@@ -282,6 +287,20 @@ def host_view(name: str, value: Any) -> Any:
     except (BufferError, RuntimeError, TypeError, ValueError) as e:
         raise ArgumentError(f"{name}: cannot view the {type(value).__name__} through DLPack without a copy "
                             f"({type(e).__name__}: {e}); pass a numpy array, e.g. np.asarray({name})") from None
+
+
+def mark_written(kwargs: Mapping[str, Any], written: Collection[str]) -> None:
+    """Tell PyTorch that the tensors passed for written arrays changed: a write through the DLPack
+    view does not bump a tensor's version counter, so autograd would use a saved tensor the kernel
+    overwrote (`y = x.exp()` saves `y`) without the error an in-place torch op raises."""
+    torch = sys.modules.get("torch")
+    increment = getattr(getattr(getattr(torch, "autograd", None), "graph", None), "increment_version", None)
+    if increment is None:
+        return
+    for name in written:
+        value = kwargs.get(name)
+        if value is not None and isinstance(value, torch.Tensor):
+            increment(value)
 
 
 def _require_ndarray(name: str, value: Any) -> None:

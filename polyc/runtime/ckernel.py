@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
 from ..ir import f32
-from .arguments import bind_arguments, call_key, passed_dtypes, refuse_positional
+from .arguments import bind_arguments, call_key, mark_written, passed_dtypes, refuse_positional
 from .ready_call import ReadyCall
 from ..target import Target
 from .compiler import command_flags, compile_c, normalise_flags
@@ -122,6 +122,7 @@ class CCompiledKernel:
         bound = bind_arguments(self.kernel.program, kwargs, dtypes=typing.tensors, fully_written=fully_written)
         gen, fn = self.variant(typing, self.size_class(bound.sizes), bound.sizes)
         fn(*bound.c_args(gen.signature, scratch))
+        mark_written(kwargs, bound.outputs)
         if key is not None:
             if len(self._calls) >= MAX_REMEMBERED_CALLS:
                 self._calls.clear()

@@ -25,7 +25,7 @@ from ..codegen.typing import Typing, resolve_typing
 from ..errors import CompileError, PolycError, TargetUnavailableError
 from ..ir import f32
 from ..target import Target
-from .arguments import bind_arguments, passed_dtypes, refuse_positional
+from .arguments import bind_arguments, mark_written, passed_dtypes, refuse_positional
 from .compiler import trim_output
 from .cuda_arrays import split_arguments
 
@@ -74,7 +74,13 @@ class CUDACompiledKernel:
         typing = resolve_typing(program, passed_dtypes(program, stand_ins))
         bound = bind_arguments(program, stand_ins, dtypes=typing.tensors)
         gen, handle = self.variant(typing)
-        return self.backend.prepare(gen, handle, bound, device, frozenset(kwargs))
+        run = self.backend.prepare(gen, handle, bound, device, frozenset(kwargs))
+
+        def run_and_mark() -> Any:
+            result = run()
+            mark_written(kwargs, bound.outputs)
+            return result
+        return run_and_mark
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         refuse_positional(self.kernel.name, self.kernel.program, args)

@@ -257,7 +257,7 @@ def _is_recurrence(st: Statement) -> bool:
 def interpret(kernel, kwargs: Dict[str, Any]) -> Any:
     """Run `kernel` as written on `kwargs`; returns what the compiled kernel's call would return."""
     from ..codegen.typing import resolve_typing
-    from ..runtime.arguments import bind_arguments, passed_dtypes
+    from ..runtime.arguments import bind_arguments, mark_written, passed_dtypes
 
     program = kernel.program
     if kernel.function is not None:
@@ -282,5 +282,6 @@ def interpret(kernel, kwargs: Dict[str, Any]) -> Any:
                         ev.run(st, {i: pts[i][k:k + 1] for i in st.iterators})
                 else:
                     ev.run(st, pts)
+    mark_written(kwargs, bound.outputs)
     outs = {name: arrays[name] for name in bound.outputs}
     return next(iter(outs.values())) if len(outs) == 1 else outs

@@ -15,8 +15,11 @@ from polyc.runtime.arguments import host_view
 class Exported:
     """Only the DLPack protocol, over a numpy array's memory (optionally claiming another device)."""
 
-    def __init__(self, array: np.ndarray, device: tuple = None, refuse: bool = False):
-        self._array, self._device, self._refuse = array, device, refuse
+    def __init__(self, array: np.ndarray, device: tuple = None, refuse: bool = False, negated: bool = False):
+        self._array, self._device, self._refuse, self._negated = array, device, refuse, negated
+
+    def is_neg(self):          # PyTorch's lazy negation bit, which DLPack does not carry
+        return self._negated
 
     def __dlpack__(self, **kwargs):
         if self._refuse:
@@ -82,3 +85,21 @@ def test_device_memory_and_refused_exports_are_argument_errors():
         pc.compile(SCALE)(x=Exported(x, device=(2, 0)))
     with pytest.raises(pc.ArgumentError, match="cannot view the Exported through DLPack without a copy.*requires grad"):
         pc.compile(SCALE)(x=Exported(x, refuse=True))
+
+
+def test_a_tensor_with_a_lazy_negation_bit_is_refused():
+    """numpy's from_dlpack reads the memory without the sign (`z.conj().imag` in PyTorch)."""
+    with pytest.raises(pc.ArgumentError, match=r"lazy negation bit .* x.resolve_neg\(\)"):
+        pc.compile(SCALE)(x=Exported(np.ones(3), negated=True))
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_a_written_torch_tensor_bumps_its_version_for_autograd(target):
+    torch = pytest.importorskip("torch")
+    a = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    b = a.exp()                       # autograd saves b for the backward
+    before = b._version
+    pc.compile(SCALE, target=target)(x=np.ones(3), y=b.detach())
+    assert b._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
