@@ -49,19 +49,40 @@ def load_kernels(path: Path) -> Dict[str, Any]:
             scope = runpy.run_path(str(path), run_name="__polyc_cli__")
         except PolycError:
             raise  # a kernel the file defines is wrong: reported like every polyc error
+        except SystemExit as e:    # exit() in the file: not ours to obey silently
+            raise UsageError(f"running {path} failed{_where_in(path, e)}: it called exit({e.code!r})") from None
         except Exception as e:  # noqa: BLE001 - the user's file failed: say where, without our frames
             raise UsageError(f"running {path} failed{_where_in(path, e)}: {type(e).__name__}: {e}") from None
         finally:
             sys.path.pop(0)
-        found = {}
-        for value in scope.values():
-            if isinstance(value, pc.Kernel):
-                found.setdefault(value.name, value)
-        return found
+        return _kernels_by_name(scope)
     from .frontend.einsum import program_from_einsum
     name = path.stem.replace("-", "_") or "kernel"
     # Built as pc.kernel does, but parse errors point into the file rather than into this module.
     return {name: pc.Kernel(program_from_einsum(read_text(path, "kernel file"), name, {}, filename=str(path)))}
+
+
+def _kernels_by_name(scope: Dict[str, Any]) -> Dict[str, Any]:
+    """Each module-level kernel under its kernel name, or, where two kernels share one
+    (`a = pc.kernel(...)` and `b = pc.kernel(...)` are both named `kernel`), under its variable's
+    names; each kernel is also found under those (`FILE::b`)."""
+    import polyc as pc
+    variables: Dict[int, List[str]] = {}
+    kernels: Dict[int, Any] = {}
+    for var, value in scope.items():
+        if isinstance(value, pc.Kernel):
+            kernels.setdefault(id(value), value)
+            variables.setdefault(id(value), []).append(var)
+    named: Dict[str, List[int]] = {}
+    for key, k in kernels.items():
+        named.setdefault(k.name, []).append(key)
+    found: Dict[str, Any] = {}
+    for key, k in kernels.items():
+        found[k.name if len(named[k.name]) == 1 else variables[key][0]] = k
+    for key, k in kernels.items():      # aliases, where no other kernel has the name
+        for var in variables[key]:
+            found.setdefault(var, k)
+    return found
 
 
 def read_text(path: Path, what: str) -> str:
@@ -87,13 +108,14 @@ def pick_kernel(spec: str) -> Any:
     kernels = load_kernels(Path(file_part))
     if not kernels:
         raise UsageError(f"{file_part} defines no kernel (no module-level pc.kernel(...) object)")
+    distinct = {id(k): n for n, k in reversed(list(kernels.items()))}     # one name each, the first
+    listing = ", ".join(sorted(distinct.values()))
     if name:
         if name not in kernels:
-            raise UsageError(f"{file_part} has no kernel {name!r}; it defines {', '.join(sorted(kernels))}")
+            raise UsageError(f"{file_part} has no kernel {name!r}; it defines {listing}")
         return kernels[name]
-    if len(kernels) > 1:
-        raise UsageError(f"{file_part} defines several kernels ({', '.join(sorted(kernels))}); "
-                         f"pick one with {file_part}::NAME")
+    if len(distinct) > 1:
+        raise UsageError(f"{file_part} defines several kernels ({listing}); pick one with {file_part}::NAME")
     return next(iter(kernels.values()))
 
 

@@ -155,3 +155,25 @@ def test_the_polyc_script_is_declared():
     import tomllib
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert meta["scripts"] == {"polyc": "polyc.cli:main"}
+
+
+def test_kernels_that_share_a_name_are_told_apart_by_their_variables(tmp_path, capsys):
+    (tmp_path / "two.py").write_text(textwrap.dedent('''
+        import polyc as pc
+        a = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]")      # both named "kernel"
+        b = pc.kernel("y[i] = x[i] * 2.0")
+        mm = pc.kernel("z[i] = x[i] + 1.0", name="plus")
+    '''))
+    status, _, err = run(capsys, "outline", tmp_path / "two.py")
+    assert status == 2 and "defines several kernels (a, b, plus)" in err
+    status, out, _ = run(capsys, "outline", f"{tmp_path}/two.py::b")
+    assert status == 0 and "y[i] = x[i] * 2.0" in out
+    for name in ("plus", "mm"):      # its kernel name, and its variable's
+        status, out, _ = run(capsys, "outline", f"{tmp_path}/two.py::{name}")
+        assert status == 0 and "z[i] = x[i] + 1.0" in out
+
+
+def test_a_kernel_file_that_exits_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "bye.py").write_text("import sys\nsys.exit(3)\n")
+    status, _, err = run(capsys, "outline", tmp_path / "bye.py")
+    assert status == 2 and "running" in err and "line 2" in err and "exit(3)" in err
