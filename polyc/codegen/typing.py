@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import ArgumentError, PolycError
 from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
@@ -244,14 +244,39 @@ def _check_passed_integer_results(program: Program, passed: Mapping[str, DType],
     """An undeclared result passed as an integer array must not receive float values: nothing is
     cast silently at the boundary (`np.matmul(a, b, out=c_int)` refuses the same cast).  A
     declared integer result takes them truncated, as asked."""
+    floats = _float_sources(program, passed, typing)
     for t in program.tensors:
         dtype = passed.get(t.name)
         if t.dtype is not None or t.role not in ("output", "inout") or not is_integer(dtype):
             continue
         for st in program.statements:
             value = typing.type_of(st.value, None) if st.target.tensor == t.name else None
-            if value is not None and value.is_float:
+            if value is not None and value.is_float and _reads_floats(st.value, floats, typing):
                 raise ArgumentError(f"{t.name} is {dtype.numpy_name}, but the kernel stores {value.numpy_name} "
                                     f"values into it (`{st.text or st.name}`); pass a {value.numpy_name} array "
                                     f"(numpy refuses this cast too), or declare {t.name}=pc.{dtype.name}[...] to store "
                                     f"them truncated")
+
+
+def _reads_floats(e: Expr, floats: Set[str], typing: Typing) -> bool:
+    """Whether `e` computes with float data the caller gave: a float array, a float literal or
+    scalar (not a float type that only a default chose, as for an intermediate of `1`s)."""
+    for n in e.walk():
+        if isinstance(n, Access) and n.tensor in floats:
+            return True
+        if _float_literal(n) or (isinstance(n, ScalarRef) and typing.scalars.get(n.name, BOOL).is_float):
+            return True
+    return False
+
+
+def _float_sources(program: Program, passed: Mapping[str, DType], typing: Typing) -> Set[str]:
+    """Tensors that hold float data the caller gave: declared or passed float arrays, and the
+    intermediates computed from them."""
+    found = {t.name for t in program.tensors if (t.dtype or passed.get(t.name) or BOOL).is_float}
+    for _ in range(len(program.statements) + 1):
+        more = {st.target.tensor for st in program.statements
+                if st.target.tensor not in found and _reads_floats(st.value, found, typing)}
+        if not more:
+            break
+        found |= more
+    return found

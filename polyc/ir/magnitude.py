@@ -14,11 +14,13 @@ then at most `(S * P + Q) * M`.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Set
+from typing import TYPE_CHECKING, Iterable, Iterator, Set
 
 from .affine import Affine
 from .expr import Access, IndexExpr
-from .program import Program
+
+if TYPE_CHECKING:       # `Program.index_scale` calls in here
+    from .program import Program
 
 
 def _expressions(program: Program) -> Iterator[Affine]:
