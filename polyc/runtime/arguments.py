@@ -9,9 +9,9 @@ what was given.  Size symbols are bound from array shapes (or from integer keywo
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 import numbers
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -21,6 +21,7 @@ from ..errors import ArgumentError
 from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES, f64
 from ..codegen.signature import KernelSignature
 from .aligned import aligned_empty
+from .dlpack import host_view
 
 Number = Union[int, float]
 
@@ -189,13 +190,14 @@ def passed_dtypes(program: Program, kwargs: Mapping[str, Any]) -> Dict[str, DTyp
 
     Applies the same "is it a usable numpy array" checks as `bind_arguments`.
     """
+    _check_keywords(program, kwargs, size_symbols(program))    # a misspelt name, before "X is missing"
     found: Dict[str, DType] = {}
     for t in program.tensors:
         value = kwargs.get(t.name)
         if t.role == "temp" or value is None:
             continue
         value = host_view(t.name, value)
-        _require_ndarray(t.name, value)
+        _require_ndarray(t.name, value, t.dtype)
         found[t.name] = _supported_dtype(t.name, value)
     return found
 
@@ -252,58 +254,7 @@ def _missing_array_message(t: TensorDecl, resolved: Optional[DType]) -> str:
     return f"missing input array {t.name} ({what})"
 
 
-#: DLPack device types whose memory the CPU can address: CPU, CUDA host (pinned), ROCm host,
-#: CUDA managed.  numpy's `from_dlpack` decides which of these it can view.
-_HOST_DLPACK_DEVICES = {1: "CPU", 3: "CUDA host", 11: "ROCm host", 13: "CUDA managed"}
-
-
-def host_view(name: str, value: Any) -> Any:
-    """A numpy view of a DLPack-capable host array (PyTorch CPU tensors, JAX CPU arrays, CuPy
-    pinned host memory, ...), sharing its memory: never a copy, so outputs passed this way are
-    written in place.  numpy arrays, device arrays (`__cuda_array_interface__`, handled by the
-    CUDA target) and non-arrays are returned unchanged for the usual checks.
-    """
-    if isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__") \
-            or hasattr(value, "__cuda_array_interface__"):
-        return value
-    try:
-        kind = int(value.__dlpack_device__()[0])
-    except Exception:  # noqa: BLE001 - no usable device query: let numpy try, and say so if it fails
-        kind = 1
-    if kind not in _HOST_DLPACK_DEVICES:
-        raise ArgumentError(f"{name} is a {type(value).__name__} on DLPack device type {kind}, not in host "
-                            f"memory; a CPU kernel reads host memory only: move it to the CPU first "
-                            f"(e.g. {name}.cpu()), or pass a device array with __cuda_array_interface__ "
-                            f"to a kernel compiled with target='cuda'")
-    is_neg = getattr(value, "is_neg", None)
-    if callable(is_neg) and is_neg():     # numpy's from_dlpack would drop the sign
-        raise ArgumentError(f"{name} is a {type(value).__name__} with PyTorch's lazy negation bit set (a view "
-                            f"such as x.conj().imag); pass {name}.resolve_neg()")
-    try:
-        try:
-            return np.from_dlpack(value, copy=False)
-        except TypeError:  # numpy < 2.1 has no `copy`; on the CPU it never copies
-            return np.from_dlpack(value)
-    except (BufferError, RuntimeError, TypeError, ValueError) as e:
-        raise ArgumentError(f"{name}: cannot view the {type(value).__name__} through DLPack without a copy "
-                            f"({type(e).__name__}: {e}); pass a numpy array, e.g. np.asarray({name})") from None
-
-
-def mark_written(kwargs: Mapping[str, Any], written: Collection[str]) -> None:
-    """Tell PyTorch that the tensors passed for written arrays changed: a write through the DLPack
-    view does not bump a tensor's version counter, so autograd would use a saved tensor the kernel
-    overwrote (`y = x.exp()` saves `y`) without the error an in-place torch op raises."""
-    torch = sys.modules.get("torch")
-    increment = getattr(getattr(getattr(torch, "autograd", None), "graph", None), "increment_version", None)
-    if increment is None:
-        return
-    for name in written:
-        value = kwargs.get(name)
-        if value is not None and isinstance(value, torch.Tensor):
-            increment(value)
-
-
-def _require_ndarray(name: str, value: Any) -> None:
+def _require_ndarray(name: str, value: Any, dtype: Optional[DType] = None) -> None:
     if isinstance(value, np.ndarray):
         if isinstance(value, np.ma.MaskedArray):
             raise ArgumentError(f"{name} is a masked array; polyc kernels ignore masks, so pass "
@@ -314,16 +265,32 @@ def _require_ndarray(name: str, value: Any) -> None:
                             f"copy it to host memory first (e.g. {name}.get() or cupy.asnumpy({name})) "
                             f"or compile the kernel with target='cuda'")
     raise ArgumentError(f"{name} must be a numpy array but got {type(value).__name__}; "
-                        f"pass a numpy array, e.g. np.asarray({name}, dtype=np.float32)")
+                        f"pass a numpy array, e.g. np.asarray({name}, dtype=np.{(dtype or f64).numpy_name})")
 
 
-def refuse_positional(kernel_name: str, program: Program, args: tuple) -> None:
-    """Compiled kernels take their arrays by name: an Einstein kernel's tensors have no order a
-    reader could rely on.  Positional arrays get the call spelled out, not Python's bare TypeError."""
-    if args:
-        names = ", ".join(f"{t.name}=..." for t in program.tensors if t.role != "temp")
-        raise ArgumentError(f"{kernel_name} takes its arrays by name, not by position "
-                            f"({len(args)} positional given): call it as f({names})")
+def arguments_by_name(kernel: Any, args: tuple, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """A call's arguments by name.  A loop kernel takes positional ones in its function's parameter
+    order, as the function itself does (`scale(a, b, 2)`); an Einstein kernel's tensors have no
+    order a reader could rely on, so positional arrays get the call spelled out instead."""
+    if not args:
+        return kwargs
+    program: Program = kernel.program
+    function = getattr(kernel, "function", None)
+    if function is None:
+        names = [t.name for t in program.tensors if t.role != "temp"] + [s.name for s in program.scalars] + \
+            list(program.int_params)
+        raise ArgumentError(f"{kernel.name} takes its arrays by name, not by position "
+                            f"({len(args)} positional given): call it as f({', '.join(f'{n}=...' for n in names)})")
+    order = list(inspect.signature(function).parameters)
+    if len(args) > len(order):
+        raise ArgumentError(f"{kernel.name} takes {len(order)} arguments ({', '.join(order)}) but "
+                            f"{len(args)} were given")
+    named = dict(zip(order, args))
+    twice = sorted(set(named) & set(kwargs))
+    if twice:
+        raise ArgumentError(f"{kernel.name} got {twice[0]} both by position and by name")
+    named.update(kwargs)
+    return named
 
 
 def _supported_dtype(name: str, array: np.ndarray) -> DType:
@@ -338,7 +305,7 @@ def _supported_dtype(name: str, array: np.ndarray) -> DType:
 def _check_array(t: TensorDecl, value: Any, expected: Optional[DType]) -> np.ndarray:
     name = t.name
     value = host_view(name, value)
-    _require_ndarray(name, value)
+    _require_ndarray(name, value, expected)
     array: np.ndarray = value
     if expected is None:
         _supported_dtype(name, array)
@@ -506,6 +473,9 @@ def _check_shapes(program: Program, passed: Mapping[str, np.ndarray], sizes: Map
             if v is not None:
                 raise ArgumentError(f"size {v} is {sizes[v]} from {origins[v]} but {t.name}.shape[{d}] "
                                     f"is {actual} ({t.name} has shape {array.shape})")
+            if entry.is_constant:    # declared `pc.f64[3]`
+                raise ArgumentError(f"{t.name}.shape[{d}] is {actual} but the kernel declares it {expected} "
+                                    f"({t.name} has shape {array.shape})")
             raise ArgumentError(f"{t.name}.shape[{d}] is {actual} but the kernel expects {entry} = "
                                 f"{expected} ({_explain(entry, sizes, origins)}; {t.name} has shape "
                                 f"{array.shape})")

@@ -8,7 +8,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from ..codegen.c import GeneratedC, generate_c
 from ..codegen.typing import Typing, resolve_typing
 from ..ir import f32
-from .arguments import bind_arguments, call_key, mark_written, passed_dtypes, refuse_positional
+from .arguments import arguments_by_name, bind_arguments, call_key, passed_dtypes
+from .dlpack import mark_written
 from .ready_call import ReadyCall
 from ..target import Target
 from .compiler import command_flags, compile_c, normalise_flags
@@ -107,7 +108,7 @@ class CCompiledKernel:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        refuse_positional(self.kernel.name, self.kernel.program, args)
+        kwargs = arguments_by_name(self.kernel, args, kwargs)
         scratch = getattr(self._scratch, "temps", None)
         if scratch is None:
             scratch = self._scratch.temps = {}

@@ -25,7 +25,8 @@ from ..codegen.typing import Typing, resolve_typing
 from ..errors import CompileError, PolycError, TargetUnavailableError
 from ..ir import f32
 from ..target import Target
-from .arguments import bind_arguments, mark_written, passed_dtypes, refuse_positional
+from .arguments import arguments_by_name, bind_arguments, passed_dtypes
+from .dlpack import mark_written
 from .compiler import trim_output
 from .cuda_arrays import split_arguments
 
@@ -83,7 +84,7 @@ class CUDACompiledKernel:
         return run_and_mark
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        refuse_positional(self.kernel.name, self.kernel.program, args)
+        kwargs = arguments_by_name(self.kernel, args, kwargs)
         return self.bind(**kwargs)()
 
     @property

@@ -257,7 +257,8 @@ def _is_recurrence(st: Statement) -> bool:
 def interpret(kernel, kwargs: Dict[str, Any]) -> Any:
     """Run `kernel` as written on `kwargs`; returns what the compiled kernel's call would return."""
     from ..codegen.typing import resolve_typing
-    from ..runtime.arguments import bind_arguments, mark_written, passed_dtypes
+    from ..runtime.arguments import bind_arguments, passed_dtypes
+    from ..runtime.dlpack import mark_written
 
     program = kernel.program
     if kernel.function is not None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import polyc as pc
-from polyc.runtime.arguments import host_view
+from polyc.runtime.dlpack import host_view
 
 
 class Exported:
