@@ -61,17 +61,21 @@ class Kernel:
         """Exact dependences (flow value-based; anti and output memory-based)."""
         return self.model.dependences
 
-    def reference(self, **kwargs: Any) -> Any:
+    def reference(self, *args: Any, **kwargs: Any) -> Any:
         """Run the kernel as written, as an oracle.
 
         Affine-Python kernels run their own Python code on numpy arrays (in place); Einstein
         kernels run a direct numpy interpretation of their statements.  Returns what a call of the
         compiled kernel returns.
         """
+        from .runtime.arguments import arguments_by_name
         from .runtime.interpreter import interpret
-        return interpret(self, kwargs)
+        return interpret(self, arguments_by_name(self, args, kwargs))
 
-    def __call__(self, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            from .runtime.arguments import arguments_by_name
+            kwargs = arguments_by_name(self, args, kwargs)
         traced = next((v for v in kwargs.values() if getattr(v, "__polyc_traced__", False)), None)
         if traced is not None:   # inside a @pc.program: the traced tensor records the operator
             return traced.record_call(self, kwargs)

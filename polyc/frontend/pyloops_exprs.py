@@ -196,6 +196,9 @@ class ExprLowering:
             raise self.src.error(node, f"{rule}; the operator in `{ast.unparse(node)}` is not "
                                        "allowed (only +, -, multiplication by a constant, and `//` "
                                        "or `%` by a positive integer constant)")
+        extent = self._declared_extent(node)
+        if extent is not None:
+            return extent
         if isinstance(node, ast.Subscript):
             raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` reads an array "
                                        "(data-dependent, indirect indexing is not supported)")
@@ -211,6 +214,23 @@ class ExprLowering:
                 out = self.clamps.extreme(node.func.id, out, a)
             return out
         raise self.src.error(node, f"{rule}; `{ast.unparse(node)}` is not")
+
+    def _declared_extent(self, node: ast.AST) -> Optional[Affine]:
+        """`A.shape[k]` or `len(A)` of an array parameter: its declared extent (`N`), a size."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
+                and self.scope.globals.get("len", len) is len and len(node.args) == 1 and not node.keywords:
+            array, axis = node.args[0], 0
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "shape" and type(_literal_value(node.slice)) is int:
+            array, axis = node.value.value, _literal_value(node.slice)
+        else:
+            return None
+        if not isinstance(array, ast.Name) or array.id not in self.scope.arrays:
+            return None
+        shape = self.scope.arrays[array.id].shape
+        if not -len(shape) <= axis < len(shape):
+            raise self.src.error(node, f"`{ast.unparse(node)}`: {array.id} has {len(shape)} dimension(s)")
+        return shape[axis]
 
     def _quasi_affine(self, node: ast.BinOp, rule: str, what: str) -> Affine:
         """`e // d` or `e % d` with a positive integer constant `d`: exact in isl (floor, as Python).
@@ -354,6 +374,9 @@ class ExprLowering:
             aff = self.try_affine(node, quasi=False)
             if aff is not None:
                 return Const(aff.constant) if aff.is_constant else IndexExpr(aff)
+        extent = self._declared_extent(node)
+        if extent is not None:
+            return Const(extent.constant) if extent.is_constant else IndexExpr(extent)
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float)):
                 return self._literal(node, node.value)
@@ -561,3 +584,11 @@ def _short(node: ast.AST) -> str:
     except ValueError:      # an integer past Python's int-to-str digit limit
         return f"<integer of {node.value.bit_length()} bits>" if isinstance(node, ast.Constant) else "<expression>"
     return text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
+
+
+def _literal_value(node: ast.AST) -> object:
+    """The value of a literal (`3`, `-1`), or None for anything else."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None

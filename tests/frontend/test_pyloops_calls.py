@@ -1,0 +1,70 @@
+"""Loop kernels called and written like the Python functions they are: positional arguments in
+the function's order, `A.shape[k]` and `len(A)` as sizes; and the messages of calls that miss."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyc as pc
+from polyc.errors import ArgumentError, ParseError
+
+
+@pc.kernel
+def scale(A: pc.f64["N"], B: pc.f64["N"], T: int):
+    for t in range(T):
+        for i in range(N):
+            B[i] = B[i] + A[i] * 2.0
+
+
+@pc.kernel
+def by_shape(A: pc.f64["N", "M"], B: pc.f64["N"]):
+    for i in range(A.shape[0]):
+        for j in range(1, len(B) - 1 + A.shape[-1] - N):
+            B[i] += A[i, j] * A.shape[1]
+
+
+def test_a_loop_kernel_takes_positional_arguments_in_its_functions_order():
+    a = np.arange(3.0)
+    for call in (scale, scale.reference, pc.compile(scale), pc.compile(scale, target="cuda-emu")):
+        b = np.ones(3)
+        call(a, b, 2)
+        np.testing.assert_array_equal(b, 1.0 + 4.0 * a)
+        b = np.ones(3)
+        call(a, B=b, T=1)
+        np.testing.assert_array_equal(b, 1.0 + 2.0 * a)
+    with pytest.raises(ArgumentError, match="scale got B both by position and by name"):
+        scale(a, np.ones(3), B=np.ones(3), T=1)
+    with pytest.raises(ArgumentError, match=r"scale takes 3 arguments \(A, B, T\) but 4 were given"):
+        scale(a, np.ones(3), 1, 2)
+
+
+def test_an_einstein_kernel_spells_the_call_out_instead():
+    k = pc.kernel("Y[i] = X[i] * alpha + s", name="axpb", s=pc.i64)
+    for call in (k, k.reference, pc.compile(k)):
+        with pytest.raises(ArgumentError, match=r"axpb takes its arrays by name, not by position \(1 positional "
+                                                r"given\): call it as f\(Y=\.\.\., X=\.\.\., alpha=\.\.\., s=\.\.\.\)"):
+            call(np.ones(2))
+
+
+def test_shape_and_len_of_an_array_parameter_are_its_sizes():
+    a, b = np.arange(12.0).reshape(3, 4), np.zeros(3)
+    want = by_shape.reference(A=a, B=b.copy())
+    np.testing.assert_array_equal(want, [(1 + 2) * 4.0, (5 + 6) * 4.0, (9 + 10) * 4.0])
+    for schedule in (None, "auto"):
+        np.testing.assert_array_equal(pc.compile(by_shape, schedule)(A=a, B=b.copy()), want)
+    with pytest.raises(ParseError, match=r"`A.shape\[1\]`: A has 1 dimension\(s\)"):
+        @pc.kernel
+        def beyond(A: pc.f64["N"], B: pc.f64["N"]):
+            for i in range(A.shape[1]):
+                B[i] = A[i]
+
+
+def test_messages_of_calls_that_miss():
+    mm = pc.compile(pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm"))
+    with pytest.raises(ArgumentError, match=r"unknown argument 'Bb' for kernel 'mm' \(did you mean B\?\)"):
+        mm(A=np.ones((2, 2)), Bb=np.ones((2, 2)))
+    fixed = pc.compile(pc.kernel("b[i] = a[i % 3]", a=pc.f64[3], b=pc.f64["N"]))
+    with pytest.raises(ArgumentError, match=r"^a.shape\[0\] is 4 but the kernel declares it 3 \(a has shape \(4,\)\)$"):
+        fixed(a=np.ones(4), b=np.zeros(2))
+    with pytest.raises(ArgumentError, match=r"np.asarray\(A, dtype=np.float64\)"):
+        pc.compile(scale)(A=[1.0, 2.0], B=np.ones(2), T=1)
