@@ -24,9 +24,12 @@ def describe_instance(st: Statement, coords: Sequence[int]) -> str:
     return ", ".join(f"{i} = {v}" for i, v in zip(st.iterators, coords) if i not in st.divisions)
 
 
-def access_text(st: Statement, acc: Access) -> str:
-    """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`."""
+def access_text(st: Statement, acc: Access, derived: Sequence[Tuple[str, Affine, int]] = ()) -> str:
+    """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`, and so is
+    each size derived from others (`(N + 1) // 2` is the internal size `_size0`)."""
     text = str(acc)
+    for name, num, d in reversed(derived):
+        text = re.sub(rf"(-?\d*\*?){re.escape(name)}\b", lambda m: f"{m.group(1)}floor(({num}) / {d})", text)
     for q in reversed(st.divisions):   # outer definitions first: their text names inner ones
         if q in st.extremes:   # a min/max iterator: `c == a` and then `a - b >= 0`
             text = _extreme_text(st, q, text)
@@ -55,8 +58,10 @@ def _extreme_text(st: Statement, q: str, text: str) -> str:
     return re.sub(rf"(-?\d*\*?){re.escape(q)}\b", lambda m: f"{m.group(1)}{fn}({a}, {b})", text)
 
 
-def _sizes_text(params: Dict[str, int]) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in params.items()) if params else "any sizes"
+def _sizes_text(params: Dict[str, int], derived: Sequence[Tuple[str, Affine, int]] = ()) -> str:
+    """The sizes of a witness, without those derived from others (shown as their floors)."""
+    shown = {k: v for k, v in params.items() if k not in {name for name, _, _ in derived}}
+    return ", ".join(f"{k} = {v}" for k, v in shown.items()) if shown else "any sizes"
 
 
 def _where(st: Statement) -> str:
@@ -146,13 +151,13 @@ def check_bounds(model: PolyModel, new_derived: Optional[List[Tuple[str, Affine,
         t = program.tensor(acc.tensor)
         if t.role == "input" and not t.declared:
             raise OutOfBoundsError(
-                f"{_where(st)} {verb} {access_text(st, acc)}, and the sizes of undeclared input {acc.tensor} that keep it in "
+                f"{_where(st)} {verb} {access_text(st, acc, program.derived_sizes)}, and the sizes of undeclared input {acc.tensor} that keep it in "
                 f"bounds are not one set of affine conditions polyc can check per call (e.g. with "
-                f"{_sizes_text(params)} it {verb} {acc.tensor}[{element}]); declare {acc.tensor}'s shape, "
+                f"{_sizes_text(params, program.derived_sizes)} it {verb} {acc.tensor}[{element}]); declare {acc.tensor}'s shape, "
                 f"e.g. {acc.tensor}=pc.f32[...]")
         raise OutOfBoundsError(
-            f"{_where(st)} {verb} {access_text(st, acc)} outside tensor {acc.tensor} of shape "
-            f"({', '.join(map(str, shape))}): e.g. with {_sizes_text(params)}, at "
+            f"{_where(st)} {verb} {access_text(st, acc, program.derived_sizes)} outside tensor {acc.tensor} of shape "
+            f"({', '.join(map(str, shape))}): e.g. with {_sizes_text(params, program.derived_sizes)}, at "
             f"{describe_instance(st, coords)} it {verb} {acc.tensor}[{element}] but the shape is ({shape_text}). "
             f"Restrict the index range (a 'where' clause or a loop bound) or declare a larger shape.")
     return tuple(requirements)
@@ -214,7 +219,7 @@ def check_initialized(model: PolyModel) -> None:
             acc = next(a for a in st.reads() if a.tensor == t.name)
             element = ", ".join(str(e.evaluate(env)) for e in acc.indices)
             raise UninitializedReadError(
-                f"{_where(st)} reads {t.name}[{element}] (from {access_text(st, acc)}), which no earlier "
+                f"{_where(st)} reads {t.name}[{element}] (from {access_text(st, acc, program.derived_sizes)}), which no earlier "
                 f"statement writes: "
-                f"e.g. with {_sizes_text(params)} at {describe_instance(st, coords)}. "
+                f"e.g. with {_sizes_text(params, program.derived_sizes)} at {describe_instance(st, coords)}. "
                 f"Write every element of intermediate {t.name} before it is read, or pass it in.")

@@ -103,3 +103,11 @@ def test_schedule_primitives_see_through_quotient_loops():
     f = rng.random((5, 6))
     xs, ys = np.arange(9), np.arange(12)
     np.testing.assert_allclose(pc.compile(k, s)(f=f), f[((xs + 1) // 2)[:, None], (ys // 2)[None, :]])
+
+
+def test_errors_show_sizes_derived_from_others_as_their_floors():
+    with pytest.raises(pc.OutOfBoundsError) as info:
+        pc.kernel("B[i] = A[i // 2 + (N + 1) // 2]", A=pc.f64["N"], B=pc.f64["N"])
+    msg = str(info.value)
+    assert "A[floor((i) / 2) + floor((N + 1) / 2)]" in msg and "with N = 1, at i = 0" in msg
+    assert "_size" not in msg
