@@ -203,10 +203,18 @@ def _dtypes(kernel: Any, spec: Optional[str]) -> Dict[str, Any]:
     if "=" not in spec:
         d = one(spec)
         return {x.name: d for x in kernel.program.tensors if x.dtype is None}  # declared types stay
+    tensors = {x.name: x for x in kernel.program.tensors}
     out = {}
     for part in spec.split(","):
         name, _, dt = part.partition("=")
-        out[name.strip()] = one(dt)
+        name, d = name.strip(), one(dt)
+        if name not in tensors:
+            raise UsageError(f"--dtype names {name!r}, which is not a tensor of kernel {kernel.name} "
+                             f"(tensors: {', '.join(tensors)})")
+        if tensors[name].dtype not in (None, d):
+            raise UsageError(f"--dtype gives {name} as {d.name}, but kernel {kernel.name} declares it "
+                             f"{tensors[name].dtype.name}")
+        out[name] = d
     return out
 
 

@@ -177,3 +177,12 @@ def test_a_kernel_file_that_exits_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "bye.py").write_text("import sys\nsys.exit(3)\n")
     status, _, err = run(capsys, "outline", tmp_path / "bye.py")
     assert status == 2 and "running" in err and "line 2" in err and "exit(3)" in err
+
+
+def test_dtype_names_must_be_tensors_of_the_kernel(files, capsys):
+    status, out, _ = run(capsys, "codegen", files / "matvec.tc", "--dtype", "A=f64,x=f64,y=f64")
+    assert status == 0 and "double *restrict d_A" in out
+    status, _, err = run(capsys, "codegen", files / "matvec.tc", "--dtype", "A=f64,Z=f32")
+    assert status == 2 and "--dtype names 'Z', which is not a tensor of kernel matvec (tensors: " in err
+    status, _, err = run(capsys, "codegen", f"{files}/kernels.py::shift", "--dtype", "A=f32")
+    assert status == 2 and "--dtype gives A as f32, but kernel shift declares it f64" in err
