@@ -23,6 +23,8 @@ class DeviceMemory:
     """The GPU side of one call: inputs uploaded, plan buffers and outputs allocated."""
 
     def __init__(self, arrays: Mapping[str, Any]):
+        from ..runtime.cuda_pycuda import import_driver
+        import_driver()      # no pycuda, driver or GPU: TargetUnavailableError, as pc.compile says
         import pycuda.autoprimaryctx  # noqa: F401 - polyc's kernels run in the primary context
         from pycuda import gpuarray
         from ..runtime.cuda_arrays import is_device_array

@@ -35,7 +35,9 @@ def device_allocator() -> Callable[[int], Any]:
     return _POOL.allocate
 
 
-def _import_driver():
+def import_driver():
+    """pycuda's driver module, started; TargetUnavailableError (with what to do) when pycuda, the
+    driver or a GPU is missing."""
     try:
         import pycuda  # noqa: F401
     except ImportError as e:
@@ -77,7 +79,7 @@ class PyCudaBackend:
 
     @classmethod
     def create(cls, flags: Optional[Sequence[str]] = None, target: Optional[Target] = None) -> "PyCudaBackend":
-        drv = _import_driver()
+        drv = import_driver()
         default = target.flags if target is not None else ("-O3",)
         return cls(drv, tuple(flags) if flags is not None else default, target)
 

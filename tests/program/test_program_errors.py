@@ -132,3 +132,19 @@ def test_call_arguments_are_checked():
         prog(a=np.zeros((2, 3)))
     with pytest.raises(pc.ArgumentError, match="no parameter b"):
         prog(a=np.zeros((2, 3), np.float32), b=1)
+
+
+def test_a_cuda_program_without_a_usable_gpu_says_what_is_missing():
+    from polyc.runtime.cuda_pycuda import import_driver
+    try:
+        import_driver()
+    except pc.TargetUnavailableError:
+        pass
+    else:
+        pytest.skip("this machine can run target 'cuda'")
+
+    @pc.program(target="cuda")
+    def p(X: pc.f32["I", "K"], Y: pc.f32["K", "J"]):
+        return matmul.kernel(A=X, B=Y)
+    with pytest.raises(pc.TargetUnavailableError, match="target 'cuda'"):
+        p(X=np.ones((3, 4), np.float32), Y=np.ones((4, 5), np.float32))
