@@ -227,10 +227,14 @@ class CExprPrinter:
                 return f"pc_ipow_{rt.name}({args[0]}, {args[1]})"
             if e.fn in ("max", "min", "pymax", "pymin") and rt is not None and rt != BOOL:
                 return f"pc_{e.fn}_{rt.name}({args[0]}, {args[1]})"
-            if rt is not None and rt.is_float:
+            if rt is not None and rt.is_float:    # integer operands converted explicitly: CUDA's
+                # C++ overloads of `exp(int)` are host functions, which nvcc refuses in a kernel
+                args = [f"(({rt.c_name})({x}))" if is_integer(t.type_of(a, rt)) else x for a, x in zip(e.args, args)]
                 return f"{_fn(_FLOAT_FN[e.fn], rt)}({', '.join(args)})"
             if e.fn == "abs":
                 return f"llabs({args[0]})"
+            if e.fn in ("floor", "ceil") and is_integer(t.type_of(e.args[0], rt)):
+                return args[0]     # an integer already (and CUDA's `floor(int)` is host-only)
             if e.fn in ("fmax", "fmin"):
                 return f"pc_{e.fn[1:]}_{(rt or i64).name}({args[0]}, {args[1]})"
             return f"{e.fn}({', '.join(args)})"

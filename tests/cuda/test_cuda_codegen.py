@@ -82,3 +82,23 @@ def test_sequential_nests_become_sequential_kernels_and_host_loops():
     assert isinstance(gen.launch.host, HostLoop) or "HostLoop" in repr(gen.launch.host)
     assert len(gen.launch.kernels) == 2
     assert all(k.host_iterators for k in gen.launch.kernels)
+
+
+MATH_OF_INTEGERS = "\n".join(f"{fn}_[i] = {fn}(A[i])" for fn in
+                             ("exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "abs")) + \
+    "\nG[x] = exp(-x * x)"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("dtype", [pc.i32, pc.i64, pc.u8])
+def test_math_functions_of_integers_compile_with_nvcc(dtype):
+    """CUDA's C++ `exp(int)` overloads are host functions: the generated code converts integer
+    operands to the float type itself, and `floor`/`ceil` of an integer is the integer."""
+    import numpy as np
+    k = pc.kernel(MATH_OF_INTEGERS, A=dtype["N"], G=pc.f64["N"])
+    compile_cuda_check(pc.codegen(k, "auto", target="cuda"))
+    a = np.arange(1, 6).astype(dtype.numpy)
+    got = pc.compile(k, target="cuda-emu")(A=a)
+    np.testing.assert_allclose(got["sqrt_"], np.sqrt(a.astype(np.float64)))
+    np.testing.assert_array_equal(got["floor_"], a)
+    np.testing.assert_allclose(got["G"], np.exp(-np.arange(5.0) ** 2))
