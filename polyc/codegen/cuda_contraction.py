@@ -113,6 +113,13 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
     st = program.statement(m.statement)
     dt = typing.tensors[st.target.tensor]
     ct = dt.c_name
+
+    def own(acc: Access) -> str:
+        """An operand is staged in its own type, the accumulator is the result's: `+=` converts
+        after every step, as the C target's update does (an int64 C of double products, or
+        uint8 products that wrap, computed in uint8 before they are added)."""
+        return typing.tensors[acc.tensor].c_name
+    at, bt = own(m.a), own(m.b)
     widest = max(typing.tensors[a.tensor].bits // 8 for a in (st.target, m.a, m.b))
     tile = tile or plan.tile
     BM, BN, _, TM, TN = tile
@@ -286,7 +293,7 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
                               f"  for (int pc_n = 0; pc_n < {TN}; pc_n++) {{"]
                      + ["    " + s for s in start] + ["  }"]))
     setup = [x for op in ops for x in row_offsets(op)] if grouped else []
-    step = [f"  {ct} pc_af[{TM}], pc_bf[{TN}];",
+    step = [f"  {at} pc_af[{TM}];", f"  {bt} pc_bf[{TN}];",
             "  #pragma unroll",
             f"  for (int pc_m = 0; pc_m < {TM}; pc_m++) pc_af[pc_m] = pc_As[pc_buf][pc_kk][{rm}];",
             "  #pragma unroll",
@@ -347,14 +354,14 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
         lp = Loop("pc_batch", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pc_batch"), _affine_lexpr(ext[m.batch]))), 1, None, None)  # type: ignore[arg-type]
         body = Mapped("block", 2, lp, body)
         grid[2] = _affine_lexpr(ext[m.batch])
-    private = [("pc_acc", ct, (TM, TN))] + [(op.regs, ct, (per_thread[op.tag],)) for op in ops]
+    private = [("pc_acc", ct, (TM, TN))] + [(op.regs, own(op.access), (per_thread[op.tag],)) for op in ops]
     if grouped:
         private += [(f"pc_o{op.tag}", "int64_t", (per_thread[op.tag],)) for op in ops]
     private += [(f"pc_p{op.tag}", f"const {typing.tensors[op.access.tensor].c_name} *",
                  (per_thread[op.tag] // lanes_of[op.tag],)) for op in vec_ops]
     return GPUKernel(symbol, body, (), tuple(grid), (LExpr("int", value=THREADS), None, None),  # type: ignore[arg-type]
                      statements=(st.name,) + ((plan.init,) if plan.init else ()),
-                     shared=(("pc_As", ct, (2, BK, BM + 4)), ("pc_Bs", ct, (2, BK, BN))),
+                     shared=(("pc_As", at, (2, BK, BM + 4)), ("pc_Bs", bt, (2, BK, BN))),
                      private=tuple(private), fixed_block=True,
                      min_blocks=max(1, 256 // THREADS))   # up to 255 registers a thread; the prefetch hides latency
 

@@ -70,6 +70,27 @@ def test_tiled_kernel_compiles_for_f64():
     compile_cuda_check(generate_cuda(auto_gpu_schedule(lk.kernel.schedule()), typing_for(lk, "f64")).source, "sm_90")
 
 
+MIXED = [(pc.f32, pc.f64, np.full((33, 5), 3 + 2.0 ** -23), np.full((5, 17), 3 + 2.0 ** -23)),
+         (pc.i64, pc.f64, np.full((33, 2), 0.5), np.full((2, 17), 4.0)),
+         (pc.f32, pc.u8, np.full((33, 2), 255, np.uint8), np.full((2, 17), 255, np.uint8))]
+
+
+@pytest.mark.parametrize("result, operands, a, b", MIXED, ids=["f32=f64*f64", "i64=f64*f64", "f32=u8*u8"])
+def test_operands_are_staged_in_their_own_types(result, operands, a, b):
+    """The tiles held every operand in the result's type: f64 operands rounded to f32 before the
+    product, f64 ones truncated to int64 (0.5 * 4.0 became 0), u8 products cast from float."""
+    k = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", C=result["I", "J"], A=operands["I", "K"],
+                  B=operands["K", "J"], name="mixed")
+    src = pc.codegen(k, "auto", target="cuda")
+    assert f"{operands.c_name} pc_As[" in src and f"{operands.c_name} pc_Bs[" in src
+    want = k.reference(A=a, B=b)
+    np.testing.assert_array_equal(pc.compile(k, target="cuda-emu")(A=a, B=b), want)
+    np.testing.assert_array_equal(pc.compile(k)(A=a, B=b), want)
+    from polyc.runtime.cuda import compile_cuda_check, find_nvcc
+    if find_nvcc() is not None:
+        compile_cuda_check(src)
+
+
 LAYOUTS = {"A[i,k] B[k,j]": "C[i, j] +=! A[i, k] * B[k, j]",      # vectors along k (A) and j (B)
            "A[k,i] B[j,k]": "C[i, j] +=! A[k, i] * B[j, k]",      # vectors along i (A) and k (B)
            "batched": "C[b, i, j] +=! A[b, i, k] * B[b, k, j]"}
