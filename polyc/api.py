@@ -188,7 +188,7 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: T
         # shared-memory contractions, tree reductions); code generation prints what it says.
         from .schedule.auto_gpu import auto_gpu_schedule
         base = k.schedule() if schedule in (None, "source", "auto") else _resolve_schedule(k, schedule, Target.host())
-        return auto_gpu_schedule(base, target)
+        return auto_gpu_schedule(base, target, reassociate)
     if schedule is None or schedule == "source":
         return k.schedule()
     if isinstance(schedule, str):

@@ -22,6 +22,7 @@ from typing import Dict, Optional, Tuple
 from ..ir import Const
 from ..poly.contraction import TiledContraction, box_extents, tiled_contraction
 from ..target import Target
+from .auto import reassociate_default
 from .gpu import default_gpu_mapping, is_mapped
 from . import saved_auto, serialize
 from .schedule import Schedule
@@ -182,18 +183,24 @@ def gpu_contraction_plans(schedule: Schedule) -> Dict[str, GPUContractionPlan]:
             if all(maps.get(n) == text for n, text in p.maps)}
 
 
-def auto_gpu_schedule(schedule: Schedule, target: Optional[Target] = None) -> Schedule:
+def auto_gpu_schedule(schedule: Schedule, target: Optional[Target] = None,
+                      reassociate: Optional[bool] = None) -> Schedule:
     """The automatic CUDA schedule of `schedule` (usually `kernel.schedule()`), explicitly mapped.
 
     Contractions get tiled-kernel plans; the other loops `default_gpu_mapping` (whose row fusion
     is skipped when there are plans: a contraction's nest stays its own).  A schedule that already
     maps some loop is returned unchanged.  `target` (a CUDA `polyc.Target`; None: current GPUs)
-    bounds the tiled kernels by its shared memory, registers and threads per block."""
+    bounds the tiled kernels by its shared memory, registers and threads per block.
+    `reassociate` is `schedule="auto"`'s on the CPU (`auto.reassociate_default`): by default loop
+    kernels keep every reduction in their written order (no tree reductions; a tiled product adds
+    its terms in order, one thread per result) and Einstein kernels' reductions may be
+    reassociated."""
     if is_mapped(schedule):
         return schedule
+    free = reassociate_default(schedule.model.program, reassociate) != "none"
     plans = contraction_plans(schedule, target)
     planned = {n for p in plans for n, _ in p.maps}
-    mapped = default_gpu_mapping(schedule, row_fusion=not plans, keep=planned)
+    mapped = default_gpu_mapping(schedule, row_fusion=not plans, keep=planned, reassociate=free)
     if not plans:
         return mapped
     maps = mapped.map_texts   # the plans hold for the mapped statements' maps

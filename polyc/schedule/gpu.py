@@ -141,7 +141,7 @@ def _reducible(program, node: "LoopNode", other: Dict[str, set]) -> bool:
     return last in st.reduction and last not in target_vars
 
 
-def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]:
+def loop_tree(schedule: Schedule, deps: Dependences, reassociate: bool = True) -> Optional[List[LoopNode]]:
     """The loop forest of `schedule` with the parallelism of each loop; None if its scalar
     dimensions are not constant per statement."""
     values = _scalar_values(schedule)
@@ -178,7 +178,7 @@ def loop_tree(schedule: Schedule, deps: Dependences) -> Optional[List[LoopNode]]
         # A loop the user unrolled (`unroll`, `unroll_and_jam`) stays in each thread, written out.
         node.parallel = (not any(node.dim in carried[st] for st in node.statements) and node.name not in quotients
                          and not fully_unrolled(schedule.dims[node.dim]))
-        node.reducible = not node.parallel and _reducible(schedule.model.program, node, other)
+        node.reducible = reassociate and not node.parallel and _reducible(schedule.model.program, node, other)
     return roots
 
 
@@ -403,7 +403,8 @@ def fuse_inits(schedule: Schedule, skip: AbstractSet[str] = frozenset()) -> Sche
     return out
 
 
-def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True, keep: AbstractSet[str] = frozenset()) -> Schedule:
+def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True, keep: AbstractSet[str] = frozenset(),
+                        reassociate: bool = True) -> Schedule:
     """An automatic CUDA mapping of `schedule` (used for "auto" and for unmapped schedules).
 
     Per loop nest: outermost parallel loops -> blocks, the next ones (after tiling into thread
@@ -413,7 +414,8 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True, keep: Abstr
     sums differ from the serial order by rounding).  With `row_fusion`, the outer loops of a
     source-order program with row reductions are fused first (`fuse_rows`); otherwise each
     reduction's start value is fused into its nest (`fuse_inits`; statements in `keep` keep their
-    nests).  A schedule that already maps some loop is returned unchanged.
+    nests).  `reassociate=False` tree-reduces nothing: every reduction runs in its written order
+    inside one thread.  A schedule that already maps some loop is returned unchanged.
     """
     if is_mapped(schedule):
         return schedule
@@ -422,7 +424,7 @@ def default_gpu_mapping(schedule: Schedule, row_fusion: bool = True, keep: Abstr
     schedule = rows or fuse_inits(schedule, keep)
     if schedule.history:
         deps = dependences_of(schedule)
-    roots = loop_tree(schedule, deps)
+    roots = loop_tree(schedule, deps, reassociate)
     if roots is None:
         return schedule
     for r in roots:

@@ -105,3 +105,35 @@ def test_tiled_contractions_are_planned_only_where_they_fit_the_targets_limits()
     assert "pc_As" not in pc.codegen(k, target=roomy.with_(shared_memory_bytes=2 * (16 * 132 + 16 * 128) * 4 - 1))
     just_f32 = roomy.with_(registers_per_block=40_000)
     assert "pc_As" in pc.codegen(k, target=just_f32) and "pc_As" not in pc.codegen(f64, target=just_f32)
+
+
+@pc.kernel
+def _rowsum(A: pc.f32["I", "J"], y: pc.f32["I"]):
+    for i in range(I):
+        for j in range(J):
+            y[i] += A[i, j]
+
+
+def test_reductions_are_tree_reduced_only_where_the_cpu_would_reassociate_them():
+    """A loop kernel keeps its written order on the GPU too unless `reassociate=True`; an
+    Einstein sum may be reassociated.  The sum below loses 1.0s against 1e8 in float32, so the
+    order shows in the result."""
+    def tree_reduced(s):
+        return any("reduction_parallel" in d.marks for d in s.dims)
+
+    assert not tree_reduced(auto_gpu_schedule(_rowsum.schedule()))
+    assert not tree_reduced(auto_gpu_schedule(_rowsum.schedule(), reassociate=False))
+    assert tree_reduced(auto_gpu_schedule(_rowsum.schedule(), reassociate=True))
+    einstein = pc.kernel("y[i] +=! A[i, j]")
+    assert tree_reduced(auto_gpu_schedule(einstein.schedule()))
+    assert not tree_reduced(auto_gpu_schedule(einstein.schedule(), reassociate=False))
+    a = np.zeros((2, 300), np.float32)
+    a[:, 0], a[:, 1::2], a[:, 2] = 1e8, 1.0, -1e8
+    want = np.zeros(2, np.float32)
+    _rowsum.reference(A=a, y=want)
+    for options in ({}, {"reassociate": False}):
+        got = np.zeros(2, np.float32)
+        pc.compile(_rowsum, "auto", target="cuda-emu", **options)(A=a, y=got)
+        np.testing.assert_array_equal(got, want)
+    got = pc.compile(einstein, "auto", target="cuda-emu", reassociate=False)(A=a)
+    np.testing.assert_array_equal(got, einstein.reference(A=a))
