@@ -26,6 +26,7 @@ from ..errors import PolycError
 from ..ir import Access, Program
 from ..poly.islutil import isl_budget, isl_name
 from ..schedule.schedule import LoopKind, Schedule
+from .cuda_races import RaceCheck, statements_of
 from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, build_loop_ast, lexpr, strip_parens, walk
 
 # -- kernel-side nodes ------------------------------------------------------------------------------
@@ -239,9 +240,10 @@ class IdxGuardU:
 class _KernelBuilder:
     """Converts one kernel's loop AST; mapped loops get axes by nesting depth (innermost -> x)."""
 
-    def __init__(self, n_block_axes: int, n_thread_axes: int):
+    def __init__(self, n_block_axes: int, n_thread_axes: int, races: Optional["RaceCheck"] = None):
         self.n_block = n_block_axes
         self.n_thread = n_thread_axes
+        self.races = races
         self.block_loops: List[Tuple[str, int]] = []    # (iterator, axis)
         self.thread_loops: List[Tuple[str, int]] = []
         self.reductions: List[Reduce] = []
@@ -289,6 +291,9 @@ class _KernelBuilder:
                 return UGuard(n.cond, self.uniform(n.then, blocks), orelse)
             return Region(self.threaded(n, blocks, ()), single=True)
         if isinstance(n, Block):
+            if self.races is not None:
+                inner = [v for c in n.children for v in _mapped_dims(c, "block", [])]
+                self.races.between(statements_of(n.children), inner, "block")
             kids = [self.uniform(c, blocks) for c in n.children]
             out: List[KNode] = []
             for k in kids:
@@ -313,11 +318,16 @@ class _KernelBuilder:
                 axis = self.n_thread - 1 - len(threads)
                 self.thread_loops.append((n.iterator, axis))
                 return Mapped("thread", axis, n, self.threaded(n.body, blocks, threads + (axis,)))
+            if threads and self.races is not None:
+                self.races.within(statements_in(n), _mapped_dims(n.body, "thread", []), n.iterator)
             return Loop(n.iterator, n.init, n.cond, n.step, self.threaded(n.body, blocks, threads), n.dim)  # type: ignore[arg-type]
         if isinstance(n, Guard):
             orelse = self.threaded(n.orelse, blocks, threads) if n.orelse is not None else None
             return Guard(n.cond, self.threaded(n.then, blocks, threads), orelse)  # type: ignore[arg-type]
         if isinstance(n, Block):
+            if threads and self.races is not None:
+                inner = [v for c in n.children for v in _mapped_dims(c, "thread", [])]
+                self.races.between(statements_of(n.children), inner, "thread")
             return Block(tuple(self.threaded(c, blocks, threads) for c in n.children))  # type: ignore[arg-type]
         if isinstance(n, Call):
             return self._call(n, blocks, threads)
@@ -423,6 +433,7 @@ def build_gpu_program(schedule: Schedule, symbol: str) -> GPUProgram:
     root = build_loop_ast(schedule)
     kernels: List[GPUKernel] = []
     extents = _Extents(schedule)
+    races = RaceCheck(schedule)
 
     def kernel(n: Node, host: Tuple[str, ...]) -> HNode:
         n_block, n_thread = mapped_depth(n, "block"), mapped_depth(n, "thread")
@@ -430,7 +441,7 @@ def build_gpu_program(schedule: Schedule, symbol: str) -> GPUProgram:
             if depth > 3:
                 raise PolycError(f"{depth} nested loops are mapped to CUDA {kind}s "
                                  f"({', '.join(_mapped_dims(n, kind, []))}); at most 3 fit (x, y, z)")
-        builder = _KernelBuilder(n_block, n_thread)
+        builder = _KernelBuilder(n_block, n_thread, races)
         body = builder.uniform(n)
         stmts = tuple(dict.fromkeys(statements_in(n)))
         grid: List[Optional[LExpr]] = [None, None, None]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
@@ -340,6 +340,23 @@ def carried_at(schedule: Schedule, deps: Iterable[Dependence], level: int) -> Li
         if pairs is not None:
             out.append((dep, pairs))
     return out
+
+
+def differing_pairs(schedule: Schedule, dep: Dependence, levels: Sequence[int]) -> Optional[isl.Map]:
+    """The pairs of `dep` whose scheduled times differ at one of the dimensions `levels`,
+    whatever the others (two instances run by different CUDA blocks or threads when `levels`
+    are the mapped loops); None when there are none."""
+    times = dep.relation.apply_domain(schedule.statement_map(dep.source)) \
+        .apply_range(schedule.statement_map(dep.sink)).intersect_params(schedule.model.context)
+    n = times.dim(isl.dim_type.in_)
+    for level in levels:
+        differ = isl.Map(f"{{ [{', '.join(f't{k}' for k in range(n))}] -> [{', '.join(f'u{k}' for k in range(n))}] "
+                         f": t{level} != u{level} }}").align_params(times.get_space())
+        found = times.intersect(differ)       # scheduled times are unnamed tuples
+        if not found.is_empty():
+            return dep.relation.intersect(found.apply_domain(schedule.statement_map(dep.source).reverse())
+                                          .apply_range(schedule.statement_map(dep.sink).reverse()))
+    return None
 
 
 def check_parallel(schedule: Schedule, deps: Dependences, loop: str, what: str,
