@@ -364,6 +364,10 @@ def validate(s: Schedule, what: str, marking: Optional[str] = None, maps_changed
         if not d.is_loop or not d.kinds:
             continue
         note = "" if d.name == marking else f" (with loop {d.name!r} marked {', '.join(d.labels())})"
+        if LoopKind.GPU_BLOCK in d.kinds and (LoopKind.GPU_THREAD in d.kinds or d.reduction):
+            why = ("a loop maps to blocks or to threads, not both" if LoopKind.GPU_THREAD in d.kinds else
+                   "blocks cannot combine a reduction (only a block's threads tree-reduce one)")
+            raise IllegalScheduleError(f"{what} is refused{note}: {why}")
         check_mark(s, deps, d.name, what + note)   # the one proof of marks
         if d.reduction and LoopKind.VECTORIZED in d.kinds:
             problem = reduction_target_problem(s, s.dim_index(d.name))

@@ -90,6 +90,20 @@ def test_marks_and_loop_kinds_must_fit_the_dims():
         refused(doc, where, match)
 
 
+@pytest.mark.parametrize("marks, match", [(["reduction_parallel", "block"], "blocks cannot combine a reduction"),
+                                          (["reduction_parallel", "thread", "block"], "to blocks or to threads, not both")])
+def test_gpu_marks_no_primitive_gives_are_refused(marks, match):
+    """A tampered CUDA schedule: its tree-reduced loop marked a block loop too (every block then
+    added into y[i] unsynchronised)."""
+    from polyc.schedule.auto_gpu import auto_gpu_schedule
+    k = pc.kernel("y[i] +=! A[i, j] * x[j]", name="mv")
+    doc = json.loads(auto_gpu_schedule(k.schedule()).to_json())
+    dim = next(d for d in doc["dims"] if d["marks"] == ["reduction_parallel", "thread"])
+    dim["marks"] = marks
+    with pytest.raises(IllegalScheduleError, match=match):
+        Schedule.from_json(k, json.dumps(doc))
+
+
 # -- tampered maps ---------------------------------------------------------------------------------
 
 S1 = "[I, K, J] -> { S1[i, j, k] -> [1, o1, i, 0, j, 0, k, 0] : -3 + i <= 4o1 <= i }"
