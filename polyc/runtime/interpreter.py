@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any, Dict, Iterator, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import islpy as isl
 import numpy as np
@@ -250,6 +250,52 @@ def _int_power(base: np.ndarray, exp: np.ndarray) -> np.ndarray:
     return out
 
 
+def _nests(statements: Sequence[Statement]) -> List[List[Statement]]:
+    """Consecutive statements grouped by the outermost loop they share (`order[0]`): an Einstein
+    kernel's statements are nests of their own, run one after the other; a loop kernel's (or its
+    gradient's) may interleave inside one nest."""
+    out: List[List[Statement]] = []
+    for st in statements:
+        if out and st.iterators and out[-1][-1].iterators and out[-1][-1].order[0] == st.order[0]:
+            out[-1].append(st)
+        else:
+            out.append([st])
+    return out
+
+
+def _interleaved_runs(kernel, nest: Sequence[Statement], sizes: Mapping[str, int]
+                      ) -> Iterator[Tuple[Statement, Dict[str, np.ndarray]]]:
+    """The instances of the statements of one nest in source order (`PolyModel.statement_schedule`:
+    order constants between the iterators, a descending loop's iterator negated), as runs of
+    consecutive instances of one statement: a time loop around two statements runs them in turn
+    at every step, not one after the other over all steps."""
+    depth = max(len(st.order) for st in nest) * 2
+    points: List[Dict[str, np.ndarray]] = []
+    times, owner, position = [], [], []
+    for k, st in enumerate(nest):
+        chunks = list(_point_chunks(kernel, st, sizes))
+        pts = {i: np.concatenate([c[i] for c in chunks]) for i in st.iterators} if chunks else {}
+        n = len(pts[st.iterators[0]]) if pts else 0
+        time = np.zeros((n, depth), dtype=np.int64)
+        for d, c in enumerate(st.order):
+            time[:, 2 * d] = c
+            if d < len(st.iterators):
+                it = st.iterators[d]
+                time[:, 2 * d + 1] = -pts[it] if it in st.descending else pts[it]
+        points.append(pts)
+        times.append(time)
+        owner.append(np.full(n, k))
+        position.append(np.arange(n))
+    time = np.concatenate(times)
+    order = np.lexsort(time.T[::-1])
+    who, where = np.concatenate(owner)[order], np.concatenate(position)[order]
+    breaks = np.flatnonzero(np.diff(who)) + 1
+    for run_who, run_where in zip(np.split(who, breaks), np.split(where, breaks)):
+        if len(run_who):
+            st = nest[int(run_who[0])]
+            yield st, {i: a[run_where] for i, a in points[int(run_who[0])].items()}
+
+
 def _is_recurrence(st: Statement) -> bool:
     return any(a.tensor == st.target.tensor and a != st.target for a in st.value.accesses())
 
@@ -274,11 +320,12 @@ def interpret(kernel, kwargs: Dict[str, Any]) -> Any:
             shape = tuple(e.evaluate(bound.sizes) for e in (t.shape or ()))
             arrays[t.name] = np.zeros(shape, dtype=typing.tensors[t.name].numpy)
     ev = _Evaluator(arrays, bound.scalars, bound.sizes, typing)
-    for st in program.statements:
-        recurrence = _is_recurrence(st)
-        for pts in _point_chunks(kernel, st, bound.sizes):
+    for nest in _nests(program.statements):
+        runs = _interleaved_runs(kernel, nest, bound.sizes) if len(nest) > 1 else \
+            ((nest[0], pts) for pts in _point_chunks(kernel, nest[0], bound.sizes))
+        for st, pts in runs:
             with np.errstate(all="ignore"):     # NaN, inf and division by zero are values, as in C
-                if recurrence and st.iterators:
+                if _is_recurrence(st) and st.iterators:
                     for k in range(len(pts[st.iterators[0]])):
                         ev.run(st, {i: pts[i][k:k + 1] for i in st.iterators})
                 else:

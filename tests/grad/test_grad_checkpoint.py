@@ -64,6 +64,19 @@ def test_jacobi_1d_gradient_is_the_transposed_linear_map():
     np.testing.assert_allclose(np.concatenate([got["A_grad2"], got["B_grad"]]), M.T @ ybar, rtol=1e-12, atol=1e-14)
 
 
+def test_the_gradients_reference_runs_its_time_loop_in_order():
+    """The gradient's statements interleave inside the reversed time loop; the interpreter ran
+    each over all time steps before the next (zeros where the sweep had not arrived yet)."""
+    N, T = 8, 3
+    g = pc.grad(JACOBI_1D.kernel, of="A", wrt=["A", "B"], checkpoint="store")
+    rng = np.random.default_rng(3)
+    args = dict(A=rng.random(N), B=rng.random(N), A_grad=rng.standard_normal(N), TSTEPS=T)
+    want = pc.compile(g)(**{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
+    got = g.reference(**{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("name", ["seidel-2d", "fdtd-2d", "lu", "durbin"])
 def test_polybench_kernels_that_update_in_place(name):
     lk = by_name(name)
