@@ -48,8 +48,8 @@ def test_the_cuda_mapping_cannot_mark_a_loop_its_analysis_wrongly_calls_parallel
     k = matmul()
     real = gpu.loop_tree
 
-    def wrong(schedule, deps):      # an analysis that overlooks the k chain
-        roots = real(schedule, deps)
+    def wrong(schedule, deps, reassociate=True):      # an analysis that overlooks the k chain
+        roots = real(schedule, deps, reassociate)
         for n in gpu._walk(roots):
             n.parallel, n.reducible = True, False
         return roots
