@@ -207,8 +207,9 @@ class CExprPrinter:
                 return f"pc_{'mod' if e.op == '%' else 'floordiv'}_{common.name}({lhs}, {rhs})"
             if is_integer(common):
                 if common.bits < 32:
-                    # C computes uint8/uint16 operands in int (`1 - 3` is -2); numpy wraps in the type.
-                    return f"(({common.c_name})({lhs} {e.op} {rhs}))"
+                    # C computes uint8/uint16 operands in int (`1 - 3` is -2); numpy wraps in the
+                    # type.  In uint32, where 65535 * 65535 does not overflow a signed int.
+                    return f"(({common.c_name})((uint32_t)({lhs}) {e.op} (uint32_t)({rhs})))"
                 if common.name in _UNSIGNED_OF:
                     # Signed overflow is undefined in C (gcc may assume it never happens); numpy
                     # wraps: compute in the unsigned type, where wrapping is defined.
@@ -257,12 +258,31 @@ class CExprPrinter:
         if st.update is None:
             return f"{target} = {value};"
         if st.update in ("+", "*"):
-            return f"{target} {st.update}= {value};"
+            return wrapping_update(target, st.update, value, dtype.c_name, self.typing.type_of(st.value, dtype))
         return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
 
 
 #: The unsigned C type signed integer arithmetic is done in (wrapping, as numpy's).
 _UNSIGNED_OF = {"i32": "uint32_t", "i64": "uint64_t"}
+_UNSIGNED_C = {"int32_t": "uint32_t", "int64_t": "uint64_t", "uint8_t": "uint32_t", "uint16_t": "uint32_t"}
+
+
+def wrapping(a: str, op: str, b: str, ctype: str) -> str:
+    """`a op b` for integers of C type `ctype`, wrapping as numpy does: computed in an unsigned
+    type (a signed overflow is undefined in C, and gcc may assume it never happens; uint16
+    operands would multiply in int) and converted back; other types as C computes them."""
+    unsigned = _UNSIGNED_C.get(ctype)
+    if unsigned is None:
+        return f"{a} {op} {b}"
+    return f"({ctype})(({unsigned})({a}) {op} ({unsigned})({b}))"
+
+
+def wrapping_update(target: str, op: str, value: str, ctype: str, value_type: Optional[DType] = None) -> str:
+    """`target op= value`, wrapping (`wrapping`) where the value is an integer too; with a float
+    value, C's own compound assignment (converted to `target`'s type after the step)."""
+    if ctype not in _UNSIGNED_C or (value_type is not None and not is_integer(value_type)):
+        return f"{target} {op}= {value};"
+    return f"{target} = {wrapping(target, op, value, ctype)};"
 
 
 def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:

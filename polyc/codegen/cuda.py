@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import cgen as c
 
@@ -24,7 +24,7 @@ from .signature import KernelSignature
 from ..schedule.auto_gpu import gpu_contraction_plans
 from ..schedule.schedule import Schedule
 from .c import c_symbol, kernel_signature
-from .cexpr import CExprPrinter, expression_helpers, literal
+from .cexpr import CExprPrinter, expression_helpers, literal, wrapping
 from .cuda_contraction import with_tiled_contractions
 from .cuda_ir import (REDUCE_THREADS, Barrier, GPUKernel, GPUProgram, IdxGuard, IdxGuardU, KNode, Mapped, Raw, Reduce,
                       Region, UGuard, ULoop, USeq, build_gpu_program, flat_index)
@@ -184,8 +184,8 @@ class _Printer:
         op = st.update or "+"
 
         def comb(a: str, b: str) -> str:
-            if op in ("+", "*"):
-                return f"{a} {op} ({b})"
+            if op in ("+", "*"):      # integers wrap, never overflow
+                return wrapping(a, op, f"({b})", dt.c_name)
             return f"pc_{op}_{dt.name}({a}, {b})"      # NaN-propagating, as cexpr prints max/min
 
         identity = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}[op]

@@ -125,3 +125,32 @@ def test_undeclared_scalar_of_an_integer_kernel_is_float64():
     t = pc.kernel("O[i] = select(A[i] > t, 1, 0)")
     assert t(A=np.array([16777217], np.int32), t=16777216.5).tolist() == [1]
     assert pc.kernel("O[i] = alpha where i in 0:N")(alpha=0.1, N=3).dtype == np.float64
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+@pytest.mark.parametrize("text, dtype, value", [
+    ("s[i] +=! A[i, j]", pc.i32, 2**30),           # the running sum overflows int32
+    ("s[i] *=! A[i, j]", pc.i64, 3**30),           # the running product overflows int64
+    ("s[i] *=! A[i, j]", pc.u16, 65535),           # 65535 * 65535 overflows C's int
+])
+def test_integer_reductions_wrap_in_their_type_without_undefined_behaviour(text, dtype, value, target):
+    """Updates (`+=`, `*=`, also the CUDA tree's partial sums) of integers are computed in an
+    unsigned type: a signed overflow is undefined in C, and uint16 operands multiply in int."""
+    k = pc.kernel(text, A=dtype["N", "M"])
+    a = np.full((3, 300), value, dtype.numpy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = k.reference(A=a)
+    for schedule in (None, "auto"):
+        assert pc.compile(k, schedule, target=target)(A=a).tolist() == want.tolist()
+    c = pc.compile(k).source
+    assert not any(f"t_s[i_i] {op}= " in c for op in "+*")
+    cuda = pc.codegen(k, "auto", target="cuda")
+    assert "pc_part = (" + dtype.c_name + ")((uint" in cuda
+
+
+def test_uint16_products_do_not_overflow_int():
+    k = pc.kernel("B[i] = A[i] * A[i]", A=pc.u16["N"])
+    a = np.array([65535, 3], np.uint16)
+    assert pc.compile(k)(A=a).tolist() == (a * a).tolist() == [1, 9]
+    assert "(uint32_t)" in pc.compile(k).source.split("t_B[")[-1]
