@@ -250,14 +250,11 @@ def cmd_dependences(args: argparse.Namespace) -> str:
 
 
 def cmd_outline(args: argparse.Namespace) -> str:
+    """The schedule `codegen` prints for the same arguments (on a CUDA target: its block and
+    thread mapping)."""
+    from .api import _resolve_schedule
     kernel = pick_kernel(args.kernel)
-    s = build_schedule(kernel, args.schedule)
-    if s is None:
-        s = kernel.schedule()
-    elif s == "auto":
-        from .schedule.auto import auto_schedule
-        s = auto_schedule(kernel, read_target(args.target))
-    return str(s)
+    return str(_resolve_schedule(kernel, build_schedule(kernel, args.schedule), read_target(args.target)))
 
 
 def cmd_cache(args: argparse.Namespace) -> str:

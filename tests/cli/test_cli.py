@@ -186,3 +186,10 @@ def test_dtype_names_must_be_tensors_of_the_kernel(files, capsys):
     assert status == 2 and "--dtype names 'Z', which is not a tensor of kernel matvec (tensors: " in err
     status, _, err = run(capsys, "codegen", f"{files}/kernels.py::shift", "--dtype", "A=f32")
     assert status == 2 and "--dtype gives A as f32, but kernel shift declares it f64" in err
+
+
+def test_outline_on_a_cuda_target_shows_the_mapping_codegen_prints(files, capsys):
+    status, out, _ = run(capsys, "outline", files / "matvec.tc", "--target", "cuda", "--schedule", "auto")
+    assert status == 0 and "[block]" in out and "[thread]" in out
+    status, out, _ = run(capsys, "outline", files / "matvec.tc", "--target", "cuda")
+    assert status == 0 and "[block]" in out
