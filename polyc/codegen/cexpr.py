@@ -79,11 +79,25 @@ def expression_helpers(qualifier: str) -> str:
                 f"if (pc_b == -1) return ({ct})(({ut})0 - ({ut})pc_a); "
                 f"{ct} pc_d = pc_a / pc_b; return (pc_a % pc_b != 0 && ((pc_a < 0) != (pc_b < 0))) ? pc_d - 1 : pc_d; }}",
             ]
-    out += _ipow_helpers(q)
+    out += _ipow_helpers(q) + _float_to_int_helpers(q)
     for name, ct, _ in _HELPER_TYPES:   # Python's builtins: the first operand unless b compares past it
         out += [f"{q} {ct} pc_pymax_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b > pc_a ? pc_b : pc_a; }}",
                 f"{q} {ct} pc_pymin_{name}({ct} pc_a, {ct} pc_b) {{ return pc_b < pc_a ? pc_b : pc_a; }}"]
     return "\n".join(out) + "\n"
+
+
+def _float_to_int_helpers(q: str) -> list:
+    """`pc_f2i_<t>(x)`: a float converted to an integer type as numpy does on x86 (truncated; NaN
+    or out of range gives the type's minimum, through int32 for the narrow unsigned types), on
+    every target: C leaves such a conversion undefined, and a GPU saturates instead."""
+    return [
+        f"{q} int32_t pc_f2i_i32(double pc_x) {{ return (pc_x > -2147483649.0 && pc_x < 2147483648.0) "
+        f"? (int32_t)pc_x : (int32_t)(-2147483647 - 1); }}",
+        f"{q} int64_t pc_f2i_i64(double pc_x) {{ return (pc_x >= -9223372036854775808.0 && "
+        f"pc_x < 9223372036854775808.0) ? (int64_t)pc_x : (int64_t)(-9223372036854775807LL - 1); }}",
+        f"{q} uint8_t pc_f2i_u8(double pc_x) {{ return (uint8_t)(uint32_t)pc_f2i_i32(pc_x); }}",
+        f"{q} uint16_t pc_f2i_u16(double pc_x) {{ return (uint16_t)(uint32_t)pc_f2i_i32(pc_x); }}",
+    ]
 
 
 def _ipow_helpers(q: str) -> list:
@@ -181,7 +195,11 @@ class CExprPrinter:
         if isinstance(e, Access):
             return self.access(e)
         if isinstance(e, Cast):
-            return f"(({e.dtype.c_name})({self.expr(e.operand, None)}))"
+            operand = self.expr(e.operand, None)
+            from_float = (t.type_of(e.operand, None) or BOOL).is_float
+            if is_integer(e.dtype) and from_float:
+                return f"pc_f2i_{e.dtype.name}({operand})"
+            return f"(({e.dtype.c_name})({operand}))"
         if isinstance(e, Unary):
             if e.op == "-" and _is_number(e.operand):     # `-2147483648` fits int32, as in numpy
                 return f"({self.expr(Const(-e.operand.value, e.operand.dtype), want)})"
@@ -255,10 +273,14 @@ class CExprPrinter:
         dtype = self.typing.tensors[st.target.tensor]
         target = self.access(st.target)
         value = self.expr(st.value, dtype)
+        value_type = self.typing.type_of(st.value, dtype)
+        to_int = is_integer(dtype) and value_type is not None and value_type.is_float
         if st.update is None:
-            return f"{target} = {value};"
+            return f"{target} = {f'pc_f2i_{dtype.name}({value})' if to_int else value};"
+        if st.update in ("+", "*") and to_int:     # in the float type, then converted (README "Types")
+            return f"{target} = pc_f2i_{dtype.name}({target} {st.update} {value});"
         if st.update in ("+", "*"):
-            return wrapping_update(target, st.update, value, dtype.c_name, self.typing.type_of(st.value, dtype))
+            return wrapping_update(target, st.update, value, dtype.c_name, value_type)
         return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
 
 

@@ -154,3 +154,28 @@ def test_uint16_products_do_not_overflow_int():
     a = np.array([65535, 3], np.uint16)
     assert pc.compile(k)(A=a).tolist() == (a * a).tolist() == [1, 9]
     assert "(uint32_t)" in pc.compile(k).source.split("t_B[")[-1]
+
+
+@pytest.mark.parametrize("dtype", [pc.i64, pc.i32, pc.u8, pc.u16])
+def test_floats_out_of_an_integer_range_convert_as_numpy_does_on_every_target(dtype):
+    """NaN, +-1e30 and values past a narrow type: C leaves the conversion undefined and a GPU
+    saturates; `pc_f2i_<t>` gives numpy's (x86) values on the C target and in generated CUDA."""
+    a = np.array([1.7, -2.5, 1e30, -1e30, np.nan, 300.0, -1.0, 70000.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = a.astype(dtype.numpy)
+    k = pc.kernel("B[i] = A[i] * 1.0", A=pc.f64["N"], B=dtype["N"])
+    for target in ("c", "cuda-emu"):
+        assert pc.compile(k, target=target)(A=a).tolist() == want.tolist()
+    assert f"pc_f2i_{dtype.name}(" in pc.codegen(k, "auto", target="cuda").split("__global__")[-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.zeros(len(a), np.int64)
+        pc.compile(_truncate, target="cuda-emu")(A=a, B=out)
+        assert out.tolist() == a.astype(np.int64).tolist()
+
+
+@pc.kernel
+def _truncate(A: pc.f64["N"], B: pc.i64["N"]):
+    for i in range(N):
+        B[i] = int(A[i])
