@@ -63,13 +63,82 @@ def node_tensor_names(node: Node) -> Dict[str, str]:
     return names
 
 
+def _condition(domain: Tuple[Tuple[Constraint, ...], ...]) -> Optional[Expr]:
+    """The domain as a boolean expression (`or` of `and`s of `e >= 0`, `e == 0`); None for a
+    modulo constraint."""
+    terms: List[Expr] = []
+    for conj in domain:
+        parts: List[Expr] = []
+        for c in conj:
+            if c.kind not in ("ge", "eq"):
+                return None
+            parts.append(Binary(">=" if c.kind == "ge" else "==", IndexExpr(c.expr), Const(0)))
+        term = parts[0] if parts else Const(True)
+        for x in parts[1:]:
+            term = Binary("and", term, x)
+        terms.append(term)
+    out = terms[0]
+    for x in terms[1:]:
+        out = Binary("or", out, x)
+    return out
+
+
+def _full_shape(t: TensorDecl, its: Sequence[str], affine: Mapping[str, Affine]) -> Tuple[Tuple[Constraint, ...], ...]:
+    shape = [d.substitute(affine) for d in t.shape or ()]
+    return (tuple(c for it, d in zip(its, shape)
+                  for c in (Constraint("ge", Affine.var(it)), Constraint("ge", d - 1 - Affine.var(it)))),)
+
+
+def _partly_written(node: Node) -> List[TensorDecl]:
+    written = node.kernel.model.fully_written
+    return [t for t in node.kernel.program.tensors if t.role == "output" and t.name not in written and t.shape]
+
+
+def _defined_everywhere(node: Node, st: Statement) -> Optional[Statement]:
+    """The one statement that defines a partly written output (`B[x] = e where x in 1:N-1`),
+    rewritten to define every element: `B[x] = select(1 <= x < N - 1, e, 0)` over the whole
+    shape.  Called alone, the kernel returns its output zero-filled where it does not write it;
+    inside a program its consumers read those zeros too, and the tensor keeps one definition (a
+    gradient differentiates it as one).  None unless `st` writes `T[i, j, ..]` with its own
+    iterators, in order, once each."""
+    t = node.kernel.program.tensor(st.target.tensor)
+    if st.update is not None or [i.as_single_var() for i in st.target.indices] != list(st.iterators) \
+            or len(st.iterators) != len(t.shape or ()) or st.divisions:
+        return None
+    cond = _condition(st.domain)
+    if cond is None:
+        return None
+    return replace(st, domain=_full_shape(t, st.iterators, {}),     # in the kernel's names, renamed after
+                   value=Select(cond, st.value, Const(0)), inferred=())
+
+
+def _zero_fill(node: Node, t: TensorDecl, tensors: Mapping[str, str], affine: Mapping[str, Affine]) -> Statement:
+    """`T[z] = 0` over the whole shape, before the operator's statements (the fallback of
+    `_defined_everywhere`: several statements or updates write `T`)."""
+    its = tuple(f"{node.name}_z{t.name}{k}" for k in range(len(t.shape or ())))
+    return Statement(name=f"{node.name}_zero_{t.name}", iterators=its, domain=_full_shape(t, its, affine),
+                     target=Access(tensors[t.name], tuple(Affine.var(it) for it in its)), value=Const(0),
+                     order=(-1,) + (0,) * len(its), location=node.location,
+                     text=f"{t.name}[...] = 0 (where {node.kernel.name} does not write it)")
+
+
 def node_statements(node: Node) -> Tuple[Statement, ...]:
-    """The node's statements, renamed apart and expressed over program tensors and sizes."""
+    """The node's statements, renamed apart and expressed over program tensors and sizes; an
+    output the operator writes only in part is defined everywhere, zero where the operator does
+    not write it (`_defined_everywhere`, else `_zero_fill`)."""
     tensors = node_tensor_names(node)
     affine = _affine_map(node)
     scalars = dict(node.scalars)
+    statements = list(node.kernel.program.statements)
     out = []
-    for st in node.kernel.program.statements:
+    for t in _partly_written(node):
+        writers = [k for k, st in enumerate(statements) if st.target.tensor == t.name]
+        whole = _defined_everywhere(node, statements[writers[0]]) if len(writers) == 1 else None
+        if whole is not None:
+            statements[writers[0]] = whole
+        else:
+            out.append(_zero_fill(node, t, tensors, affine))
+    for st in statements:
         rename = {it: f"{node.name}_{it}" for it in st.iterators}
         domain = tuple(tuple(Constraint(c.kind, c.expr.substitute(affine), c.modulus) for c in conj)
                        for conj in st.domain)
