@@ -145,8 +145,14 @@ class Records:
     def best(self, key: Optional[RecordKey] = None, *, kernel: Optional[str] = None,
              target: Optional[str] = None) -> Optional[Dict[str, Any]]:
         """The measured record with the lowest ratio to auto (None if there is none)."""
+        ranked = self.ranked(key, kernel=kernel, target=target)
+        return ranked[0] if ranked else None
+
+    def ranked(self, key: Optional[RecordKey] = None, *, kernel: Optional[str] = None,
+               target: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The measured records, best (lowest ratio to auto) first."""
         ok = [r for r in self.rows(key, kernel=kernel, target=target) if r["ok"] and r["ratio"] is not None]
-        return min(ok, key=lambda r: (r["ratio"], r["id"])) if ok else None
+        return sorted(ok, key=lambda r: (r["ratio"], r["id"]))
 
     # -- JSON lines ------------------------------------------------------------------------------
     def export_jsonl(self, path: Union[str, Path], key: Optional[RecordKey] = None) -> int:

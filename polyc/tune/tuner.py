@@ -259,7 +259,8 @@ def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Opt
     """The best recorded schedule of `kernel` on `target` (for `sizes`/`dtype` when given, else of
     any size class), re-proved; None, with a TuningWarning, when there is none or the default
     record database cannot be opened (the caller then uses `schedule="auto"`); an explicit `db`
-    that cannot be opened is a TuneRecordError."""
+    that cannot be opened is a TuneRecordError.  A record that does not reproduce (tampered, or
+    written by another polyc) is skipped with a TuningWarning, for the next best."""
     tv = target_view(target)
     try:
         records = Records(db)
@@ -272,14 +273,22 @@ def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Opt
                       TuningWarning, stacklevel=5)
         return None
     if sizes is not None:
-        row = records.best(RecordKey(kernel_hash(kernel), size_class(sizes), dtype or "f32", tv.fingerprint()))
+        rows = records.ranked(RecordKey(kernel_hash(kernel), size_class(sizes), dtype or "f32", tv.fingerprint()))
     else:
-        row = records.best(kernel=kernel_hash(kernel), target=tv.fingerprint())
-    if row is None:
+        rows = records.ranked(kernel=kernel_hash(kernel), target=tv.fingerprint())
+    if not rows:
         warnings.warn(f"schedule='tuned': no tuning record of {kernel.name} on this target in {records.path}; "
                       f"using schedule='auto' (run pc.tune first)", TuningWarning, stacklevel=5)
         return None
-    return schedule_of_record(kernel, row, tv)
+    for row in rows:    # a record that does not reproduce (tampered, or from another polyc): the next
+        try:
+            return schedule_of_record(kernel, row, tv)
+        except (TuneRecordError, IllegalScheduleError) as e:
+            warnings.warn(f"schedule='tuned': skipping record {row.get('id')}, which does not reproduce: {e}",
+                          TuningWarning, stacklevel=5)
+    warnings.warn(f"schedule='tuned': no record of {kernel.name} in {records.path} reproduces; using "
+                  f"schedule='auto'", TuningWarning, stacklevel=5)
+    return None
 
 
 def schedule_of_record(kernel: Any, row: Mapping[str, Any], tv: Any) -> Any:
