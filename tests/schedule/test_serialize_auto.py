@@ -155,3 +155,15 @@ def test_a_cuda_plan_this_polyc_would_not_make_is_not_trusted():
     doc["gpu_contractions"][0]["tile"] = [32, 32, 8, 4, 4]
     b = Schedule.from_json(mm, json.dumps(doc))
     assert b.gpu_contractions == ()
+
+
+def test_an_auto_schedule_with_split_pieces_and_a_hand_primitive_reloads():
+    """The saved maps' ordering dimension is `{ [0] }` with leftover existentials of the split
+    pieces, which isl's `is_bounded` called unbounded: polyc refused the file it wrote."""
+    import numpy as np
+    k = pc.kernel("p[i] *=! A[i, j]", name="prodred")
+    s = auto_schedule(k, sizes={"I": 2, "J": 1}).skew("i_outer", "i_inner", 3)
+    back = Schedule.from_json(k, s.to_json())
+    assert back.map_texts == s.map_texts
+    a = np.random.default_rng(0).uniform(0.5, 1.5, (19, 5))
+    np.testing.assert_allclose(pc.compile(k, back)(A=a), a.prod(axis=1), rtol=1e-12)
