@@ -308,3 +308,15 @@ def test_a_step_after_pack_that_drops_the_plan_warns():
         packing_plans(packed.parallel("i_block"))
         from kernels import by_name
         assert sorted(packing_plans(pc.compile(by_name("3mm").kernel, "auto").schedule)) == ["S1", "S3", "S5"]
+
+
+def test_loops_of_a_packed_nest_cannot_be_unrolled():
+    """The packing generator writes those loops itself: a full unroll of `j_panel` was accepted
+    and every call then spent the whole isl budget generating loops."""
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_unroll")
+    s = mm.schedule().pack("S1")
+    for loop, factor in (("j_panel", None), ("i_row", 2)):
+        with pytest.raises(pc.PolycError, match=f"cannot unroll loop '{loop}': it is a loop of the packed nest of S1"):
+            s.unroll(loop, factor)
+    a, b = np.ones((7, 13)), np.ones((13, 5))
+    np.testing.assert_array_equal(pc.compile(mm, s.unroll("i", 2))(A=a, B=b), a @ b)   # outside the nest

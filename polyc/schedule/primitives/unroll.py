@@ -36,6 +36,11 @@ from . import obligations
 def unroll(s: ScheduleState, loop: str, factor: Optional[int] = None) -> ScheduleState:
     """Unroll `loop` fully (`factor=None`) or by `factor` (compiler hint)."""
     k = loop_index(s, loop)
+    packed = [st for st, plan in s.valid_packing().items() if loop in plan.loops]  # type: ignore[attr-defined]
+    if packed:
+        raise PolycError(f"cannot unroll loop {loop!r}: it is a loop of the packed nest of {packed[0]}, whose "
+                         f"code the packing generator writes itself (its micro-kernel is unrolled already); "
+                         f"unroll a loop outside the packed nest")
     if factor is None:
         bound = trip_count_bound(s, k)
         if bound is None or bound > MAX_FULL_UNROLL:
