@@ -402,6 +402,12 @@ class _Extents:
             rng = rng.coalesce()
             if rng.is_empty():
                 return None
+            # A launch extent may be larger than the loop (mapped loops are stride loops that test
+            # their bounds): drop the existentials of projected tiles and skews when that keeps it
+            # bounded, since exact minima over them can cost isl minutes.
+            loose = rng.remove_divs().coalesce()
+            if loose.is_bounded():
+                rng = loose
             lo = rng.dim_min(0)
             hi = rng.dim_max(0)
             ext = hi.sub(lo).add_constant_val(isl.Val.int_from_si(isl.DEFAULT_CONTEXT, 1))

@@ -137,3 +137,13 @@ def test_reductions_are_tree_reduced_only_where_the_cpu_would_reassociate_them()
         np.testing.assert_array_equal(got, want)
     got = pc.compile(einstein, "auto", target="cuda-emu", reassociate=False)(A=a)
     np.testing.assert_array_equal(got, einstein.reference(A=a))
+
+
+def test_launch_extents_of_skewed_tiles_are_computed_without_exact_minima():
+    """Exact minima over the projected tiles of this schedule cost isl minutes (the CUDA path
+    spun for 685 s before the budget error); a launch extent may over-approximate its loop."""
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="skewed_mm")
+    s = mm.schedule().skew("i", "k", 1).tile(i=4, k=4).skew("k_outer", "j", 1)
+    assert "__global__" in pc.codegen(mm, s, target="cuda")
+    a, b = np.random.default_rng(0).standard_normal((7, 13)), np.random.default_rng(1).standard_normal((13, 5))
+    np.testing.assert_allclose(pc.compile(mm, s, target="cuda-emu")(A=a, B=b), a @ b, rtol=1e-12)
