@@ -59,6 +59,14 @@ def schedule_int(value: object, what: str, *, minimum: int = -MAX_SCHEDULE_INT,
     return value
 
 
+def require_bool(value: object, what: str) -> bool:
+    """`value` if it is True or False; else `ScheduleArgumentError` (`reduction="no"` is truthy,
+    and would have asked for a reassociated reduction)."""
+    if not isinstance(value, bool):
+        raise ScheduleArgumentError(f"{what} must be True or False, not {value!r}", what)
+    return value
+
+
 def positive_int(value: object, what: str, maximum: int = MAX_SCHEDULE_INT) -> int:
     """A real int in [1, maximum]."""
     return schedule_int(value, what, minimum=1, maximum=maximum)

@@ -101,13 +101,14 @@ def fresh_name(base: str, taken: Set[str]) -> str:
 
 def check_new_names(s: Schedule, names: Sequence[str], replacing: Sequence[str] = ()) -> None:
     """Refuse new loop names that are not identifiers, repeat, or are already in use as a loop, an
-    index, a size, a scalar or a tensor of the kernel (NameClashError).  `replacing`: the loops the
+    index, a size, a scalar, a tensor or a statement of the kernel (NameClashError).  `replacing`: the loops the
     primitive removes, whose names may be reused."""
     program = s.model.program
     loops = set(s.loop_names) - set(replacing)
     kinds = [("loop", loops), ("tensor", {t.name for t in program.tensors}),
              ("scalar", {x.name for x in program.scalars}), ("size", set(program.sizes)),
-             ("index", {i for st in program.statements for i in st.iterators})]
+             ("index", {i for st in program.statements for i in st.iterators}),
+             ("statement", {st.name for st in program.statements})]     # distribute('S1') means S1
     def article(kind: str) -> str:
         return "an" if kind[0] in "aeiou" else "a"
 

@@ -98,3 +98,19 @@ def test_compounded_skews_beyond_the_map_bound_are_refused():
     np.testing.assert_allclose(pc.compile(k, s)(A=a), 2 * a)
     with pytest.raises(ScheduleArgumentError, match=r"coefficients beyond \+-2\*\*32"):
         s.skew("j", "i", 2**31 - 1)
+
+
+def test_flags_names_and_sizes_that_would_be_read_wrongly_are_refused():
+    """`reduction="no"` is truthy (it asked for a reassociated reduction); a size given twice kept
+    the keyword's; a loop named like a statement could never be addressed (`distribute("S1")`
+    means the statement)."""
+    from polyc.errors import NameClashError
+    s = matmul.schedule()
+    for call in (lambda: s.parallel("k", reduction="no"), lambda: s.vectorize("k", reduction=1)):
+        with pytest.raises(ScheduleArgumentError, match="reduction must be True or False"):
+            call()
+    with pytest.raises(ScheduleArgumentError, match="tile gives loop 'i' a size twice"):
+        s.tile({"i": 2}, i=4)
+    with pytest.raises(NameClashError, match="already has a statement named 'S1'"):
+        s.split("i", 2, outer="S1")
+    assert s.parallel("k", reduction=True).history == ("parallel('k', reduction=True)",)

@@ -20,6 +20,7 @@ atomic updates).  Reassociating a floating-point reduction changes rounding.
 from __future__ import annotations
 
 from ...poly.islutil import isl_budget
+from ..integers import require_bool
 from ..legality import carried_at, check_parallel
 from ..params import Param, Primitive
 from ..rewrite import dependences_of, is_reduction_dependence, loop_index, mark_loop, step
@@ -29,6 +30,7 @@ from . import obligations
 
 def parallel(s: ScheduleState, loop: str, reduction: bool = False) -> ScheduleState:
     """Run the iterations of `loop` in parallel; `reduction=True` allows reduction-only dependences."""
+    require_bool(reduction, "parallel's reduction")
     st = step("parallel", loop, reduction=True if reduction else None)
     k = loop_index(s, loop)
     needs_reduction = False

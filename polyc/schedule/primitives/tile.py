@@ -78,6 +78,10 @@ def tile(s: ScheduleState, sizes: Optional[Mapping[str, int]] = None, /, **kw_si
         raise ScheduleArgumentError(f"tile takes loop sizes as keywords (tile(i=32)) or a dict, not {sizes!r}",
                                     "sizes")
     all_sizes = dict(sizes or {})
+    twice = sorted(set(all_sizes) & set(kw_sizes))
+    if twice:
+        raise ScheduleArgumentError(f"tile gives loop {twice[0]!r} a size twice, in the dict and as a keyword",
+                                    f"kwargs.{twice[0]}")
     all_sizes.update(kw_sizes)
     return strip_mine(s, list(all_sizes.items()), step("tile", **all_sizes))
 

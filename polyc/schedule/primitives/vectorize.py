@@ -22,6 +22,7 @@ reduction: a float result differs from the written order by rounding (relative e
 from __future__ import annotations
 
 from ...poly.islutil import isl_budget
+from ..integers import require_bool
 from ..legality import carried_at
 from ..params import Param, Primitive
 from ..rewrite import dependences_of, loop_index, mark_loop, step
@@ -31,6 +32,7 @@ from . import obligations
 
 def vectorize(s: ScheduleState, loop: str, reduction: bool = False) -> ScheduleState:
     """Run the innermost loop `loop` as SIMD lanes; `reduction=True` allows a reduction's updates."""
+    require_bool(reduction, "vectorize's reduction")
     st = step("vectorize", loop, reduction=True if reduction else None)
     k = loop_index(s, loop)
     needs_reduction = False
