@@ -99,7 +99,7 @@ def _placeholder(tensor: str, dim: int) -> str:
 
 
 class _Inference:
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, call_shaped_inout: bool = False):
         self.p = program
         self.classes = _SizeClasses()
         self.shapes: Dict[str, Optional[Tuple[Affine, ...]]] = {}
@@ -111,7 +111,7 @@ class _Inference:
         for t in program.tensors:
             if t.shape is not None:
                 self.shapes[t.name] = t.shape
-            elif t.name not in written:
+            elif t.name not in written or (call_shaped_inout and t.role == "inout"):
                 dims = []
                 for d in range(ranks.get(t.name, 0)):
                     ph = _placeholder(t.name, d)
@@ -564,7 +564,17 @@ def infer_shapes(program: Program) -> Program:
     """Fill in every inferred index range and every undeclared tensor shape of an Einstein program."""
     if not any(st.inferred for st in program.statements) and all(t.shape is not None for t in program.tensors):
         return program
-    return _Inference(program).run()
+    try:
+        return _Inference(program).run()
+    except ShapeInferenceError as first:
+        # `B[i] = A[i] + 1.0; A[i] = B[i] * 2.0`: an updated tensor's writes are no range of their
+        # own; it is passed in, so its shape is the call's, as an input's is.
+        if not any(t.role == "inout" and t.shape is None for t in program.tensors):
+            raise
+        try:
+            return _Inference(program, call_shaped_inout=True).run()
+        except (ShapeInferenceError, RecursionError):   # (sizes bound to each other in a cycle)
+            raise first from None
 
 
 def _shifted(st: Statement, shifts: Dict[str, Dict[int, int]]) -> Statement:

@@ -58,3 +58,21 @@ def test_an_index_no_read_bounds_asks_for_its_range():
         pc.kernel("O[i] +=! A[i + k] where k in 0:T", T=pc.i64)
     with pytest.raises(ShapeInferenceError, match="where i in lo:hi"):
         pc.kernel("B[i] = select(0 <= i - 1 < N, A[i - 1], 0.0)", A=pc.f64["N"])
+
+
+def test_a_tensor_read_then_updated_takes_its_shape_from_the_call():
+    """`A` is passed in and updated: its writes are no range of their own (the index was 'cannot
+    infer'); its extent is the call's, as an input's.  A write range of its own still sizes it."""
+    import numpy as np
+    import polyc as pc
+    k = pc.kernel("B[i] = A[i] + 1.0\nA[i] = B[i] * 2.0")
+    a = np.arange(1.0, 4.0)
+    want = a.copy()
+    k.reference(A=want)
+    k(A=a)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(a, [4.0, 6.0, 8.0])
+    ranged = pc.kernel("A[i] = A[i] * 2.0 where i in 1:N")
+    assert [str(d) for d in ranged.program.tensor("A").shape] == ["N"]
+    with pytest.raises(ShapeInferenceError, match="cannot infer the range of index 'i'"):
+        pc.kernel("A[i, j] = A[i, j] + A[j, i]")
