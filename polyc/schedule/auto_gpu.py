@@ -178,9 +178,9 @@ def contraction_plans(schedule: Schedule, target: Optional[Target] = None) -> Tu
 
 def gpu_contraction_plans(schedule: Schedule) -> Dict[str, GPUContractionPlan]:
     """The plans recorded in `schedule` that still hold (their statements' maps are unchanged)."""
-    maps = schedule.map_texts
+    statements = set(schedule.statements)
     return {p.statement: p for p in schedule.gpu_contractions
-            if all(maps.get(n) == text for n, text in p.maps)}
+            if all(n in statements and schedule.has_map(n, text) for n, text in p.maps)}
 
 
 def auto_gpu_schedule(schedule: Schedule, target: Optional[Target] = None,

@@ -361,10 +361,20 @@ class ScheduleState:
             st, loops, text = plan.statement, plan.loops, plan.map_text  # type: ignore[attr-defined]
             if st not in statements or not all(nm in names for nm in loops):
                 continue
-            # The same text is the same map (the usual case: plans follow their maps), no isl needed.
-            if self.map_text(st) == text or self.statement_map(st).is_equal(isl.Map(text)):
+            if self.has_map(st, text):
                 out[st] = plan
         return out
+
+    def has_map(self, statement: str, text: str) -> bool:
+        """Whether `statement`'s map is the map printed as `text` (a plan's record of the map it was
+        made for).  The same text is the same map, the usual case, with no isl; else isl decides:
+        isl may print one map differently once other questions have normalised it (`print(s)`)."""
+        if self.map_text(statement) == text:
+            return True
+        try:          # a record's text is untrusted: one isl cannot read, or in another space, differs
+            return self.statement_map(statement).is_equal(isl.Map(text))
+        except isl.Error:
+            return False
 
     # -- kinds ---------------------------------------------------------------------------------
     def with_dims(self, dims: Iterable[Dim], note: str):

@@ -315,6 +315,9 @@ def schedule_of_record(kernel: Any, row: Mapping[str, Any], tv: Any) -> Any:
     except PolycError as e:
         raise TuneRecordError(f"does not rebuild: {e}", where) from e
     stored = saved.get("maps") if isinstance(saved, dict) else None
-    if not isinstance(stored, dict) or stored != rebuilt.map_texts or schedule.map_texts != rebuilt.map_texts:
+    names = set(rebuilt.statements)
+    if not isinstance(stored, dict) or set(stored) != names or not all(
+            isinstance(stored[n], str) and rebuilt.has_map(n, stored[n]) and schedule.has_map(n, rebuilt.map_text(n))
+            for n in names):
         raise TuneRecordError("its recipe and its saved schedule disagree (the record or the kernel changed)", where)
     return schedule

@@ -74,7 +74,7 @@ def test_a_tampered_best_record_is_skipped_with_a_warning_at_use(db):
     assert len(records.ranked()) >= 2
     saved = json.loads(best["schedule"])
     name = next(iter(saved["maps"]))
-    saved["maps"][name] = saved["maps"][name].replace("->", "-> ", 1).replace("[", "[ ", 1) + " "
+    del saved["maps"][name]                  # a statement's schedule missing from the record
     import sqlite3
     with sqlite3.connect(str(records.path)) as c:
         c.execute("UPDATE records SET schedule = ? WHERE id = ?", (json.dumps(saved), best["id"]))
