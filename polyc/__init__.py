@@ -10,6 +10,9 @@ from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudge
                      OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
 from .errors import ExpressionTooDeepError, GradError, LiteralRangeError, TargetError
+from .errors import (CacheError, CacheWarning, CompileFlagsError, LoopGenerationError, PackingDroppedWarning,
+                     PolycWarning, ProgramError, ScheduleArgumentError, ScheduleFileError, TuneError,
+                     TuneRecordError, TuningWarning)
 from .grad import grad
 from .ir import DType, TensorType, f32, f64, i32, i64, u8, u16, tensor, stop_gradient
 from .schedule import Schedule
@@ -32,5 +35,7 @@ __all__ = [
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
     "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "grad", "GradError", "tune",
-    "stop_gradient", "returning",
+    "stop_gradient", "returning", "ScheduleArgumentError", "ScheduleFileError", "CompileFlagsError",
+    "CacheError", "LoopGenerationError", "TuneError", "TuneRecordError", "ProgramError",
+    "PolycWarning", "CacheWarning", "PackingDroppedWarning", "TuningWarning",
 ]

@@ -112,6 +112,10 @@ def pick_kernel(spec: str) -> Any:
     listing = ", ".join(sorted(distinct.values()))
     if name:
         if name not in kernels:
+            sharing = sorted(n for k, n in distinct.items() if kernels[n].name == name)
+            if len(sharing) > 1:
+                raise UsageError(f"{file_part} has {len(sharing)} kernels named {name!r} ({', '.join(sharing)}); "
+                                 f"pick one by its variable, e.g. {file_part}::{sharing[0]}")
             raise UsageError(f"{file_part} has no kernel {name!r}; it defines {listing}")
         return kernels[name]
     if len(distinct) > 1:

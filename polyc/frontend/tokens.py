@@ -13,7 +13,7 @@ _TOKEN_RE = re.compile(r"""
   | (?P<newline>\n|;)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
   | (?P<op>\+=!|\*=!|max=!|min=!|max=|min=|\+=|\*=|==|!=|<=|>=|//|\*\*|[-+*/%<>=()\[\],:!])
-  | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<name>[^\W\d]\w*)           # identifiers as in Python, Unicode letters included
 """, re.VERBOSE)
 
 
@@ -46,6 +46,10 @@ def tokenize(source: str, filename: str = "<kernel>") -> List[Token]:
             if depth == 0:
                 tokens.append(Token("newline", text, line, col))
         elif kind in ("number", "op", "name"):
+            if kind == "name" and not text.isidentifier():    # `²` is a word character, no name
+                raise ParseError(f"unexpected character {text[0]!r}" if not text[0].isidentifier()
+                                 else f"{text!r} is not an identifier", SourceLocation(line, col, lines[line - 1],
+                                                                                     filename))
             if text in "([":
                 depth += 1
             elif text in ")]":

@@ -1,6 +1,10 @@
 """Statements and expressions as short readable infix text (for outlines and views, not for codegen)."""
 from __future__ import annotations
 
+import re
+from typing import Sequence, Tuple
+
+from .affine import Affine
 from .expr import Access, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Unary
 
 _PREC = {"or": 1, "and": 2, "<": 3, "<=": 3, ">": 3, ">=": 3, "==": 3, "!=": 3,
@@ -43,3 +47,13 @@ def statement_text(st) -> str:
     if st.update in ("+", "*"):
         return f"{target} {st.update}= {value}"
     return f"{target} = {st.update}({target}, {value})"
+
+
+def with_floors(text: str, derived: Sequence[Tuple[str, Affine, int]]) -> str:
+    """`text` with each internal derived size (`_size0`, `_floor0`: a floor polyc introduced for
+    `(N + 1) // 2`) spelled as the floor it stands for, `floor((N + 1) / 2)`; sizes the user named
+    stay."""
+    for name, num, d in reversed(derived):
+        if name.startswith("_"):
+            text = re.sub(rf"(-?\d*\*?){re.escape(name)}\b", lambda m: f"{m.group(1)}floor(({num}) / {d})", text)
+    return text

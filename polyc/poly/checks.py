@@ -12,6 +12,7 @@ import islpy as isl
 
 from ..errors import OutOfBoundsError, UninitializedReadError
 from ..ir import Access, Affine, Constraint, Statement
+from ..ir.text import with_floors
 from .islutil import (isl_budget, isl_name, params_set_to_constraints, sample_point_values,
                       union_map_pieces as _maps)
 from .model import PolyModel
@@ -27,9 +28,7 @@ def describe_instance(st: Statement, coords: Sequence[int]) -> str:
 def access_text(st: Statement, acc: Access, derived: Sequence[Tuple[str, Affine, int]] = ()) -> str:
     """`acc` as the user wrote it: each quotient iterator shown as `floor((num) / d)`, and so is
     each size derived from others (`(N + 1) // 2` is the internal size `_size0`)."""
-    text = str(acc)
-    for name, num, d in reversed(derived):
-        text = re.sub(rf"(-?\d*\*?){re.escape(name)}\b", lambda m: f"{m.group(1)}floor(({num}) / {d})", text)
+    text = with_floors(str(acc), derived)
     for q in reversed(st.divisions):   # outer definitions first: their text names inner ones
         if q in st.extremes:   # a min/max iterator: `c == a` and then `a - b >= 0`
             text = _extreme_text(st, q, text)
@@ -60,7 +59,7 @@ def _extreme_text(st: Statement, q: str, text: str) -> str:
 
 def _sizes_text(params: Dict[str, int], derived: Sequence[Tuple[str, Affine, int]] = ()) -> str:
     """The sizes of a witness, without those derived from others (shown as their floors)."""
-    shown = {k: v for k, v in params.items() if k not in {name for name, _, _ in derived}}
+    shown = {k: v for k, v in params.items() if k not in {name for name, _, _ in derived if name.startswith("_")}}
     return ", ".join(f"{k} = {v}" for k, v in shown.items()) if shown else "any sizes"
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES, f64
+from ..ir.text import with_floors
 from ..codegen.signature import KernelSignature
 from .aligned import aligned_empty
 from .dlpack import host_view
@@ -452,7 +453,9 @@ def _undetermined_message(program: Program, missing: List[str]) -> str:
 
 
 def _explain_vars(names: List[str], sizes: Mapping[str, int], origins: Mapping[str, str]) -> str:
-    return ", ".join(f"{v} is {sizes[v]} from {origins.get(v, '?')}" for v in names)
+    """`N is 4 from A.shape[0], ...`; an internal floor size (`_floor0`) as the floor it is."""
+    return ", ".join(f"{origins[v]} is {sizes[v]}" if v.startswith("_") and origins.get(v, "").startswith("floor(")
+                     else f"{v} is {sizes[v]} from {origins.get(v, '?')}" for v in names)
 
 
 def _explain(entry: Affine, sizes: Mapping[str, int], origins: Mapping[str, str]) -> str:
@@ -488,8 +491,8 @@ def _check_assumptions(program: Program, sizes: Mapping[str, int], origins: Mapp
         value = c.expr.evaluate(sizes)
         holds = value >= 0 if c.kind == "ge" else value == 0 if c.kind == "eq" else value % c.modulus == 0
         if not holds:
-            raise ArgumentError(f"the sizes violate an assumption of kernel {program.name!r}: {c} "
-                                f"({_explain(c.expr, sizes, origins)})")
+            raise ArgumentError(f"the sizes violate an assumption of kernel {program.name!r}: "
+                                f"{with_floors(str(c), program.derived_sizes)} ({_explain(c.expr, sizes, origins)})")
 
 
 #: What `_check_magnitude` lets a kernel's integers reach: int64 with room for the few extra

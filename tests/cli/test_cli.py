@@ -168,6 +168,8 @@ def test_kernels_that_share_a_name_are_told_apart_by_their_variables(tmp_path, c
     assert status == 2 and "defines several kernels (a, b, plus)" in err
     status, out, _ = run(capsys, "outline", f"{tmp_path}/two.py::b")
     assert status == 0 and "y[i] = x[i] * 2.0" in out
+    status, _, err = run(capsys, "outline", f"{tmp_path}/two.py::kernel")
+    assert status == 2 and "has 2 kernels named 'kernel' (a, b); pick one by its variable" in err
     for name in ("plus", "mm"):      # its kernel name, and its variable's
         status, out, _ = run(capsys, "outline", f"{tmp_path}/two.py::{name}")
         assert status == 0 and "z[i] = x[i] + 1.0" in out

@@ -68,3 +68,16 @@ def test_messages_of_calls_that_miss():
         fixed(a=np.ones(4), b=np.zeros(2))
     with pytest.raises(ArgumentError, match=r"np.asarray\(A, dtype=np.float64\)"):
         pc.compile(scale)(A=[1.0, 2.0], B=np.ones(2), T=1)
+
+
+@pc.kernel
+def _loopy_blocks(a: pc.f64["L"], b: pc.f64["L"], n: int, m: int):
+    for i in range(n):
+        for j in range(m):
+            b[(i // 256) * 256 + j] = a[(i // 256) * 256 + j] * 2.0
+
+
+def test_a_call_time_requirement_spells_its_floors_as_written():
+    with pytest.raises(ArgumentError) as e:
+        _loopy_blocks(a=np.ones(300), b=np.zeros(300), n=10, m=301)
+    assert "floor((-L + m - 1) / 256)" in str(e.value) and "_floor" not in str(e.value)
