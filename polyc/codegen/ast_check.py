@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 import islpy as isl
 
+from ..poly.islutil import isl_name
 from .loop_nodes import Block, Call, Guard, LExpr, Loop, Node
 
 
@@ -81,7 +82,7 @@ def _calls(node: Node, loops: Tuple[Tuple[str, str], ...], conds: Tuple[str, ...
         for child in node.children:
             _calls(child, loops, conds, names, out)
     elif isinstance(node, Call):
-        out.append((node.statement, loops, conds, tuple(_isl_text(a, names) for a in node.args)))
+        out.append((isl_name(node.statement), loops, conds, tuple(_isl_text(a, names) for a in node.args)))
 
 
 def executed_instances(root: Node, params: str) -> Optional[isl.UnionMap]:

@@ -10,6 +10,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tupl
 import islpy as isl
 
 from ..errors import PolycError
+from ..poly.islutil import user_name
 from ..schedule.schedule import Dim, Schedule
 from .loop_nodes import Block, Call, Guard, LExpr, Loop, Node  # noqa: F401  (re-exported)
 
@@ -130,7 +131,7 @@ def _convert(node: isl.AstNode, dims_by_name: Dict[str, Dim]) -> Node:
         return Block(tuple(_convert(kids.get_at(k), dims_by_name) for k in range(kids.n_ast_node())))
     if t == isl.ast_node_type.user:
         call = node.user_get_expr()
-        name = call.get_op_arg(0).get_id().get_name()
+        name = user_name(call.get_op_arg(0).get_id().get_name())     # the statement's own name
         return Call(name, tuple(lexpr(call.get_op_arg(k)) for k in range(1, call.get_op_n_arg())))
     if t == isl.ast_node_type.mark:
         return _convert(node.mark_get_node(), dims_by_name)

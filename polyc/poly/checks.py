@@ -14,7 +14,7 @@ from ..errors import OutOfBoundsError, UninitializedReadError
 from ..ir import Access, Affine, Constraint, Statement
 from ..ir.text import with_floors
 from .islutil import (isl_budget, isl_name, params_set_to_constraints, sample_point_values,
-                      union_map_pieces as _maps)
+                      union_map_pieces as _maps, user_name)
 from .model import PolyModel
 
 
@@ -210,8 +210,7 @@ def check_initialized(model: PolyModel) -> None:
         if missing.is_empty():
             continue
         for m in _maps(missing):
-            name = m.get_tuple_name(isl.dim_type.in_)
-            st = program.statement(name)
+            st = program.statement(user_name(m.get_tuple_name(isl.dim_type.in_)))
             params, coords = sample_point_values(m.domain())
             env = dict(params)
             env.update(zip(st.iterators, coords))

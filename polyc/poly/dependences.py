@@ -18,7 +18,7 @@ import islpy as isl
 
 from . import commutative
 from .islutil import budget_exhausted
-from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps
+from .islutil import isl_budget, sample_point_values, union_map_pieces as _maps, user_name
 
 if TYPE_CHECKING:   # the model computes its dependences (`PolyModel.dependences`), not the reverse
     from .model import PolyModel
@@ -160,8 +160,9 @@ class Dependences:
                 for rel in _maps(umap.coalesce()):
                     if rel.is_empty():
                         continue
-                    out.append(Dependence(kind, rel.get_tuple_name(isl.dim_type.in_),
-                                          rel.get_tuple_name(isl.dim_type.out), t.name, rel, m, reorderable))
+                    out.append(Dependence(kind, user_name(rel.get_tuple_name(isl.dim_type.in_)),
+                                          user_name(rel.get_tuple_name(isl.dim_type.out)), t.name, rel, m,
+                                          reorderable))
         return out
 
     def __iter__(self):

@@ -9,7 +9,7 @@ import islpy as isl
 
 from ..ir import Access, Program, Statement
 from ..ir.guards import DNF, guarded_accesses
-from .islutil import affine_str, constraint_str, disjunction_str, isl_name, params_str
+from .islutil import affine_str, constraint_str, disjunction_str, isl_name, params_str, user_name
 
 if TYPE_CHECKING:
     from .dependences import Dependences
@@ -190,7 +190,7 @@ class PolyModel:
         return Dependences(self)
 
     def statement_by_isl_name(self, name: str) -> Statement:
-        return self.program.statement(name)
+        return self.program.statement(user_name(name))
 
 
 def compute_dependences(program: Program) -> "Dependences":

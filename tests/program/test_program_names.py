@@ -57,3 +57,21 @@ def test_an_array_of_another_rank_is_named_as_such():
         with pytest.raises(ArgumentError, match=r"array Q of program gram must have 2 dimension\(s\)"):
             gram(bad)
     assert gram(np.ones((2, 3))).tolist() == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_operators_named_like_no_plain_identifier_compose_run_and_differentiate():
+    """`_inc` and `ünï` make statement names (`_inc0_S0`) that isl spells otherwise: dependences,
+    generated loops and checks read the statement names back (they looked up `u_g__inc0__S0_`)."""
+    sq = pc.kernel("Y[i] = X[i] * X[i]", name="sq")
+    inc = pc.kernel("Y[i] = X[i] + 1.0", name="_inc")
+    triple = pc.kernel("Ö[i] = X[i] * 3.0", name="ünï")
+
+    @pc.program
+    def p(x: pc.f64["N"]):
+        return sq(X=triple(X=inc(X=x)))
+    x = np.arange(3.0)
+    want = (3 * (x + 1)) ** 2
+    np.testing.assert_array_equal(p(x=x), want)
+    for schedule, options in ((None, {}), ("auto", {}), ("auto", {"specialise": True}), (None, {"target": "cuda-emu"})):
+        np.testing.assert_array_equal(pc.compile(p.kernel, schedule, **options)(x=x), want)
+    np.testing.assert_array_equal(pc.compile(pc.grad(p, of="out", wrt="x"))(x=x, out_grad=np.ones(3)), 18 * (x + 1))
