@@ -133,9 +133,13 @@ def node_statements(node: Node) -> Tuple[Statement, ...]:
     out = []
     for t in _partly_written(node):
         writers = [k for k, st in enumerate(statements) if st.target.tensor == t.name]
-        whole = _defined_everywhere(node, statements[writers[0]]) if len(writers) == 1 else None
+        plain = [k for k in writers if statements[k].update is None]
+        # One definition (`B[x] = e`), or one start of reductions (`O[i] = 0` then `O[i] += ...`,
+        # a `+=!` over part of O): that statement defines every element, zero outside.
+        first = statements[plain[0]] if len(plain) == 1 and plain[0] == writers[0] else None
+        whole = _defined_everywhere(node, first) if first is not None else None
         if whole is not None:
-            statements[writers[0]] = whole
+            statements[plain[0]] = whole
         else:
             out.append(_zero_fill(node, t, tensors, affine))
     for st in statements:
@@ -173,9 +177,13 @@ def combined_program(name: str, nodes: Sequence[Node], handles: Mapping[str, Ten
     renamed statements (fusion passes them with new orders)."""
     stmts: List[Statement] = list(statements) if statements is not None else []
     if statements is None:
-        for position, node in enumerate(nodes):
-            for st in node_statements(node):
-                stmts.append(replace(st, order=(position * 1000 + st.order[0],) + tuple(st.order[1:])))
+        base = 0        # each node's outer orders, shifted past the previous node's (a program's
+        for node in nodes:   # kernel as an operator has orders 0, 1000, ... of its own)
+            own = node_statements(node)
+            first = min(st.order[0] for st in own) if own else 0
+            for st in own:
+                stmts.append(replace(st, order=(base + st.order[0] - first,) + tuple(st.order[1:])))
+            base += (max(st.order[0] for st in own) - first + 1) if own else 0
     tensors: List[TensorDecl] = []
     seen = set()
     for node in nodes:

@@ -174,10 +174,16 @@ class OperatorProgram:
     def reference(self, *args: Any, **arrays: Any) -> Any:
         """The composition of the operators' references, in call order, on numpy arrays."""
         env = self.arguments.check(self.arguments.bind(args, arrays))
+        sizes = self._size_values(env)
         for node in self.nodes:
             roles = {t.name: t.role for t in node.kernel.program.tensors}
             kwargs = {k: env[p] for k, p in node.bindings if roles[k] == "input"}
             kwargs.update(dict(node.scalars))
+            if node.kernel.function is not None:   # a loop kernel writes into arrays it is given
+                for k, p in node.bindings:
+                    if roles[k] == "output":
+                        h = self.handles[p]
+                        kwargs[k] = np.zeros(tuple(d.evaluate(sizes) for d in h.shape), h.dtype.numpy)
             result = node.kernel.reference(**kwargs)
             outs = [(k, p) for k, p in node.bindings if roles[k] == "output"]
             if len(outs) == 1:

@@ -131,6 +131,11 @@ class Tracer:
             if h.dtype is not None and t.dtype is not None and h.dtype != t.dtype:
                 raise ProgramError(f"kernel {kernel.name} declares {t.name} as {t.dtype.name}, but {h.name} is "
                                    f"{h.dtype.name}", where)
+            if h.dtype is not None and t.dtype is None and dtype is not None and h.dtype != dtype \
+                    and h.dtype.is_float and dtype.is_float:      # as the kernel alone refuses them
+                raise ProgramError(f"kernel {kernel.name} takes its undeclared float tensors in one type, but "
+                                   f"{h.name} is {h.dtype.numpy_name} where an earlier one is {dtype.numpy_name}; "
+                                   f"convert one with a kernel, or declare the kernel's types", where)
             if h.dtype is not None:
                 dtype = h.dtype if dtype is None else promote(dtype, h.dtype)
             bindings.append((t.name, h.name))

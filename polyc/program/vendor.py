@@ -83,6 +83,9 @@ def recognise_gemm(node: Node) -> Optional[Gemm]:
         return None
     if len({lhs.tensor, rhs.tensor, c.tensor}) != 3:
         return None
+    declared = {t.dtype for t in p.tensors if t.dtype is not None}
+    if any(not d.is_float for d in declared) or len(declared) > 1:
+        return None     # an integer or narrower C converts after every step: BLAS computes no such thing
     # every index must range over a whole tensor dimension, from 0: the tensors' shapes are then
     # exactly the loop extents (inference made them so); a `where` clause would have narrowed them
     shapes = {t.name: t.shape for t in p.tensors}
