@@ -14,7 +14,7 @@ Modules: `derivative` (local adjoints of one expression), `gather` (inverting a 
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Union
 
 from ..errors import GradError
 from .adjoint import GradNames, adjoint_program
@@ -67,18 +67,18 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
         raise GradError(f"pad_borders must be True or False, not {pad_borders!r}")
     if checkpoint is not None and saved:
         raise GradError("checkpoint='store' keeps every forward value itself; pass saved=... without it")
-    if _is_program(kernel):
-        return _program_grad(kernel, of, wrt, pad_borders, saved)
-    if not isinstance(kernel, Kernel):
-        raise GradError(f"pc.grad takes a kernel made by pc.kernel or a @pc.program, not {type(kernel).__name__}")
+    if checkpoint is not None and checkpoint not in CHECKPOINTS:
+        raise GradError(f"checkpoint={checkpoint!r} is not a strategy pc.grad offers; use "
+                        f"{' or '.join(map(repr, CHECKPOINTS))} (or None)")
     if not isinstance(of, str):
         raise GradError(f"of must be the name of one tensor, not {of!r}")
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not all(isinstance(x, str) for x in wrt):
         raise GradError(f"wrt must be tensor names, not {wrt!r}")
-    if checkpoint is not None and checkpoint not in CHECKPOINTS:
-        raise GradError(f"checkpoint={checkpoint!r} is not a strategy pc.grad offers; use "
-                        f"{' or '.join(map(repr, CHECKPOINTS))} (or None)")
+    if _is_program(kernel):
+        return _program_grad(kernel, of, wrt, pad_borders, saved, checkpoint)
+    if not isinstance(kernel, Kernel):
+        raise GradError(f"pc.grad takes a kernel made by pc.kernel or a @pc.program, not {type(kernel).__name__}")
     if checkpoint == "store":
         program, names = _stored_grad(kernel.program, of, wrt)
     else:
@@ -93,14 +93,13 @@ def _is_program(obj) -> bool:
     return all(hasattr(obj, a) for a in ("kernel", "outputs", "inputs", "trace_nodes"))
 
 
-def _program_grad(program, of: str, wrt: Union[str, Sequence[str]], pad_borders: bool = True,
-                  saved: Union[str, Sequence[str]] = ()):
+def _program_grad(program, of: str, wrt: Sequence[str], pad_borders: bool = True,
+                  saved: Union[str, Sequence[str]] = (), checkpoint: Optional[str] = None):
     """`grad` of an operator program: its outputs take their user-facing names in the traced kernel
     (so the adjoint input is `<output>_grad`), then the kernel is differentiated.  `saved` names
     tensors of that traced kernel (its outputs by their returned names)."""
     from ..api import Kernel
     from .exprs import program_with_tensor_names
-    wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     outputs = dict(program.outputs)   # user-facing output name -> traced tensor
     if of not in outputs:
         raise GradError(f"of={of!r} is not an output of program {program.name!r}; its outputs are "
@@ -111,14 +110,20 @@ def _program_grad(program, of: str, wrt: Union[str, Sequence[str]], pad_borders:
                         f"{program.name!r} (inputs: {', '.join(program.inputs)})")
     traced = program.kernel.program
     taken = {t.name for t in traced.tensors}
-    renames = {internal: name for name, internal in outputs.items() if name not in taken}
+    renames: Dict[str, str] = {}     # a tensor returned twice takes the name `of` asks for
+    for name, internal in sorted(outputs.items(), key=lambda item: item[0] != of):
+        if name not in taken and internal not in renames:
+            renames[internal] = name
     clash = [name for name, internal in outputs.items() if name in taken and name != internal]
     if clash:
         raise GradError(f"program {program.name!r} returns {clash[0]!r}, a name its trace also uses for "
                         f"another tensor; return it under another name to differentiate it")
     renamed = program_with_tensor_names(traced, renames)
-    adjoint, names = adjoint_program(renamed, renames.get(outputs[of], outputs[of]), wrt, pad_borders=pad_borders,
-                                     saved=saved)
+    target = renames.get(outputs[of], outputs[of])
+    if checkpoint == "store":
+        adjoint, names = _stored_grad(renamed, target, wrt)
+    else:
+        adjoint, names = adjoint_program(renamed, target, wrt, pad_borders=pad_borders, saved=saved)
     out = Kernel(adjoint.with_(name=f"{program.name}_grad"))
     out.grad_names = names  # type: ignore[attr-defined]
     return out

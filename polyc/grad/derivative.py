@@ -8,7 +8,8 @@ turn it into a gather statement (`polyc.grad.gather`).
 
 Decisions, each matching PyTorch's autograd so the two agree to rounding:
 - `max(a, b)` / `min(a, b)` (and `fmax`/`fmin`) split the adjoint evenly on a tie (0.5 each), as
-  `torch.maximum` does; Python's builtin `max` in loop kernels (`pymax`) routes it to the operand it
+  `torch.maximum` does; a NaN operand of `max`/`min` (which returns it) takes the whole adjoint,
+  so a NaN reaches the gradient; `fmax`/`fmin` give it to the other operand, which they return; Python's builtin `max` in loop kernels (`pymax`) routes it to the operand it
   returns (the first on a tie), following its order-dependent definition.
 - `abs` has derivative 0 at 0 (`torch.abs`); `floor`, `ceil`, `//` and comparisons have derivative 0.
 - `stop_gradient(x)` has derivative 0 (its operand is a constant to the gradient).
@@ -136,8 +137,15 @@ def _call_partials(e: Call, seed: Expr, stored: Optional[Expr] = None) -> List[T
         a, b = args
         wins = ">" if fn in ("max", "fmax") else "<"
         half = mul(seed, HALF)
-        return [(a, select(Binary(wins, a, b), seed, select(Binary("==", a, b), half, ZERO))),
-                (b, select(Binary(wins, b, a), seed, select(Binary("==", a, b), half, ZERO)))]
+
+        def nan(x: Expr) -> Expr:
+            return Binary("!=", x, x)
+        # A NaN operand is the result of max/min (NaN-propagating): it takes the seed, so a NaN
+        # stays visible in the gradient (as torch.maximum and relu); fmax/fmin return the other.
+        a_wins = Binary("or", Binary(wins, a, b), nan(a) if fn in ("max", "min") else nan(b))
+        b_wins = Binary("or", Binary(wins, b, a), nan(b) if fn in ("max", "min") else nan(a))
+        return [(a, select(a_wins, seed, select(Binary("==", a, b), half, ZERO))),
+                (b, select(b_wins, seed, select(Binary("==", a, b), half, ZERO)))]
     if fn in ("pymax", "pymin"):
         a, b = args
         later_wins = Binary(">" if fn == "pymax" else "<", b, a)

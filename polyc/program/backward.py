@@ -125,7 +125,7 @@ def _node_steps(n: Node, active: set, kernels: _Kernels) -> List[_Step]:
     wrt_k = tuple(dict.fromkeys(k for k, p in n.bindings if roles[k] == "input" and p in active))
     steps: List[_Step] = []
     gemm = recognise_gemm(n) is not None
-    for out in (k for k, _ in n.bindings if roles[k] == "output"):
+    for out in (k for k, p in n.bindings if roles[k] == "output" and p in active):   # (an integer result has none)
         parts = [(x,) for x in wrt_k] if gemm else [wrt_k]
         if not gemm and len(wrt_k) > 1 and len(n.kernel.program.statements) == 1:
             copies = [x for x in wrt_k if _copies_seed(kernels.grad(n.kernel, out, (x,)))]
