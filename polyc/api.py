@@ -6,7 +6,7 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
-from .errors import PolycError
+from .errors import ArgumentError, PolycError, ProgramError
 from .ir import DType, Program, TensorType
 from .poly import Dependences, PolyModel, check_bounds, check_initialized, empty_size_requirements, infer_shapes
 from .poly.checks import derived_size_constraints
@@ -75,7 +75,13 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args:
             from .runtime.arguments import arguments_by_name
-            kwargs = arguments_by_name(self, args, kwargs)
+            traced = next((v for v in args if getattr(v, "__polyc_traced__", False)), None)
+            try:
+                kwargs = arguments_by_name(self, args, kwargs)
+            except ArgumentError as e:   # inside a @pc.program: at the user's line, as its other errors
+                if traced is None:
+                    raise
+                raise ProgramError(str(e), traced.tracer.location()) from None
         traced = next((v for v in kwargs.values() if getattr(v, "__polyc_traced__", False)), None)
         if traced is not None:   # inside a @pc.program: the traced tensor records the operator
             return traced.record_call(self, kwargs)

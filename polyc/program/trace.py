@@ -9,6 +9,7 @@ at the call, in the program's own size symbols, so a mismatch names the user's l
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import threading
 from dataclasses import dataclass, field, replace
@@ -106,6 +107,10 @@ class Tracer:
         roles = {t.name: t for t in program.tensors}
         scalar_names = {s.name for s in program.scalars}
         unknown = sorted(set(kwargs) - set(roles) - scalar_names)
+        sized = [u for u in unknown if u in program.sizes]
+        if sized:
+            raise ProgramError(f"{sized[0]} is a size of kernel {kernel.name}; inside a program every size comes "
+                               f"from the input shapes, so it cannot be passed", where)
         if unknown:
             raise ProgramError(f"kernel {kernel.name} has no parameter {', '.join(unknown)}", where)
         bindings: List[Tuple[str, str]] = []
@@ -206,17 +211,26 @@ class Tracer:
         is refused by the argument check, as the kernel alone would refuse it.  Returns the
         substitution, for what the caller holds."""
         size = next((v for v in multiple.variables if v in self.sizes and multiple.coeff(v) == 1), None)
-        if size is None:
-            raise ProgramError(f"kernel {kernel} needs {tensor}.shape[{axis}] to be a multiple of {scale}, but "
-                               f"it is {multiple} in the program's sizes; declare the program input's extent as "
-                               f"a multiple of {scale}", where)
+        if size is not None:         # `P + rest`: P := scale * P2 - rest
+            step, mapping_of = scale, (lambda fresh: Affine.var(fresh, scale) - (multiple - Affine.var(size)))
+        else:                        # `b * P + r` (pooled by 2, now by 3): P := (scale / g) * P2 + p0
+            size = multiple.variables[0] if len(multiple.variables) == 1 and multiple.variables[0] in self.sizes \
+                else None
+            b, r = (multiple.coeff(size), multiple.constant) if size is not None else (0, 0)
+            g = math.gcd(b, scale) if size is not None else 0
+            if size is None or r % g:
+                raise ProgramError(f"kernel {kernel} needs {tensor}.shape[{axis}] to be a multiple of {scale}, but "
+                                   f"it is {multiple} in the program's sizes; declare the program input's extent "
+                                   f"as a multiple of {scale}", where)
+            p0 = next(p for p in range(scale // g) if (b * p + r) % scale == 0)
+            step, mapping_of = scale // g, (lambda fresh: Affine.var(fresh, scale // g) + p0)
         base, before = self.rescaled.get(size, (size, 1))
-        fresh = f"{base}_{before * scale}"      # `H_2`; pooled twice, `H_4`
+        fresh = f"{base}_{before * step}"      # `H_2`; pooled twice, `H_4`
         while fresh in self.sizes or fresh in self.handles:
             fresh += "x"
-        mapping = {size: Affine.var(fresh, scale) - (multiple - Affine.var(size))}
+        mapping = {size: mapping_of(fresh)}
         self.sizes[self.sizes.index(size)] = fresh
-        self.rescaled[fresh] = (base, before * scale)
+        self.rescaled[fresh] = (base, before * step)
         self.handles = {n: replace(h, shape=tuple(d.substitute(mapping) for d in h.shape))
                         for n, h in self.handles.items()}
         self.nodes = [replace(n, sizes=tuple((k, e.substitute(mapping)) for k, e in n.sizes)) for n in self.nodes]
@@ -306,7 +320,8 @@ def trace(function: Callable) -> Tuple[Tracer, Dict[str, TensorHandle], Any]:
     except PolycError:
         raise
     except Exception as e:   # numpy, arithmetic or a call of something that is not a kernel
-        raise ProgramError(f"only polyc kernels can be applied to a program's tensors: {type(e).__name__}: {e}",
+        raise ProgramError(f"tracing program {getattr(function, '__name__', function)} raised {type(e).__name__}: {e} "
+                           f"(a program's function applies polyc kernels to its tensors, nothing else)",
                            _traceback_location(e, function)) from e
     finally:
         _STATE.tracer = previous

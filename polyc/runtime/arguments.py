@@ -278,8 +278,8 @@ def arguments_by_name(kernel: Any, args: tuple, kwargs: Dict[str, Any]) -> Dict[
     program: Program = kernel.program
     function = getattr(kernel, "function", None)
     if function is None:
-        names = [t.name for t in program.tensors if t.role != "temp"] + [s.name for s in program.scalars] + \
-            list(program.int_params)
+        names = [t.name for t in program.tensors if t.role in ("input", "inout")] + \
+            [s.name for s in program.scalars] + list(program.int_params)     # (outputs are optional)
         raise ArgumentError(f"{kernel.name} takes its arrays by name, not by position "
                             f"({len(args)} positional given): call it as f({', '.join(f'{n}=...' for n in names)})")
     order = list(inspect.signature(function).parameters)

@@ -148,3 +148,18 @@ def test_a_cuda_program_without_a_usable_gpu_says_what_is_missing():
         return matmul.kernel(A=X, B=Y)
     with pytest.raises(pc.TargetUnavailableError, match="target 'cuda'"):
         p(X=np.ones((3, 4), np.float32), Y=np.ones((4, 5), np.float32))
+
+
+def test_tracing_errors_say_what_happened_where():
+    sq = pc.kernel("Y[i] = X[i] * X[i]", name="sq_err")
+
+    def typo(X: pc.f64["N"]):
+        return sq(X=sqq(X=X))  # noqa: F821 - the typo under test
+    with pytest.raises(ProgramError, match="tracing program typo raised NameError: name 'sqq' is not defined"):
+        pc.program(typo)
+
+    def positional(X: pc.f64["N"]):
+        return sq(X)
+    with pytest.raises(ProgramError, match=r"by name, not by position .* call it as f\(X=\.\.\.\)") as e:
+        pc.program(positional)
+    assert e.value.location.line == _line_of(positional, "sq(X)")

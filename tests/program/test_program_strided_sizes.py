@@ -98,3 +98,17 @@ def test_gradients_through_convolution_and_pooling_match_the_adjoint():
             dk[:, :, a, b] = np.einsum("nfhw,nchw->fc", dy, x[:, :, a:a + 8, b:b + 6])
     np.testing.assert_allclose(got["X_grad"], dx, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got["K_grad"], dk, rtol=1e-10, atol=1e-12)
+
+
+def test_pooling_one_input_by_two_and_by_three_needs_a_multiple_of_six():
+    pool3 = pc.kernel("P[n, c, h, w] +=! X[n, c, 3*h + r, 3*w + s] / 9.0 where r in 0:3, s in 0:3",
+                      name="pool3", X=pc.tensor["N", "C", "3*H", "3*W"])
+
+    @pc.program
+    def both(X: pc.f64["N", "C", "H", "W"]):
+        return {"a": avgpool2d.kernel(X=X), "b": pool3(X=X)}
+    assert [str(d) for d in both.handles["X"].shape[2:]] == ["6*H_6", "6*W_6"]
+    x = rng.standard_normal((1, 2, 12, 6))
+    got = both(X=x)
+    np.testing.assert_allclose(got["a"], pool(x), rtol=1e-12)
+    np.testing.assert_allclose(got["b"], x.reshape(1, 2, 4, 3, 2, 3).mean(axis=(3, 5)), rtol=1e-12)
