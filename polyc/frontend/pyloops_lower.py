@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import SourceLocation
-from ..ir import Access, Affine, Binary, Constraint, Expr, Unary
+from ..ir import Access, Affine, Binary, Call, Constraint, Expr, Unary
 from .pyloops_exprs import DNF, TRUE, ExprLowering, LocalRef, Source, dnf_and
 
 _UPDATES = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
@@ -283,6 +283,8 @@ class BodyLowering:
             update = "*"
         elif op == "/":
             value = Binary("/", current, value)
+        if op is None and target_array is not None:
+            update, value = _extreme_update(target_array, value, self.scope.arrays[target_array.tensor].dtype)
         reads = local_reads(value) | (frozenset([target_local]) if target_local and update else frozenset())
         text = ast.get_source_segment(self.dedented, st) or ast.unparse(st)
         domain: DNF = TRUE
@@ -291,3 +293,18 @@ class BodyLowering:
         domain = dnf_and(domain, guard)
         return RawStmt(st, loops, domain, conditional, order, target_array, target_local, value,
                        update, self.src.location(st), text, reads)
+
+
+def _extreme_update(target: Access, value: Expr, dtype) -> Tuple[Optional[str], Expr]:
+    """`X[i] = max(X[i], e)` on integers is the update `X[i] max= e` (`min` likewise), so a
+    schedule may treat it as the reduction it is (`vectorize(.., reduction=True)`); Python's
+    builtin and `max=` agree on integers (on floats they differ at NaN: those stay as written).
+    (None, value) for anything else."""
+    if dtype is None or dtype.is_float or not isinstance(value, Call) or value.fn not in ("pymax", "pymin") \
+            or len(value.args) != 2:
+        return None, value
+    a, b = value.args
+    other = b if a == target else a if b == target else None
+    if other is None or any(x.tensor == target.tensor for x in other.accesses()):
+        return None, value
+    return value.fn[2:], other

@@ -81,3 +81,30 @@ def test_a_call_time_requirement_spells_its_floors_as_written():
     with pytest.raises(ArgumentError) as e:
         _loopy_blocks(a=np.ones(300), b=np.zeros(300), n=10, m=301)
     assert "floor((-L + m - 1) / 256)" in str(e.value) and "_floor" not in str(e.value)
+
+
+@pc.kernel
+def _row_max(X: pc.i64["N"], A: pc.i64["N", "M"]):
+    for i in range(N):
+        for j in range(M):
+            X[i] = max(X[i], A[i, j])
+
+
+@pc.kernel
+def _row_min_float(X: pc.f64["N"], A: pc.f64["N", "M"]):
+    for i in range(N):
+        for j in range(M):
+            X[i] = min(A[i, j], X[i])
+
+
+def test_an_integer_max_of_itself_is_a_reduction_update():
+    """`X[i] = max(X[i], e)` on integers is `X[i] max= e`: the reduction strategies accept it (they
+    refused it while `+=` in the same place was accepted); floats keep Python's order at NaN."""
+    assert _row_max.program.statements[0].update == "max"
+    assert _row_min_float.program.statements[0].update is None
+    a = np.random.default_rng(0).integers(-100, 100, (5, 37))
+    for schedule in (None, "auto", _row_max.schedule().vectorize("j", reduction=True),
+                     _row_max.schedule().parallel("j", reduction=True)):
+        x = np.full(5, -1000)
+        pc.compile(_row_max, schedule)(X=x, A=a)
+        np.testing.assert_array_equal(x, a.max(axis=1))
