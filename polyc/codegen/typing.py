@@ -259,14 +259,21 @@ def _check_passed_integer_results(program: Program, passed: Mapping[str, DType],
 
 
 def _reads_floats(e: Expr, floats: Set[str], typing: Typing) -> bool:
-    """Whether `e` computes with float data the caller gave: a float array, a float literal or
-    scalar (not a float type that only a default chose, as for an intermediate of `1`s)."""
+    """Whether `e` computes with float data the caller gave (a float array, a float literal or
+    scalar) or makes floats of integers (`exp(A[i])`, `A[i] / 2`); not a float type that only a
+    default chose, as for an intermediate of `1`s."""
     for n in e.walk():
         if isinstance(n, Access) and n.tensor in floats:
             return True
         if _float_literal(n) or (isinstance(n, ScalarRef) and typing.scalars.get(n.name, BOOL).is_float):
             return True
+        if isinstance(n, Call) and n.fn in _FLOAT_FUNCTIONS or isinstance(n, Binary) and n.op == "/":
+            return True
     return False
+
+
+#: Functions whose value is a float whatever their operands (`floor`/`ceil`/`abs` keep an integer's type).
+_FLOAT_FUNCTIONS = frozenset({"exp", "log", "sqrt", "tanh", "sin", "cos"})
 
 
 def _float_sources(program: Program, passed: Mapping[str, DType], typing: Typing) -> Set[str]:

@@ -3,7 +3,7 @@
 Generated loops compute bounds and subscripts in `int64_t`.  A call with a huge integer parameter
 (`s = 2**63 - 2` in `range(s, s + N)`) would overflow them silently: `s + N` wraps and the loop
 runs nowhere.  `index_scale(program)` is a factor `F` such that every affine value of the kernel
-(a subscript, a domain bound, a shape) is at most `F * M` in magnitude, where `M` bounds the
+that indexes or bounds (a subscript, a domain bound, a shape) is at most `F * M` in magnitude, where `M` bounds the
 magnitudes of the sizes and integer parameters of the call; a call keeps `F * M` well inside
 int64 (`runtime.arguments`).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Iterator, Set
 
 from .affine import Affine
-from .expr import Access, IndexExpr
+from .expr import Access
 
 if TYPE_CHECKING:       # `Program.index_scale` calls in here
     from .program import Program
@@ -33,11 +33,9 @@ def _expressions(program: Program) -> Iterator[Affine]:
             for c in conj:
                 yield c.expr
         yield from st.target.indices
-        for node in st.value.walk():
+        for node in st.value.walk():     # (an index used as a value is data: it wraps as numpy's)
             if isinstance(node, Access):
                 yield from node.indices
-            elif isinstance(node, IndexExpr):
-                yield node.value
 
 
 def _parts(e: Affine, iterators: Set[str]) -> tuple:

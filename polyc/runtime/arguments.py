@@ -381,7 +381,7 @@ def _solve_sizes(program: Program, passed: Mapping[str, np.ndarray], kwargs: Map
     for name in size_names:
         if name in kwargs:
             sizes[name] = _check_size_keyword(name, kwargs[name], name in program.int_params)
-            origins[name] = f"the keyword {name}={sizes[name]}"
+            origins[name] = f"the argument {name}={sizes[name]}"
     shaped = [(t, passed[t.name]) for t in program.tensors if t.name in passed and t.shape is not None]
     for t, array in shaped:
         for d, entry in enumerate(t.shape):

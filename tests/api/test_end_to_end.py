@@ -82,6 +82,10 @@ def test_an_integer_array_passed_for_float_results_is_refused():
         MATMUL(A=a, B=b, C=np.zeros((2, 2), np.int64))
     with pytest.raises(pc.ArgumentError, match="y is int32"):
         pc.compile(pc.kernel("y[i] = x[i] * 0.5"))(x=np.ones(3), y=np.zeros(3, np.int32))
+    for made_float in ("B[i] = exp(A[i])", "B[i] = A[i] / 2"):      # floats made of integer data
+        with pytest.raises(pc.ArgumentError, match="B is int64, but the kernel stores float64"):
+            pc.kernel(made_float)(A=np.arange(3), B=np.zeros(3, np.int64))
+    assert pc.kernel("B[i] = A[i] // 2")(A=np.arange(3), B=np.zeros(3, np.int64)).tolist() == [0, 0, 1]
     accumulate = pc.compile(pc.kernel("C[i] += A[i]"))
     with pytest.raises(pc.ArgumentError, match="C is int64"):
         accumulate(A=np.ones(3), C=np.zeros(3, np.int64))

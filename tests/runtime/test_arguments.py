@@ -185,7 +185,7 @@ def test_sizes_as_keywords():
     fails(looped, "size T must be a non-negative integer but got -1", A=np.ones(3), T=-1)
     fails(looped, "size T must be an integer but got float 2.0", A=np.ones(3), T=2.0)
     fails(looped, "size T must be an integer but got bool True", A=np.ones(3), T=True)
-    fails(looped, "size N is 5 from the keyword N=5 but A.shape[0] is 3", A=np.ones(3), T=1, N=5)
+    fails(looped, "size N is 5 from the argument N=5 but A.shape[0] is 3", A=np.ones(3), T=1, N=5)
 
 
 def test_output_only_sizes_come_from_keywords():
@@ -311,7 +311,9 @@ def test_integer_parameters_that_would_overflow_the_loop_bounds_are_refused():
         f(A=a, O=out, s=s)
         np.testing.assert_array_equal(out, a + 1.0)
     assert 2 <= _shifted.program.index_scale <= 16
-    with pytest.raises(ArgumentError, match=r"s = \d+ \(the keyword s=\d+\) is too large"):
+    as_value = pc.compile(pc.kernel("B[i] = A[i] * s", s=pc.i64))     # s only as data: it may be large
+    assert as_value(A=np.ones(2), s=2 ** 62).tolist() == [2.0 ** 62] * 2
+    with pytest.raises(ArgumentError, match=r"s = \d+ \(the argument s=\d+\) is too large"):
         f(A=a, O=np.zeros(4), s=2 ** 63 - 2)
     einstein = pc.compile(pc.kernel("O[i] +=! A[i, j - s] where j in s:s+M", s=pc.i64, A=pc.f64["N", "M"]))
     np.testing.assert_array_equal(einstein(A=np.ones((2, 4)), s=2 ** 50), [4.0, 4.0])
