@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import SourceLocation
-from ..ir import Access, Affine, Binary, Call, Constraint, Expr, Unary
+from ..ir import Access, Affine, Binary, Call, Constraint, Expr, IndexExpr, ScalarRef, Unary
 from .pyloops_exprs import DNF, TRUE, ExprLowering, LocalRef, Source, dnf_and
 
 _UPDATES = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
@@ -284,7 +284,7 @@ class BodyLowering:
         elif op == "/":
             value = Binary("/", current, value)
         if op is None and target_array is not None:
-            update, value = _extreme_update(target_array, value, self.scope.arrays[target_array.tensor].dtype)
+            update, value = _extreme_update(target_array, value, {n: t.dtype for n, t in self.scope.arrays.items()})
         reads = local_reads(value) | (frozenset([target_local]) if target_local and update else frozenset())
         text = ast.get_source_segment(self.dedented, st) or ast.unparse(st)
         domain: DNF = TRUE
@@ -295,16 +295,19 @@ class BodyLowering:
                        update, self.src.location(st), text, reads)
 
 
-def _extreme_update(target: Access, value: Expr, dtype) -> Tuple[Optional[str], Expr]:
+def _extreme_update(target: Access, value: Expr, dtypes: Mapping[str, Any]) -> Tuple[Optional[str], Expr]:
     """`X[i] = max(X[i], e)` on integers is the update `X[i] max= e` (`min` likewise), so a
     schedule may treat it as the reduction it is (`vectorize(.., reduction=True)`); Python's
     builtin and `max=` agree on integers (on floats they differ at NaN: those stay as written).
-    (None, value) for anything else."""
+    Only where `e` reads arrays of X's own type and nothing else: an int32 maximum stored into a
+    uint8 `X` wraps after the comparison, which `max=` in uint8 would not.  (None, value) else."""
+    dtype = dtypes.get(target.tensor)
     if dtype is None or dtype.is_float or not isinstance(value, Call) or value.fn not in ("pymax", "pymin") \
             or len(value.args) != 2:
         return None, value
     a, b = value.args
     other = b if a == target else a if b == target else None
-    if other is None or any(x.tensor == target.tensor for x in other.accesses()):
+    if other is None or any(isinstance(n, (ScalarRef, IndexExpr)) for n in other.walk()) \
+            or any(x.tensor == target.tensor or dtypes.get(x.tensor) != dtype for x in other.accesses()):
         return None, value
     return value.fn[2:], other
