@@ -13,70 +13,17 @@ outputs and intermediates get the shape their index ranges cover.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
 
 import islpy as isl
 
 from ..errors import PolycError, ShapeInferenceError
-from ..ir import (Access, Affine, Constraint, Expr, Program, Statement, TensorDecl, lower_bound,
+from ..ir import (Access, Affine, Constraint, Program, Statement, TensorDecl, lower_bound, rebuild,
                   upper_bound_exclusive)
 from ..ir.guards import ALWAYS, guarded_accesses
 from .islutil import (conjunction_str, constraint_str, disjunction_str, isl_budget, isl_name, params_str,
                       affine_str, pw_aff_to_affine, pw_aff_to_floor_form)
-
-
-class _SizeClasses:
-    """Union-find over placeholder sizes of undeclared inputs, each class optionally bound to an extent."""
-
-    def __init__(self) -> None:
-        self.parent: Dict[str, str] = {}
-        self.binding: Dict[str, Affine] = {}
-        self.hint: Dict[str, str] = {}
-
-    def add(self, p: str) -> None:
-        self.parent.setdefault(p, p)
-
-    def find(self, p: str) -> str:
-        while self.parent[p] != p:
-            self.parent[p] = self.parent[self.parent[p]]
-            p = self.parent[p]
-        return p
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-            if rb in self.binding and ra not in self.binding:
-                self.binding[ra] = self.binding[rb]
-            if rb in self.hint and ra not in self.hint:
-                self.hint[ra] = self.hint[rb]
-
-    def bind(self, p: str, extent: Affine) -> None:
-        r = self.find(p)
-        # Never bind a class to an extent mentioning itself (an intermediate's shape derived from
-        # this very input, like `I_dim0 - 1`): that would be a cycle, not a size.
-        if r not in self.binding and not any(v in self.parent and self.find(v) == r for v in extent.variables):
-            self.binding[r] = extent
-
-
-def kernel_names_in(program: Program) -> Set[str]:
-    """Every name `program` already uses: sizes, tensors, scalars and statement indices."""
-    return (set(program.sizes) | {t.name for t in program.tensors} | {s.name for s in program.scalars}
-            | {i for st in program.statements for i in st.iterators})
-
-
-def fresh_size_name(base: str, taken: Set[str]) -> str:
-    """The name of a new size: `base` (`I` for index `i`) when the kernel uses no name `base`, else
-    `base_size`, `base_size2`, ...  A size must never share a name with an index, tensor or scalar
-    (with `C[I, J] +=! A[I, K] * B[K, J]`, index `I` spanning a size `I` made the loop empty).
-    Adds the name to `taken`."""
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_size" if k == 2 else f"{base}_size{k - 1}"
-    taken.add(name)
-    return name
+from .size_classes import SizeClasses, fresh_size_name, kernel_names_in, placeholder
 
 
 def _through_divisions(st: Statement, variables, ranges: Dict[str, Tuple[Constraint, ...]]) -> Set[str]:
@@ -94,14 +41,10 @@ def _through_divisions(st: Statement, variables, ranges: Dict[str, Tuple[Constra
     return out
 
 
-def _placeholder(tensor: str, dim: int) -> str:
-    return f"__{tensor}_{dim}"
-
-
 class _Inference:
     def __init__(self, program: Program, call_shaped_inout: bool = False):
         self.p = program
-        self.classes = _SizeClasses()
+        self.classes = SizeClasses()
         self.shapes: Dict[str, Optional[Tuple[Affine, ...]]] = {}
         written = {s.target.tensor for s in program.statements}
         ranks: Dict[str, int] = {}
@@ -114,7 +57,7 @@ class _Inference:
             elif t.name not in written or (call_shaped_inout and t.role == "inout"):
                 dims = []
                 for d in range(ranks.get(t.name, 0)):
-                    ph = _placeholder(t.name, d)
+                    ph = placeholder(t.name, d)
                     self.classes.add(ph)
                     dims.append(Affine.var(ph))
                 self.shapes[t.name] = tuple(dims)
@@ -300,7 +243,7 @@ class _Inference:
 
     def _bind_bare_uses(self, st: Statement, x: str, extent: Affine) -> None:
         for tensor, d in self._bare_uses(st, x):
-            ph = _placeholder(tensor, d)
+            ph = placeholder(tensor, d)
             if ph in self.classes.parent:
                 self.classes.bind(ph, extent)
                 self.classes.hint.setdefault(self.classes.find(ph), x)
@@ -309,7 +252,7 @@ class _Inference:
         """Unify the undeclared dimensions `x` indexes alone; the extent they share, if any."""
         placeholders, known = [], []
         for tensor, d in self._bare_uses(st, x):
-            ph = _placeholder(tensor, d)
+            ph = placeholder(tensor, d)
             if ph in self.classes.parent:
                 placeholders.append(ph)
             elif self.shapes.get(tensor) is not None:
@@ -588,17 +531,5 @@ def _shifted(st: Statement, shifts: Dict[str, Dict[int, int]]) -> Statement:
             return acc
         return Access(acc.tensor, tuple(e + Affine.const(by.get(d, 0)) for d, e in enumerate(acc.indices)))
 
-    def rebuild(e: Expr) -> Expr:
-        if isinstance(e, Access):
-            return move(e)
-        if not e.children():
-            return e
-        fields = {}
-        for name in ("operand", "lhs", "rhs", "cond", "if_true", "if_false"):
-            if hasattr(e, name):
-                fields[name] = rebuild(getattr(e, name))
-        if hasattr(e, "args"):
-            fields["args"] = tuple(rebuild(a) for a in e.args)
-        return replace(e, **fields)
-
-    return st.with_(target=move(st.target), value=rebuild(st.value))
+    return st.with_(target=move(st.target),
+                    value=rebuild(st.value, lambda e: move(e) if isinstance(e, Access) else None))
