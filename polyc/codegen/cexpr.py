@@ -223,16 +223,8 @@ class CExprPrinter:
                 return f"((double)({lhs}) / (double)({rhs}))"
             if e.op in ("%", "//"):
                 return f"pc_{'mod' if e.op == '%' else 'floordiv'}_{common.name}({lhs}, {rhs})"
-            if is_integer(common):
-                if common.bits < 32:
-                    # C computes uint8/uint16 operands in int (`1 - 3` is -2); numpy wraps in the
-                    # type.  In uint32, where 65535 * 65535 does not overflow a signed int.
-                    return f"(({common.c_name})((uint32_t)({lhs}) {e.op} (uint32_t)({rhs})))"
-                if common.name in _UNSIGNED_OF:
-                    # Signed overflow is undefined in C (gcc may assume it never happens); numpy
-                    # wraps: compute in the unsigned type, where wrapping is defined.
-                    u = _UNSIGNED_OF[common.name]
-                    return f"(({common.c_name})(({u})({lhs}) {e.op} ({u})({rhs})))"
+            if is_integer(common):   # wrapping as numpy's, never C's int promotion or overflow
+                return f"({wrapping(lhs, e.op, rhs, common.c_name)})"
             return f"({lhs} {e.op} {rhs})"
         if isinstance(e, Select):
             rt = t.type_of(e, want)
@@ -284,15 +276,15 @@ class CExprPrinter:
         return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
 
 
-#: The unsigned C type signed integer arithmetic is done in (wrapping, as numpy's).
-_UNSIGNED_OF = {"i32": "uint32_t", "i64": "uint64_t"}
+#: The unsigned C type integer arithmetic is done in (wrapping, as numpy's).
 _UNSIGNED_C = {"int32_t": "uint32_t", "int64_t": "uint64_t", "uint8_t": "uint32_t", "uint16_t": "uint32_t"}
 
 
 def wrapping(a: str, op: str, b: str, ctype: str) -> str:
     """`a op b` for integers of C type `ctype`, wrapping as numpy does: computed in an unsigned
-    type (a signed overflow is undefined in C, and gcc may assume it never happens; uint16
-    operands would multiply in int) and converted back; other types as C computes them."""
+    type and converted back.  A signed overflow is undefined in C (gcc may assume it never
+    happens), and C computes uint8/uint16 operands in `int` (`1 - 3` is -2; 65535 * 65535
+    overflows it).  Other types as C computes them."""
     unsigned = _UNSIGNED_C.get(ctype)
     if unsigned is None:
         return f"{a} {op} {b}"
