@@ -20,18 +20,17 @@ built by `polyc.grad.reverse`.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
 import islpy as isl
 
 from ..errors import GradError, IslBudgetError
-from ..ir import (Access, Affine, Binary, Call, Const, IndexExpr, Program, Select, Statement,
-                  TensorDecl, rebuild)
+from ..ir import Access, Affine, Binary, Call, Program, Select, Statement, TensorDecl, rebuild
 from ..poly.islutil import (aff_to_affine, affine_str, basic_set_constraints, isl_budget, isl_name,
                             pw_aff_to_affine, set_dnf)
 from ..poly.model import PolyModel, tuple_str
+from ..ir.guards import dnf_condition
 from .analysis import describe
 from .derivative import ZERO
 from .exprs import within
@@ -210,17 +209,16 @@ class _Expander:
 def _condition(piece: isl.Set, domain: isl.Set, what: str):
     """The affine condition selecting `piece` within `domain`, as an expression."""
     simple = piece.gist(domain).coalesce()
-    terms = []
+    conjs = []
     for b in simple.get_basic_sets():
         conj = basic_set_constraints(b)
         if conj is None:
             raise GradError(f"{what}: the instances reading each source are not described without integer "
                             f"divisions; checkpoint='store' does not support this kernel")
-        parts = [Binary("==" if c.kind == "eq" else ">=", IndexExpr(c.expr), Const(0)) for c in conj]
-        terms.append(functools.reduce(lambda a, b: Binary("and", a, b), parts) if parts else None)
-    if any(t is None for t in terms):
+        conjs.append(tuple(conj))
+    if any(not conj for conj in conjs):
         return None      # the piece is all of the domain
-    return functools.reduce(lambda a, b: Binary("or", a, b), terms)
+    return dnf_condition(tuple(conjs))
 
 
 def _chosen(pieces, domain: isl.Set, what: str):

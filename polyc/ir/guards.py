@@ -109,6 +109,23 @@ def condition_dnf(cond: Expr, holds: bool = True) -> Optional[DNF]:
     return results[0]
 
 
+def dnf_condition(dnf: DNF) -> Expr:
+    """`dnf` as a boolean expression, the inverse of `condition_dnf`: an `or` of `and`s of
+    `e >= 0` / `e == 0` (a conjunction without constraints is `True`).  Modulo constraints have
+    no spelling here: callers leave them out first."""
+    terms: List[Expr] = []
+    for conj in dnf:
+        parts = [Binary(">=" if c.kind == "ge" else "==", IndexExpr(c.expr), Const(0)) for c in conj]
+        term: Expr = parts[0] if parts else Const(True)
+        for x in parts[1:]:
+            term = Binary("and", term, x)
+        terms.append(term)
+    out = terms[0]
+    for x in terms[1:]:
+        out = Binary("or", out, x)
+    return out
+
+
 def guarded_accesses(value: Expr) -> Tuple[Tuple[Access, Optional[DNF]], ...]:
     """Every access in `value` (walk order) with the affine guard under which it is evaluated
     (None: unconditionally)."""

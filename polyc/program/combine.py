@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, Expr, IndexExpr, Program, ScalarRef,
                   Select, Statement, TensorDecl, Unary)
+from ..ir.guards import dnf_condition
 from .trace import Node, TensorHandle
 
 
@@ -63,26 +64,6 @@ def node_tensor_names(node: Node) -> Dict[str, str]:
     return names
 
 
-def _condition(domain: Tuple[Tuple[Constraint, ...], ...]) -> Optional[Expr]:
-    """The domain as a boolean expression (`or` of `and`s of `e >= 0`, `e == 0`); None for a
-    modulo constraint."""
-    terms: List[Expr] = []
-    for conj in domain:
-        parts: List[Expr] = []
-        for c in conj:
-            if c.kind not in ("ge", "eq"):
-                return None
-            parts.append(Binary(">=" if c.kind == "ge" else "==", IndexExpr(c.expr), Const(0)))
-        term = parts[0] if parts else Const(True)
-        for x in parts[1:]:
-            term = Binary("and", term, x)
-        terms.append(term)
-    out = terms[0]
-    for x in terms[1:]:
-        out = Binary("or", out, x)
-    return out
-
-
 def _full_shape(t: TensorDecl, its: Sequence[str], affine: Mapping[str, Affine]) -> Tuple[Tuple[Constraint, ...], ...]:
     shape = [d.substitute(affine) for d in t.shape or ()]
     return (tuple(c for it, d in zip(its, shape)
@@ -105,11 +86,10 @@ def _defined_everywhere(node: Node, st: Statement) -> Optional[Statement]:
     if st.update is not None or [i.as_single_var() for i in st.target.indices] != list(st.iterators) \
             or len(st.iterators) != len(t.shape or ()) or st.divisions:
         return None
-    cond = _condition(st.domain)
-    if cond is None:
-        return None
+    if any(c.kind not in ("ge", "eq") for conj in st.domain for c in conj):
+        return None        # a modulo constraint has no spelling as a condition
     return replace(st, domain=_full_shape(t, st.iterators, {}),     # in the kernel's names, renamed after
-                   value=Select(cond, st.value, Const(0)), inferred=())
+                   value=Select(dnf_condition(st.domain), st.value, Const(0)), inferred=())
 
 
 def _zero_fill(node: Node, t: TensorDecl, tensors: Mapping[str, str], affine: Mapping[str, Affine]) -> Statement:
