@@ -221,8 +221,8 @@ class ExprLowering:
                 and self.scope.globals.get("len", len) is len and len(node.args) == 1 and not node.keywords:
             array, axis = node.args[0], 0
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "shape" and type(_literal_value(node.slice)) is int:
-            array, axis = node.value.value, _literal_value(node.slice)
+                and node.value.attr == "shape" and int_literal(node.slice) is not None:
+            array, axis = node.value.value, int_literal(node.slice)
         else:
             return None
         if not isinstance(array, ast.Name) or array.id not in self.scope.arrays:
@@ -586,9 +586,10 @@ def _short(node: ast.AST) -> str:
     return text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
 
 
-def _literal_value(node: ast.AST) -> object:
-    """The value of a literal (`3`, `-1`), or None for anything else."""
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
+def int_literal(node: ast.AST) -> Optional[int]:
+    """The value of an integer literal, negated or not (`3`, `-1`: a `range` step, a shape
+    axis), or None for anything else (a bool is no integer here)."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        sign, node = -1, node.operand
+    return sign * node.value if isinstance(node, ast.Constant) and type(node.value) is int else None

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import SourceLocation
 from ..ir import Access, Affine, Binary, Call, Constraint, Expr, IndexExpr, ScalarRef, Unary
-from .pyloops_exprs import DNF, TRUE, ExprLowering, LocalRef, Source, dnf_and
+from .pyloops_exprs import DNF, TRUE, ExprLowering, LocalRef, Source, dnf_and, int_literal
 
 _UPDATES = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
@@ -193,12 +193,7 @@ class BodyLowering:
         return loop
 
     def _step(self, node: ast.AST) -> int:
-        value: Optional[int] = None
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            value = node.value
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
-                isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
-            value = -node.operand.value
+        value = int_literal(node)
         if not value:
             raise self.src.error(node, "the step of `range` must be a non-zero integer literal")
         return value
