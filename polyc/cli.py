@@ -85,10 +85,12 @@ def _kernels_by_name(scope: Dict[str, Any]) -> Dict[str, Any]:
     return found
 
 
-def read_text(path: Path, what: str) -> str:
-    """The UTF-8 text of file `path`; a UsageError naming it when it cannot be read as such."""
+def read_text(path: Path, what: str, limit: int = -1) -> str:
+    """The UTF-8 text of file `path` (its first `limit` characters when given); a UsageError
+    naming it when it cannot be read as such."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            return f.read(limit)
     except UnicodeDecodeError as e:
         raise UsageError(f"the {what} {path} is not UTF-8 text (byte {e.start})") from None
     except OSError as e:
@@ -229,14 +231,7 @@ def read_target(spec: str) -> Any:
     "c l2=256K vector_bytes=32 cores=8" or "cuda:sm_80", or a JSON file written by `Target.to_json()`."""
     from .target import Target
     if spec.endswith(".json"):
-        try:
-            with open(spec, encoding="utf-8") as f:
-                text = f.read(1 << 17)
-        except OSError as e:
-            raise UsageError(f"cannot read the target file {spec}: {e.strerror or e}") from None
-        except UnicodeDecodeError as e:
-            raise UsageError(f"the target file {spec} is not UTF-8 text (byte {e.start})") from None
-        return Target.from_json(text)
+        return Target.from_json(read_text(Path(spec), "target file", limit=1 << 17))
     return Target.resolve(spec)
 
 
