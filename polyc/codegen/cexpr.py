@@ -110,7 +110,7 @@ def _ipow_helpers(q: str) -> list:
             continue
         ut = "uint64_t" if name == "i64" else "uint32_t"
         neg = "" if name.startswith("u") else \
-            f"if (pc_b < 0) return pc_a == 1 ? 1 : (pc_a == -1 ? ((pc_b & 1) ? -1 : 1) : 0); "
+            "if (pc_b < 0) return pc_a == 1 ? 1 : (pc_a == -1 ? ((pc_b & 1) ? -1 : 1) : 0); "
         out.append(f"{q} {ct} pc_ipow_{name}({ct} pc_a, {ct} pc_b) {{ {neg}{ut} pc_r = 1, pc_x = ({ut})pc_a; "
                    f"while (pc_b) {{ if (pc_b & 1) pc_r *= pc_x; pc_x *= pc_x; pc_b >>= 1; }} "
                    f"return ({ct})pc_r; }}")

@@ -197,7 +197,7 @@ class _Printer:
         if _converts_each_step(self.typing, st, dt):
             # `T op= e` converts to T's type after every step (README "Types"): not associative,
             # so no tree; thread 0 folds the terms in order, as the serial code does.
-            return [Region(Raw((f"if ($tid == 0)",
+            return [Region(Raw(("if ($tid == 0)",
                                 f"  for (int64_t {it} = {self._c(lp.init)}; {self._c(lp.cond)}; {it} += {lp.step})",
                                 f"    {printer.statement(st)}")), False)]
         fold = (f"{dt.c_name} pc_part = {literal(identity, dt)};",
@@ -229,7 +229,7 @@ class _Printer:
             def shuffle(v: str, offs) -> Tuple[str, ...]:
                 return tuple(f"{v} = {comb(v, f'__shfl_down_sync(0xffffffffu, {v}, {o})')};" for o in offs)
             first = Raw(fold + shuffle("pc_part", offsets) + (f"if ($tid % 32 == 0) {red}[$tid / 32] = pc_part;",))
-            last = Raw((f"if ($tid < 32) {{",
+            last = Raw(("if ($tid < 32) {",
                         f"  {ctype} pc_w = $tid < {warps} ? {red}[$tid] : {identity};")
                        + tuple("  " + x for x in shuffle("pc_w", across))
                        + (f"  if ($tid == 0) {target} = {comb(target, 'pc_w')};", "}"))

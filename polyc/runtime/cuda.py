@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from ..codegen.cuda import GeneratedCUDA, generate_cuda
 from ..codegen.cuda_ir import LaunchFn, walk_host  # noqa: F401  (re-exported)

@@ -242,8 +242,8 @@ def _check_space(model: PolyModel, m: isl.Map, name: str, n_iterators: int, n_di
 def _check_coefficients(m: isl.Map, where: str) -> None:
     """Every coefficient, constant and division of `m` within +-MAX_MAP_COEFFICIENT."""
     if not map_coefficients_fit(m):
-        raise fail(where, f"has a coefficient or constant beyond +-2**32; the generated loops could "
-                          f"overflow 64-bit integers")
+        raise fail(where, "has a coefficient or constant beyond +-2**32; the generated loops could "
+                          "overflow 64-bit integers")
 
 
 def _example(model: PolyModel, points: isl.Set) -> str:

@@ -13,7 +13,6 @@ same features (deterministic, numpy only) stands in.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, List, Mapping, Sequence
 
 import numpy as np

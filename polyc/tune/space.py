@@ -31,7 +31,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import TuneRecordError
 from ..target import Target
 from .registry_view import apply_step, auto_schedule_view, primitives
 

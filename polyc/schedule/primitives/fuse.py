@@ -19,7 +19,7 @@ run in the same instance of loop L exactly when they agree on every scalar dimen
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from ...errors import IllegalScheduleError, PolycError
 from ..nesting import insert_scalar, scalar_key, scalar_positions, statements_of
