@@ -20,7 +20,7 @@ from ..ir.literals import INT_RANGE as _INT_RANGE
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from .loop_ast import strip_parens
 from .names import INTERNAL
-from .typing import BOOL, Typing, is_integer
+from .typing import BOOL, Typing, common_type, is_integer, literal_type
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
              "ceil": "ceil", "sin": "sin", "cos": "cos", "fmax": "fmax", "fmin": "fmin", "pow": "pow"}
@@ -213,11 +213,11 @@ class CExprPrinter:
                 return f"({self.expr(e.lhs, None)} {op} {self.expr(e.rhs, None)})"
             a_t, b_t = t.operand_types(e, want)
             if e.op in ("<", "<=", ">", ">=", "==", "!="):
-                common = _common(a_t, b_t)
+                common = common_type(a_t, b_t)
                 return f"({self.expr(e.lhs, common)} {e.op} {self.expr(e.rhs, common)})"
-            common = _common(a_t, b_t) or want
+            common = common_type(a_t, b_t) or want
             if e.op in ("%", "//") and (common is None or common == BOOL):
-                common = _literal_type(e.lhs, e.rhs)
+                common = literal_type(e.lhs, e.rhs)
             lhs, rhs = self.expr(e.lhs, common), self.expr(e.rhs, common)
             if e.op == "/" and common is not None and not common.is_float:
                 return f"((double)({lhs}) / (double)({rhs}))"
@@ -230,7 +230,7 @@ class CExprPrinter:
             rt = t.type_of(e, want)
             return f"({self.expr(e.cond, None)} ? {self.expr(e.if_true, rt)} : {self.expr(e.if_false, rt)})"
         if isinstance(e, Call):
-            rt = t.type_of(e, want) or want or _literal_type(*e.args)
+            rt = t.type_of(e, want) or want or literal_type(*e.args)
             args = [self.expr(a, rt) for a in e.args]
             if e.fn == "stop_gradient":
                 return args[0]
@@ -299,25 +299,9 @@ def wrapping_update(target: str, op: str, value: str, ctype: str, value_type: Op
     return f"{target} = {wrapping(target, op, value, ctype)};"
 
 
-def _common(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
-    from ..ir import promote
-    if a is None or a == BOOL:
-        return b if b != BOOL else None
-    if b is None or b == BOOL:
-        return a
-    return promote(a, b)
-
-
 def _is_number(e: Expr) -> bool:
     """A numeric literal (not a boolean)."""
     return isinstance(e, Const) and not isinstance(e.value, bool)
-
-
-def _literal_type(*operands: Expr) -> DType:
-    """The type of an operation between literals alone: int64 for integers, else float64 (Python's rule)."""
-    from ..ir import f64
-    ints = all(isinstance(x, Const) and isinstance(x.value, int) for x in operands)
-    return i64 if ints else f64
 
 
 def _fn(name: str, dtype: DType) -> str:

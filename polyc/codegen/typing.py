@@ -171,6 +171,22 @@ def is_integer(t: Optional[DType]) -> bool:
     return t is not None and t != BOOL and not t.is_float
 
 
+def common_type(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
+    """The type two operands are combined in (a comparison, an arithmetic operation): their
+    promotion, a condition or unknown side taking the other's; None when neither is known."""
+    if a is None or a == BOOL:
+        return b if b != BOOL else None
+    if b is None or b == BOOL:
+        return a
+    return promote(a, b)
+
+
+def literal_type(*operands: Expr) -> DType:
+    """The type of an operation between literals alone: int64 for integers, else float64 (Python's rule)."""
+    ints = all(isinstance(x, Const) and isinstance(x.value, int) for x in operands)
+    return i64 if ints else f64
+
+
 def _float_literal(e: Expr) -> bool:
     """A weak literal written as a float (`4.0`): never an integer, whatever it meets."""
     return _adaptive(e) and isinstance(e.value, float)  # type: ignore[attr-defined]

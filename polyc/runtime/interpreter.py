@@ -22,7 +22,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import islpy as isl
 import numpy as np
 
-from ..ir import (Access, Affine, Binary, Call, Cast, Const, Expr, IndexExpr, ScalarRef, Select, Statement,
+from ..codegen.typing import BOOL, common_type, is_integer, literal_type
+from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select, Statement,
                   Unary, dtype_of_numpy, promote)
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from ..poly.islutil import isl_name
@@ -34,6 +35,7 @@ _NUMPY_FN = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "ab
 _BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod, "//": np.floor_divide,
         "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
         "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _UPDATE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
@@ -117,25 +119,28 @@ class _Evaluator:
             idx = tuple(np.clip(i, 0, max(n - 1, 0)) for i, n in zip(idx, arr.shape))
         return arr[idx]
 
-    def const(self, e: Const, dtype: np.dtype):
-        """A literal in the type it takes; an integer type's infinities are its limits (the
-        identity of `max=!` and `min=!`); an integer literal that does not fit is refused."""
-        dt = e.dtype.numpy if e.dtype else np.dtype(dtype)
+    def const(self, e: Const, hint: Optional[DType]):
+        """A literal in the type it takes, as the generated code prints it (a weak float literal
+        next to an integer is the kernel's float); an integer type's infinities are its limits
+        (the identity of `max=!` and `min=!`); an integer literal that does not fit is refused."""
+        if e.dtype is None and isinstance(e.value, float) and math.isfinite(e.value) and is_integer(hint):
+            hint = self.typing.literal_float
+        polyc_type = e.dtype or hint or self.typing.default_float
+        dt = polyc_type.numpy
         value = e.value
         if dt.kind in "iu" and isinstance(value, float) and math.isinf(value):
             info = np.iinfo(dt)
             return dt.type(info.max if value > 0 else info.min)
-        if dt.kind in "iu" and isinstance(value, float) and e.dtype is None and math.isfinite(value):
-            return np.float64(value)   # a weak float literal stays a float, as in the C (`T += 0.5`)
-        polyc_type = dtype_of_numpy(dt)
-        if polyc_type is not None and not integer_literal_fits(value, polyc_type):
+        if not integer_literal_fits(value, polyc_type):
             loc = literal_location(self.statement, value) if self.statement is not None else None
             raise literal_range_error(value, polyc_type, loc)
         return dt.type(value)
 
-    def expr(self, e: Expr, env, dtype):
+    def expr(self, e: Expr, env, hint: Optional[DType]):
+        """The values of `e` at the points `env`, computed in the types the generated code uses
+        (`Typing`); `hint` is the type a literal or undeclared scalar adopts (the other operand's)."""
         if isinstance(e, Const):
-            return self.const(e, dtype)
+            return self.const(e, hint)
         if isinstance(e, ScalarRef):
             return self.typing.scalars[e.name].numpy.type(self.scalars[e.name])
         if isinstance(e, IndexExpr):
@@ -143,46 +148,51 @@ class _Evaluator:
         if isinstance(e, Access):
             return self.access(e, env)
         if isinstance(e, Cast):
-            return np.asarray(self.expr(e.operand, env, dtype)).astype(e.dtype.numpy)
+            return np.asarray(self.expr(e.operand, env, None)).astype(e.dtype.numpy)
         if isinstance(e, Unary):
             if e.op == "-" and isinstance(e.operand, Const) and not isinstance(e.operand.value, bool):
-                return self.const(Const(-e.operand.value, e.operand.dtype), dtype)   # `-2147483648` fits int32
-            v = self.expr(e.operand, env, dtype)
+                return self.const(Const(-e.operand.value, e.operand.dtype), hint)   # `-2147483648` fits int32
+            v = self.expr(e.operand, env, hint)
             return np.logical_not(v) if e.op == "not" else np.negative(v)
         if isinstance(e, Binary) and e.op in ("and", "or"):
             # numpy evaluates both operands; the right one only matters where the left one lets
             # it (short-circuit), where its reads may lie outside (clamped, as under a select).
-            a = self.expr(e.lhs, env, dtype)
+            a = self.expr(e.lhs, env, None)
             with self.guard():
-                return _BIN[e.op](a, self.expr(e.rhs, env, dtype))
+                return _BIN[e.op](a, self.expr(e.rhs, env, None))
         if isinstance(e, Binary):
-            a, b = self.expr(e.lhs, env, dtype), self.expr(e.rhs, env, dtype)
-            if e.op in ("+", "-", "*", "/", "%", "//") and any(_float_literal(x) for x in (e.lhs, e.rhs)):
-                # A float literal next to an integer takes the kernel's float type (README "Types").
-                lt, rt = self.typing.operand_types(e, dtype_of_numpy(np.dtype(dtype)))
-                if lt is not None and rt is not None and lt.is_float and rt.is_float:
-                    a, b = np.asarray(a).astype(lt.numpy), np.asarray(b).astype(rt.numpy)
+            # Operands in the type the generated code combines them in (`common_type`), not numpy's
+            # promotion: float32 + int32 is float32 in a kernel (README "Types"), float64 in numpy.
+            a_t, b_t = self.typing.operand_types(e, hint)
+            common = common_type(a_t, b_t)
+            if e.op not in _COMPARISONS:
+                common = common or hint
+                if e.op in ("%", "//") and common is None:
+                    common = literal_type(e.lhs, e.rhs)
+            a, b = (_typed(self.expr(x, env, common), common) for x in (e.lhs, e.rhs))
             with np.errstate(all="ignore"):
                 return _BIN[e.op](a, b)
         if isinstance(e, Select):
+            rt = self.typing.type_of(e, hint)
             with self.guard():
-                return np.where(self.expr(e.cond, env, dtype), self.expr(e.if_true, env, dtype),
-                                self.expr(e.if_false, env, dtype))
-        if isinstance(e, Call) and e.fn == "pow":
-            rt = self.typing.type_of(e, dtype_of_numpy(np.dtype(dtype)))
-            if rt is not None and rt.name != "bool" and not rt.is_float:
-                base, exp = (np.asarray(self.expr(a, env, dtype)).astype(rt.numpy) for a in e.args)
-                return _int_power(base, exp)
+                return np.where(self.expr(e.cond, env, None), _typed(self.expr(e.if_true, env, rt), rt),
+                                _typed(self.expr(e.if_false, env, rt), rt))
         if isinstance(e, Call):
+            rt = self.typing.type_of(e, hint) or hint or literal_type(*e.args)
+            args = [self.expr(a, env, rt) for a in e.args]
+            if e.fn == "pow" and rt != BOOL and not rt.is_float:
+                return _int_power(*(_typed(a, rt) for a in args))
+            if e.fn in ("floor", "ceil") and is_integer(self.typing.type_of(e.args[0], rt)):
+                return args[0]          # an integer already, as the generated code keeps it
             with np.errstate(all="ignore"):
-                return _NUMPY_FN[e.fn](*(self.expr(a, env, dtype) for a in e.args))
+                return _typed(_NUMPY_FN[e.fn](*(_typed(a, rt) for a in args)), rt)
         raise TypeError(e)
 
     def run(self, st: Statement, env) -> None:
         self.statement = st
         target = self.arrays[st.target.tensor]
         dtype = target.dtype
-        raw = np.asarray(self.expr(st.value, env, dtype))
+        raw = np.asarray(self.expr(st.value, env, dtype_of_numpy(dtype)))
         wide = self.update_type(st, dtype)
         if wide is not None:
             self.update_in(wide, st, target, raw, env)
@@ -233,8 +243,11 @@ class _Evaluator:
                 target[at] = ufunc(target[at].astype(wide), value[k]).astype(target.dtype)
 
 
-def _float_literal(e: Expr) -> bool:
-    return isinstance(e, Const) and e.dtype is None and isinstance(e.value, float)
+def _typed(value: Any, t: Optional[DType]) -> Any:
+    """`value` converted to `t` (a condition or an unknown type leaves it as it is)."""
+    if t is None or t == BOOL:
+        return value
+    return np.asarray(value).astype(t.numpy, copy=False)
 
 
 def _int_power(base: np.ndarray, exp: np.ndarray) -> np.ndarray:

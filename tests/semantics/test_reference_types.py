@@ -1,0 +1,60 @@
+"""`kernel.reference` (the Einstein interpreter) computes every operation in the type the
+generated code computes it in (README "Types"), not in numpy's promotion: it is the oracle that
+`check_kernel` compares compiled code with, so any difference would flag correct code."""
+import numpy as np
+import pytest
+
+import polyc as pc
+
+
+def _both(kernel, **arrays):
+    return pc.compile(kernel)(**arrays), kernel.reference(**arrays)
+
+
+def test_float32_plus_int32_scalar_is_float32_before_the_integer_store():
+    # numpy: float32 array + int32 scalar is float64 (1e9 + 1 exact); a kernel computes float32
+    k = pc.kernel("B[i] = A[i] + s", A=pc.f32["N"], s=pc.i32, B=pc.i64["N"])
+    a = np.array([1e9, 16777216.0], np.float32)
+    got, ref = _both(k, A=a, s=np.int32(1))
+    want = (a + np.float32(1)).astype(np.int64)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ref, want)
+
+
+def test_literal_takes_the_operand_type_not_the_store_type():
+    # 256 is an int32 next to A; only the result is converted to uint8
+    k = pc.kernel("B[i] = A[i] // 256", A=pc.i32["N"], B=pc.u8["N"])
+    a = np.array([65280, 511, -1], np.int32)
+    got, ref = _both(k, A=a)
+    want = (a // 256).astype(np.uint8)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ref, want)
+
+
+def test_mixed_int_and_float_arrays_in_max_and_select():
+    k = pc.kernel("C[i] = max(A[i], B[i]) + select(A[i] > 0.0, B[i], A[i])",
+                  A=pc.f32["N"], B=pc.i32["N"], C=pc.i64["N"])
+    a = np.array([16777216.0, -3.5, 2.0], np.float32)
+    b = np.array([16777217, 7, -1], np.int32)
+    got, ref = _both(k, A=a, B=b)
+    bf = b.astype(np.float32)
+    want = (np.maximum(a, bf) + np.where(a > 0, bf, a)).astype(np.int64)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ref, want)
+
+
+@pytest.mark.parametrize("fn", ["exp", "sqrt"])
+def test_math_of_uint8_is_float64(fn):
+    # numpy's exp(uint8) is float16; the kernel's is float64 (README "Types")
+    k = pc.kernel(f"B[i] = {fn}(A[i])", A=pc.u8["N"], B=pc.f64["N"])
+    a = np.array([0, 3, 200], np.uint8)
+    got, ref = _both(k, A=a)
+    want = getattr(np, fn)(a.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    np.testing.assert_allclose(ref, want, rtol=1e-15)
+
+
+def test_literal_beyond_the_operand_type_is_still_refused():
+    k = pc.kernel("B[i] = A[i] + 4294967297", A=pc.i32["N"])
+    with pytest.raises(pc.LiteralRangeError):
+        k.reference(A=np.zeros(3, np.int32))
