@@ -69,7 +69,8 @@ class _Inference:
         self.lows: Dict[str, Tuple[Affine, ...]] = {}
         #: Intermediates their readers need from below 0 (Halide's blur of a clamped image reads
         #: `gray[x - 3]` from x = 0): dimension -> the constant their storage is shifted by.
-        self.shifts: Dict[str, Dict[int, int]] = {}
+        #: intermediates whose reads start below 0: tensor -> dimension -> how far its storage is shifted
+        self.shifts: Dict[str, Dict[int, Affine]] = {}
         #: Sizes defined as `floor(numerator / divisor)` (strided extents like `(H - K) // 2 + 1`).
         self.derived: List[Tuple[str, Affine, int]] = []
 
@@ -102,6 +103,11 @@ class _Inference:
         a = pw_aff_to_affine(pa, ctx)
         if a is not None:
             return a
+        return self._floor_extent(pa, ctx, hint)
+
+    def _floor_extent(self, pa: isl.PwAff, ctx: isl.Set, hint: str) -> Optional[Affine]:
+        """`pa` = `rest + c * floor(num / d)` as `rest + c * S`, `S` a derived size (one per
+        floor, named after `hint`); None for anything else."""
         form = pw_aff_to_floor_form(pa, ctx)
         if form is None:
             return None
@@ -193,16 +199,7 @@ class _Inference:
 
     # -- per statement -------------------------------------------------------------------------
     def _infer_statement(self, st: Statement, known: Dict[str, Tuple[Constraint, ...]]) -> Dict[str, Tuple[Constraint, ...]]:
-        ranges: Dict[str, Tuple[Constraint, ...]] = dict(known)
-        # A min/max iterator is fixed by alternative pieces of the domain (one per conjunction):
-        # for inference it is unconstrained, so a clamped read bounds no index (it is in bounds
-        # wherever it is; `check_bounds` proves that on the real domain afterwards).
-        extremes = set(st.extremes)
-        for i in st.iterators:
-            if i not in st.inferred and i not in ranges:
-                ranges[i] = () if i in extremes else tuple(
-                    dict.fromkeys(c for conj in st.domain for c in conj
-                                  if i in c.expr.variables and not extremes & set(c.expr.variables)))
+        ranges: Dict[str, Tuple[Constraint, ...]] = {**_stated_ranges(st), **known}
         pending = [i for i in st.iterators if i not in ranges]
         target_shape = self.shapes.get(st.target.tensor)
         for x in list(pending):
@@ -418,33 +415,29 @@ class _Inference:
                     return None
                 image = image.coalesce().intersect_params(ctx)
                 lo = Affine.const(0)
-                if not image.is_empty() and not image.lexmin().intersect(
-                        isl.Set(f"{ps} -> {{ [v] : v < 0 }}")).is_empty():
-                    # Below 0: an intermediate's storage is shifted by a constant; anything else is refused.
-                    lowest = pw_aff_to_affine(image.dim_min(0), ctx)
-                    role = self.p.tensor(tensor).role
-                    if role != "temp" or lowest is None or not lowest.is_constant or lowest.constant >= 0:
-                        return None
-                    lo = lowest
+                below = not image.is_empty() and not image.lexmin().intersect(
+                    isl.Set(f"{ps} -> {{ [v] : v < 0 }}")).is_empty()
+                if below and self.p.tensor(tensor).role != "temp":
+                    return None
                 hi = pw_aff_to_affine(image.dim_max(0), ctx)
-            if hi is None:
+                if below:
+                    # Below 0: an intermediate's storage is shifted, by a constant or by sizes
+                    # (Halide's `x + rx - KW / 2`: a size computed at call time, `_extent`).
+                    lo = pw_aff_to_affine(image.dim_min(0), ctx) or self._floor_extent(image.dim_min(0), ctx, x)
+                    if hi is None and lo is not None:
+                        hi = self._floor_extent(image.dim_max(0), ctx, x)
+            if hi is None or lo is None:
                 return None
             ranges[x] = (lower_bound(x, lo), upper_bound_exclusive(x, hi + Affine.const(1)))
-            if lo.constant < 0:
-                self.shifts.setdefault(tensor, {})[d] = -lo.constant
+            if lo != Affine.const(0):
+                self.shifts.setdefault(tensor, {})[d] = lo.scale(-1)
         if any(i not in ranges for i in st.iterators):
             return None
         return ranges
 
     def _infer_partial(self, st: Statement) -> Dict[str, Tuple[Constraint, ...]]:
         """The ranges `_infer_statement` settles for `st`, without failing on those it cannot."""
-        ranges: Dict[str, Tuple[Constraint, ...]] = {}
-        extremes = set(st.extremes)
-        for i in st.iterators:
-            if i not in st.inferred:
-                ranges[i] = () if i in extremes else tuple(
-                    dict.fromkeys(c for conj in st.domain for c in conj
-                                  if i in c.expr.variables and not extremes & set(c.expr.variables)))
+        ranges = _stated_ranges(st)
         for x in [i for i in st.iterators if i not in ranges]:
             found = self._range_from_reads(st, x, ranges, self._bare_base(st, x))
             if found is not None:
@@ -489,12 +482,13 @@ class _Inference:
             extra = tuple(fix(c) for i in st.inferred for c in resolved[st.name][i])
             domain = tuple(tuple(fix(c) for c in conj) + extra for conj in st.domain)
             statements.append(st.with_(domain=domain, inferred=()))
-        statements = [_shifted(st, self.shifts) for st in statements]
+        shifts = {t: {d: resolve(a) for d, a in by.items()} for t, by in self.shifts.items()}
+        statements = [_shifted(st, shifts) for st in statements]
         tensors = []
         for t in self.p.tensors:
             shape = self.shapes[t.name]
-            if shape is not None and t.name in self.shifts:   # its writes start below 0: shifted
-                shape = tuple(e + Affine.const(self.shifts[t.name].get(d, 0)) for d, e in enumerate(shape))
+            if shape is not None and t.name in shifts:   # its writes start below 0: shifted
+                shape = tuple(e + shifts[t.name].get(d, Affine.const(0)) for d, e in enumerate(shape))
             tensors.append(TensorDecl(t.name, t.dtype, tuple(resolve(e) for e in shape) if shape is not None else (),
                                       t.role, t.declared))
         return self.p.with_(statements=tuple(statements), tensors=tuple(tensors),
@@ -520,7 +514,22 @@ def infer_shapes(program: Program) -> Program:
             raise first from None
 
 
-def _shifted(st: Statement, shifts: Dict[str, Dict[int, int]]) -> Statement:
+def _stated_ranges(st: Statement) -> Dict[str, Tuple[Constraint, ...]]:
+    """The constraints `st` states on each iterator it does not leave to inference (`where`).
+
+    A min/max iterator is fixed by alternative pieces of the domain (one per conjunction): for
+    inference it is unconstrained, so a clamped read bounds no index (it is in bounds wherever it
+    is; `check_bounds` proves that on the real domain afterwards).  An iterator's stated range is
+    what every piece says of it: a clamp's pieces (`x <= W - 1` in one, `x >= W` in the other)
+    split the range, never bound it."""
+    extremes = set(st.extremes)
+    common = [c for c in (st.domain[0] if st.domain else ()) if all(c in conj for conj in st.domain[1:])]
+    return {i: () if i in extremes else tuple(dict.fromkeys(
+        c for c in common if i in c.expr.variables and not extremes & set(c.expr.variables)))
+        for i in st.iterators if i not in st.inferred}
+
+
+def _shifted(st: Statement, shifts: Dict[str, Dict[int, Affine]]) -> Statement:
     """`st` with each access of a shifted intermediate moved into its storage (index + shift)."""
     if not shifts:
         return st
@@ -529,7 +538,7 @@ def _shifted(st: Statement, shifts: Dict[str, Dict[int, int]]) -> Statement:
         by = shifts.get(acc.tensor)
         if not by:
             return acc
-        return Access(acc.tensor, tuple(e + Affine.const(by.get(d, 0)) for d, e in enumerate(acc.indices)))
+        return Access(acc.tensor, tuple(e + by.get(d, Affine.const(0)) for d, e in enumerate(acc.indices)))
 
     return st.with_(target=move(st.target),
                     value=rebuild(st.value, lambda e: move(e) if isinstance(e, Access) else None))

@@ -81,3 +81,18 @@ def test_min_in_a_where_bound():
     want = np.array([a[i, :min(i + 2, 4)].sum() for i in range(5)])
     for schedule in (None, "auto"):
         np.testing.assert_allclose(pc.compile(k, schedule)(A=a), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("src, want", [
+    ("o[x] = a[min(x, W - 1)] where x in 0:W", lambda a: a),
+    ("o[x] = a[min(x, W - 1)] where x in 0:12", lambda a: a[np.minimum(np.arange(12), len(a) - 1)]),
+    ("o[x] = a[min(2 * x, W - 1)] where x in 0:W/2", lambda a: a[0:len(a):2][:len(a) // 2]),
+    ("o[x] = a[min(max(x - 1, 0), W - 1)] + a[x] where x in 0:W",
+     lambda a: a[np.maximum(np.arange(len(a)) - 1, 0)] + a),
+])
+def test_a_where_range_holds_beside_a_clamped_read(src, want):
+    # the clamp's pieces (x <= W - 1 in one, x >= W in the other) must not be read as the range
+    k = pc.kernel(src, a=pc.f64["W"])
+    a = np.arange(10.0)
+    np.testing.assert_array_equal(pc.compile(k)(a=a), want(a))
+    np.testing.assert_array_equal(k.reference(a=a), want(a))

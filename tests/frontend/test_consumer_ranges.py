@@ -63,3 +63,23 @@ def test_an_output_read_below_zero_is_refused():
             g[x] = A[min(max(x, 0), N - 1)]
             B[i] = g[i - 1] + g[i]
         """, A=pc.f64["N"], B=pc.f64["N"], name="below_zero_out", outputs=["B", "g"])
+
+
+@pytest.mark.parametrize("pad", ["KW / 2", "KW // 2", "(KW - 1) / 2", "KW"])
+def test_a_padded_producer_starts_below_zero_by_a_floor_of_a_size(pad):
+    # Halide's "same" convolution (apps/depthwise_separable_conv): the producer's region starts at
+    # -floor(KW / 2), a size computed at call time; its storage is shifted by it
+    k = pc.kernel(f"""
+        ib[x] = a[min(max(x, 0), W - 1)]
+        o[x] +=! f[rx] * ib[x + rx - {pad}]
+    """, outputs=["o"], a=pc.f64["W"], f=pc.f64["KW"], o=pc.f64["W"])
+    rng = np.random.default_rng(1)
+    # (a one-tap filter makes floor((KW - 1) / 2) zero, which a size written in a subscript may not be)
+    for width, taps in ((7, 3), (9, 5), (4, 4)) + (((5, 1),) if "-" not in pad else ()):
+        a, f = rng.standard_normal(width), rng.standard_normal(taps)
+        shift = taps if pad == "KW" else (taps // 2 if "-" not in pad else (taps - 1) // 2)
+        want = np.array([sum(f[r] * a[min(max(x + r - shift, 0), width - 1)] for r in range(taps))
+                         for x in range(width)])
+        for target, schedule in (("c", None), ("c", "auto"), ("cuda-emu", None)):
+            np.testing.assert_allclose(pc.compile(k, schedule, target=target)(a=a, f=f), want, rtol=1e-12)
+        np.testing.assert_allclose(k.reference(a=a, f=f), want, rtol=1e-12)
