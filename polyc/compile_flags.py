@@ -7,8 +7,9 @@ only `polyc.errors`), so `polyc.target` and `polyc.runtime.compiler` can both us
 """
 from __future__ import annotations
 
+import re
 import shlex
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from .errors import CompileFlagsError
 
@@ -55,3 +56,33 @@ def _check_flag(flag: str, origin: str) -> None:
     if bad:
         raise CompileFlagsError(f"{origin}: {flag!r} would change where or what the compiler writes; polyc "
                                 f"chooses the output itself (the cache relies on it)")
+
+
+#: Flags a target read from a file may carry: optimisation and code-generation options only.  A
+#: saved target is untrusted input, and many compiler flags run or load other code (`-wrapper`,
+#: `-fplugin=`, `-B`, `-specs=`, `-Wl,...`, `-l`), read other sources into the kernel (`-I`,
+#: `-include`, `-D` macros that rename what the generated code calls) or write files
+#: (`-fprofile-generate`, `-fdump-...`).
+_SAVED_FLAG = re.compile(r"""(?:
+    -O[0-3sgz]? | -Ofast | -g[0-3]? | -w | -pthread | -fopenmp | -fPIC
+  | -std=[A-Za-z0-9+]+
+  | -m[a-z0-9][a-z0-9_.=-]*
+  | -f(?!plugin|profile|dump|auto-profile|stack-usage|callgraph|opt-info|save-optimization|debug-prefix
+        |file-prefix|macro-prefix|instrument|sanitize|coverage|test-coverage|branch-probabilities|lto
+        |create-profile|use-ld|exec-charset|input-charset|wide-exec-charset|record)
+      [a-z0-9][a-z0-9_.-]*(?:=[A-Za-z0-9_.,+-]*)?
+  | -W(?![lap],)[a-z0-9][a-z0-9_=-]*
+  | -arch=[a-z0-9_]+ | --use_fast_math | -lineinfo
+)\Z""", re.X)
+
+
+def check_saved_flags(flags: Sequence[str], origin: str) -> None:
+    """Refuse any flag of a saved target (read from a file) that is not an optimisation or
+    code-generation option (`_SAVED_FLAG`): such files are untrusted, and a compiler flag can run
+    any program.  Flags set in code or in `$POLYC_CFLAGS` are the user's own and are not limited."""
+    for f in flags:
+        if not isinstance(f, str) or not _SAVED_FLAG.match(f):
+            raise CompileFlagsError(
+                f"{origin}: {f!r} is not accepted from a file; a saved target may carry optimisation and "
+                f"code-generation flags only (-O.., -march=.., -m.., -f.., -W.., -g, -std=..). Set other "
+                f"flags in code (Target.with_(flags=...), pc.compile(..., flags=...)) or in $POLYC_CFLAGS")

@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple, Union
 
-from .compile_flags import normalise_flags
+from .compile_flags import check_saved_flags, normalise_flags
 from .errors import CompileFlagsError, TargetError
 
 KINDS = ("c", "cuda", "cuda-emu")
@@ -230,7 +230,7 @@ class Target:
         missing = [f for f in _FIELDS if f not in data]
         if missing:
             raise TargetError(f"field {missing[0]!r} is missing", missing[0])
-        return Target(**{f: _loaded(f, data[f]) for f in _FIELDS})
+        return _checked_saved(Target(**{f: _loaded(f, data[f]) for f in _FIELDS}))
 
     @staticmethod
     def from_json(text: Union[str, bytes]) -> "Target":
@@ -364,6 +364,26 @@ def _validate(t: Target) -> None:
         if t.max_threads_per_block < MIN_GPU_THREADS:
             raise TargetError(f"max_threads_per_block must be at least {MIN_GPU_THREADS} (polyc's tree reductions "
                               f"use blocks of that many threads)", "max_threads_per_block")
+
+
+#: What a target read from a file may name as its compiler: a C or CUDA compiler by name, found on
+#: PATH (`gcc-12`, `x86_64-linux-gnu-gcc`, `clang`), never a path to some other program.
+_SAVED_COMPILER = re.compile(r"(?:[A-Za-z0-9_]+-)*(?:cc|gcc|clang|icx|nvcc)(?:-[0-9]+(?:\.[0-9]+)*)?\Z")
+
+
+def _checked_saved(t: Target) -> Target:
+    """`t`, read from a file (a target JSON, a saved schedule's target): untrusted, so beyond the
+    checks of every Target its compiler must be a compiler's name and its flags plain options
+    (`check_saved_flags`), since both become a command line polyc runs."""
+    if not _SAVED_COMPILER.match(t.compiler):
+        raise TargetError(f"compiler {t.compiler!r} is not accepted from a file: a saved target names a C or "
+                          f"CUDA compiler on PATH (cc, gcc, gcc-12, clang, nvcc, ...); set any other compiler "
+                          f"in code (Target.with_(compiler=...)) or in $POLYC_CC", "compiler")
+    try:
+        check_saved_flags(t.flags, "the saved target's flags")
+    except CompileFlagsError as e:
+        raise TargetError(str(e), "flags") from None
+    return t
 
 
 def _check_word(value: Any, field: str) -> None:

@@ -185,3 +185,28 @@ def test_only_the_target_module_asks_the_operating_system_about_the_machine():
     found = [f"{path.relative_to(root)}: {p}" for path in sorted(root.rglob("*.py")) if path.name != "target.py"
              for p in probes if p in path.read_text(encoding="utf-8")]
     assert found == []
+
+
+@pytest.mark.parametrize("field, value", [
+    ("flags", ["-O2", "-wrapper", "/tmp/evil.sh"]), ("flags", ["-fplugin=/tmp/x.so"]), ("flags", ["-B/tmp/x"]),
+    ("flags", ["-specs=/tmp/x"]), ("flags", ["-I/tmp/x"]), ("flags", ["-include", "x.h"]),
+    ("flags", ["-Dexp=system"]), ("flags", ["-Wl,-init=f"]), ("flags", ["-Wp,-include,/tmp/x.h"]),
+    ("flags", ["-lfoo"]), ("flags", ["-fprofile-generate"]), ("flags", ["-fdump-tree-all"]),
+    ("flags", ["-ccbin", "/tmp/x"]), ("compiler", "/tmp/evil"), ("compiler", "python3"), ("compiler", "./cc"),
+])
+def test_a_saved_target_cannot_run_other_programs(field, value):
+    # a Target read from a file becomes a command line: only a compiler on PATH and plain options
+    with pytest.raises(TargetError) as e:
+        Target.from_json(_tampered(field, value))
+    assert e.value.field == field and "file" in str(e.value)
+
+
+def test_a_saved_target_keeps_ordinary_options_and_compilers():
+    for flags in (["-O3", "-march=native"], ["-O2", "-mavx2", "-mno-avx512f", "-mprefer-vector-width=256",
+                                             "-ffast-math", "-funroll-loops", "-fno-trapping-math", "-Wall", "-g",
+                                             "-std=c11", "-fopenmp"]):
+        for compiler in ("cc", "gcc", "gcc-12", "clang-17", "x86_64-linux-gnu-gcc-12"):
+            t = Target.host().with_(flags=tuple(flags), compiler=compiler)
+            assert Target.from_json(t.to_json()) == t
+    # set in code, any compiler and flag the user chooses stays theirs
+    assert Target.host().with_(flags=("-O2", "-DNDEBUG"), compiler="/usr/bin/gcc").flags == ("-O2", "-DNDEBUG")
