@@ -17,15 +17,19 @@ A library is code polyc will run, so the cache trusts only what this user wrote:
   bit), or it cannot be created or written: polyc then warns (`CacheWarning`) and uses a private
   temporary directory (mode 0700, removed at exit) for the rest of the process;
 - an entry is loaded only if its library is a regular file owned by this user, not writable by
-  others, and its sha256 matches the one recorded for this entry.  Anything else (a truncated or
-  corrupted library, a missing checksum, entries swapped or copied under another key, a file
-  planted by someone else) is rebuilt in place, with a warning unless it was simply missing (or
-  written by an older polyc).
+  others, its sha256 matches the one recorded for this entry, and the record is signed with this
+  account's secret key (HMAC-SHA256; the key lives outside the cache, in the user's config
+  directory, readable by this user only).  A cache directory restored from elsewhere (a CI cache
+  another job wrote, a copied home directory) cannot forge that signature.  Anything else (a
+  truncated or corrupted library, a missing checksum, entries swapped or copied under another key,
+  a file planted by someone else) is rebuilt in place, with a warning unless it was simply missing
+  or written by an older polyc or under another key (nothing the user needs to do).
 """
 from __future__ import annotations
 
 import atexit
 import hashlib
+import hmac
 import os
 import shutil
 import stat
@@ -180,10 +184,12 @@ def entry_problem(lib_path: Path) -> Optional[str]:
         return "does not match its recorded checksum (truncated or corrupted)"
     if len(recorded) == 1:
         return "has no recorded checksum"   # an entry of an older polyc (no name): rebuilt quietly
-    if recorded[1:] != [lib_path.stem]:
+    if recorded[1] != lib_path.stem:
         # A library that is sound but was built for another key (entries swapped or copied
         # under other names) would run the wrong kernel: the checksum file names its entry.
         return "was recorded for another cache entry (moved or swapped); refused"
+    if len(recorded) != 3 or not hmac.compare_digest(recorded[2], _signature(actual, lib_path.stem)):
+        return UNSIGNED    # an older polyc's entry, or one written under another key: rebuilt quietly
     return None
 
 
@@ -191,8 +197,84 @@ def install_library(built: Path, lib_path: Path) -> None:
     """Move the freshly built library `built` into place as `lib_path`, recording its checksum
     first (both atomically); the library is made private (the linker honours the umask)."""
     os.chmod(built, 0o600)
-    write_atomic(checksum_path(lib_path), f"{file_sha256(built)} {lib_path.stem}\n")
+    digest = file_sha256(built)
+    write_atomic(checksum_path(lib_path), f"{digest} {lib_path.stem} {_signature(digest, lib_path.stem)}\n")
     os.replace(built, lib_path)
+
+
+#: `entry_problem` of an entry that is sound but not signed with this account's key (an older
+#: polyc's, or one copied from another account or machine): rebuilt without a warning.
+UNSIGNED = "is not signed with this account's cache key"
+
+#: Where this account's cache key lives: outside any cache directory, so that a cache restored
+#: or copied from elsewhere cannot bring a key that vouches for its own libraries.
+KEY_FILE_ENV = "POLYC_CACHE_KEY_FILE"
+_key: Optional[bytes] = None
+_key_lock = threading.Lock()
+
+
+def key_file() -> Path:
+    explicit = os.environ.get(KEY_FILE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(platformdirs.user_config_dir("polyc", appauthor=False)) / "cache-key"
+
+
+def _signature(digest: str, name: str) -> str:
+    """HMAC-SHA256 of a library's sha256 and entry name under this account's secret key."""
+    return hmac.new(_secret(), f"{digest} {name}".encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def _secret() -> bytes:
+    """This account's cache key: read from `key_file()` when that is a regular file of this user
+    that nobody else can read or write, else made (32 random bytes, mode 0600).  Where it can be
+    neither read nor made, a key for this process alone (its libraries are rebuilt by the next
+    process), with a `CacheWarning`."""
+    global _key
+    with _key_lock:
+        if _key is not None:
+            return _key
+        path = key_file()
+        try:
+            _key = _read_key(path) or _make_key(path)
+        except OSError as e:
+            warnings.warn(f"cannot read or create the polyc cache key {path} ({e.strerror or e}); compiled "
+                          f"kernels are trusted in this process only", CacheWarning, stacklevel=3)
+            _key = os.urandom(32)
+        return _key
+
+
+def _read_key(path: Path) -> Optional[bytes]:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()) \
+            or st.st_mode & 0o077:
+        return None     # replaced below: a key others can read or write vouches for nothing
+    with open(path, "rb") as f:
+        data = f.read(64)
+    return data if len(data) == 32 else None
+
+
+def _make_key(path: Path) -> bytes:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = os.urandom(32)
+    fd, tmp = tempfile.mkstemp(prefix=".cache-key-", dir=path.parent)   # mode 0600
+    try:
+        os.write(fd, key)
+    finally:
+        os.close(fd)
+    try:
+        if path.exists() or path.is_symlink():
+            os.replace(tmp, path)   # one that vouched for nothing (see `_read_key`)
+            return key
+        os.link(tmp, path)          # never over a key another process has just made
+    except FileExistsError:
+        return _read_key(path) or key
+    finally:
+        _unlink_quietly(Path(tmp))
+    return key
 
 
 def temp_path(directory: Path, suffix: str) -> Path:

@@ -21,6 +21,7 @@ built in the private fallback directory instead (`cache.fallback_dir`, with a wa
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shlex
 import shutil
@@ -84,12 +85,12 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     if hit is not None and not rebuild and cache.entry_problem(hit) is None:
         return hit
 
-    version = compiler_version(compiler_path)
+    version = compiler_version(compiler_path) + native_machine(compiler_path, all_flags)
     key = cache.cache_key(source, all_flags, compiler_path, version, fingerprint)
     src_path, lib_path = cache.entry_paths(directory, key)
     problem = "rebuilt on request" if rebuild else cache.entry_problem(lib_path)
     if problem is not None:
-        if problem not in ("missing", "has no recorded checksum", "rebuilt on request"):
+        if problem not in ("missing", "has no recorded checksum", "rebuilt on request", cache.UNSIGNED):
             warnings.warn(f"the cached kernel library {lib_path} {problem}; rebuilding it", CacheWarning,
                           stacklevel=2)
         try:
@@ -150,6 +151,24 @@ def _is_gcc(compiler_path: str) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return "__GNUC__" in proc.stdout and "__clang__" not in proc.stdout
+
+
+@functools.lru_cache(maxsize=None)
+def native_machine(compiler_path: str, flags: Tuple[str, ...]) -> str:
+    """What `-march=native` (`-mcpu=`, `-mtune=`) means here, for the cache key: a digest of the
+    macros the compiler predefines with these flags (`__AVX512VBMI__`, `__GFNI__`, ...); "" when
+    no flag says native.  The flag's text alone would let a cache shared between two CPUs (an NFS
+    home) serve one CPU's instructions to the other, which has no such instructions."""
+    if not any(f.endswith("=native") for f in flags):
+        return ""
+    machine = [f for f in flags if f.startswith("-m")]
+    try:
+        proc = subprocess.run([compiler_path, *machine, "-dM", "-E", "-x", "c", os.devnull], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise CompileError(f"could not run the C compiler {compiler_path!r}: {e}") from e
+    macros = "\n".join(sorted(proc.stdout.splitlines()))
+    return " native:" + hashlib.sha256(macros.encode("utf-8")).hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=None)

@@ -43,7 +43,8 @@ def fresh_process_view():
 
 def test_entries_record_a_checksum_and_are_private(private_cache):
     lib = compile_c(SOURCE)
-    assert cache.checksum_path(lib).read_text().split() == [cache.file_sha256(lib), lib.stem]
+    digest, name, signature = cache.checksum_path(lib).read_text().split()
+    assert (digest, name) == (cache.file_sha256(lib), lib.stem) and len(signature) == 64
     assert stat.S_IMODE(lib.stat().st_mode) & 0o077 == 0
     assert stat.S_IMODE(private_cache.stat().st_mode) == 0o700
     [entry] = cache.cache_entries()
@@ -84,6 +85,42 @@ def test_an_entry_of_an_older_polyc_is_rebuilt_quietly(private_cache):
         warnings.simplefilter("error", CacheWarning)
         assert compile_c(SOURCE) == lib
     assert cache.entry_problem(lib) is None
+
+
+_FORGED = textwrap.dedent("""\
+    import numpy as np, polyc as pc
+    print(pc.compile(pc.kernel("B[i] = A[i] * 2.0", name="f"))(A=np.arange(3.0)).tolist())
+""")
+
+
+def test_a_forged_entry_is_rebuilt_not_run(private_cache, tmp_path):
+    """Someone who can write the cache directory (a CI cache restored from another job, a copied
+    home) replaces a library and writes the checksum file the old format asked for: its sha256
+    and entry name.  Without this account's key the record is not signed, and the next process
+    rebuilds the entry instead of running the planted library."""
+    env = dict(os.environ, POLYC_CACHE_DIR=str(private_cache), PYTHONPATH=str(REPO_ROOT),
+               POLYC_CACHE_KEY_FILE=str(tmp_path / "config" / "cache-key"))
+    run = lambda: subprocess.run([sys.executable, "-c", _FORGED], env=env, capture_output=True, text=True,
+                                 timeout=300)
+    assert run().stdout.strip() == "[0.0, 2.0, 4.0]"
+    assert stat.S_IMODE((tmp_path / "config" / "cache-key").stat().st_mode) == 0o600
+    [lib] = private_cache.glob("kernel-*.so")
+    planted = compile_c("int pc_planted(void) { return 42; }")   # any other library of this user
+    os.replace(planted, lib)
+    cache.checksum_path(lib).write_text(f"{cache.file_sha256(lib)} {lib.stem} {'0' * 64}\n")
+    again = run()
+    assert again.returncode == 0 and again.stdout.strip() == "[0.0, 2.0, 4.0]", again.stderr
+    assert "pc_planted" not in lib.read_bytes().decode("latin-1")
+
+
+def test_a_key_others_can_read_is_replaced(private_cache, tmp_path, monkeypatch):
+    key = tmp_path / "cache-key"
+    key.write_bytes(b"k" * 32)
+    key.chmod(0o644)
+    monkeypatch.setenv(cache.KEY_FILE_ENV, str(key))
+    monkeypatch.setattr(cache, "_key", None)
+    secret = cache._secret()
+    assert secret != b"k" * 32 and key.read_bytes() == secret and stat.S_IMODE(key.stat().st_mode) == 0o600
 
 
 _SWAPPED = textwrap.dedent("""\
@@ -148,7 +185,8 @@ def test_the_next_process_rebuilds_corrupted_libraries_and_gets_the_right_answer
     data[0x1000:0x1400] = b"\xff" * 0x400          # the code: SIGILL/SIGSEGV if it were loaded
     b.write_bytes(bytes(data))
     c.write_bytes(b"\x7fELF not really a library")
-    cache.checksum_path(c).write_text(f"{cache.file_sha256(c)} {c.stem}\n")
+    digest = cache.file_sha256(c)     # signed as this account's polyc would: it passes the checks
+    cache.checksum_path(c).write_text(f"{digest} {c.stem} {cache._signature(digest, c.stem)}\n")
     second = subprocess.run([sys.executable, "-c", _NEXT_PROCESS], env=env, capture_output=True, text=True,
                             timeout=300)
     assert second.returncode == 0, second.stderr

@@ -160,3 +160,13 @@ def test_two_processes_compiling_the_same_kernel_both_succeed(private_cache):
     paths = {out.strip() for out, _ in results}
     assert len(paths) == 1
     assert sorted(f.suffix for f in private_cache.iterdir()) == [".c", ".sha256", ".so"]  # no temp files left
+
+
+def test_native_flags_key_what_native_means_here():
+    # `-march=native`'s text alone would let a shared cache serve this CPU's instructions to another
+    from polyc.runtime.compiler import native_machine, resolve_compiler
+    cc = resolve_compiler()
+    native = native_machine(cc, ("-O3", "-march=native"))
+    assert native.startswith(" native:") and native == native_machine(cc, ("-O2", "-march=native"))
+    assert native != native_machine(cc, ("-O3", "-march=native", "-mno-avx2"))
+    assert native_machine(cc, ("-O3", "-march=x86-64")) == ""
