@@ -30,6 +30,7 @@ from ..errors import PolycError
 from ..frontend.reference import bind_sizes
 from .arguments import ProgramArguments
 from .combine import combined_program, node_internal_tensors
+from .dtypes import call_dtypes
 from .device import DeviceMemory
 from .blocking import RowBlocks, block_rows, row_blocks
 from ..runtime.aligned import aligned_bytes, aligned_empty
@@ -137,6 +138,7 @@ class OperatorProgram:
         self._blocked_gemms = ({n.index: recognise_gemm(n) for n in self.blocks.blocked}
                                if self.blocks is not None else {})
         self._plans: Dict[tuple, Plan] = {}
+        self._dtypes: Dict[tuple, Dict[str, np.dtype]] = {}
         self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
         self._compiled: Dict[int, Tuple[Group, Any]] = {}
         self._block_workers = BlockWorkers(self.name)   # threads and buffers for row blocks beside the caller's
@@ -214,7 +216,17 @@ class OperatorProgram:
         return self._plan(self._size_values(env), self._element_bytes(env))
 
     def _element_bytes(self, env: Mapping[str, np.ndarray]) -> int:
-        return max((a.dtype.itemsize for a in env.values()), default=8)
+        """The widest element of the call's tensors: every buffer of the plan holds any of them."""
+        return max(d.itemsize for d in self._call_dtypes(env).values())
+
+    def _call_dtypes(self, env: Mapping[str, np.ndarray]) -> Dict[str, np.dtype]:
+        """Every tensor's dtype for a call with these inputs (`dtypes.call_dtypes`), once per
+        signature of input dtypes."""
+        key = tuple(env[n].dtype.str for n in self.inputs)
+        found = self._dtypes.get(key)
+        if found is None:
+            found = self._dtypes[key] = call_dtypes(self.nodes, self.handles, {n: env[n].dtype for n in self.inputs})
+        return found
 
     def _plan(self, sizes: Mapping[str, int], itemsize: int) -> Plan:
         """The plan of one call shape, made once: which products go to the vendor (and why) and
@@ -447,9 +459,8 @@ class OperatorProgram:
         arrays = self.arguments.bind(args, arrays)
         env = self.arguments.check(arrays)
         sizes = self._size_values(env)
-        dtypes = [a.dtype for a in env.values() if a.dtype.kind == "f"]
-        dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
-        plan = self._plan(sizes, self._element_bytes(env))
+        dtypes = self._call_dtypes(env)
+        plan = self._plan(sizes, max(d.itemsize for d in dtypes.values()))
         self._last = plan
         # on the GPU every buffer is device memory and intermediates stay there (`device`)
         gpu = DeviceMemory({k: arrays[k] for k in self.inputs}) if self.target == "cuda" else None
@@ -463,7 +474,7 @@ class OperatorProgram:
             """Tensor `name` at sizes `at`: a new output array, or a view of its planned buffer (of
             its own buffer in `slots`, for a row-block worker's intermediates)."""
             h = handles[name]
-            dt = h.dtype.numpy if h.dtype is not None else dtype
+            dt = h.dtype.numpy if h.dtype is not None else dtypes.get(name, np.dtype(np.float64))
             shape = tuple(d.evaluate(at) for d in h.shape)
             if name in outs:
                 return gpu.empty(shape, dt) if gpu else aligned_empty(shape, dt)

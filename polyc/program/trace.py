@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import PolycError, ProgramError, SourceLocation
 from ..ir import Affine, DType, TensorType, promote
+from .dtypes import output_dtypes
 
 _STATE = threading.local()
 
@@ -189,11 +190,16 @@ class Tracer:
         index = len(self.nodes)
         label = self.label(kernel.name, index)
         results: Dict[str, TensorHandle] = {}
+        known = {k: self.handles[p].dtype for k, p in bindings}
+        # the kernel's own answer for these inputs (`scale` of an int32 by 0.5 is float64); with
+        # an input whose type comes only with the call, the call decides (`dtypes.call_dtypes`)
+        out_types = output_dtypes(kernel, known) if all(v is not None for v in known.values()) else {}
         for t in program.tensors:
             if t.role != "output":
                 continue
             name = f"{label}_{t.name}"
-            h = TensorHandle(name, t.dtype or dtype, tuple(d.substitute(sizes) for d in t.shape), index, self)
+            h = TensorHandle(name, out_types.get(t.name, t.dtype), tuple(d.substitute(sizes) for d in t.shape),
+                             index, self)
             self.handles[name] = h
             bindings.append((t.name, name))
             results[t.name] = h
