@@ -199,15 +199,16 @@ class OperatorProgram:
     def _size_values(self, env: Mapping[str, np.ndarray]) -> Dict[str, int]:
         return bind_sizes(self.kernel.program, dict(env), {})
 
-    def _needed_after(self, order: Sequence[Node], keep: Sequence[str] = ()) -> Dict[int, Tuple[str, ...]]:
+    def _needed_after(self, order: Sequence[Node], keep: Sequence[str] = (),
+                      reads: Optional[Mapping[int, str]] = None) -> Dict[int, Tuple[str, ...]]:
         """Tensors still needed after each node of `order`: the program's outputs, `keep`, and what
-        later nodes read."""
+        later nodes read (`reads`: a further tensor a node's vendor call reads, by node index)."""
         outs = {p for _, p in self.outputs} | set(keep)
         needed: Dict[int, Tuple[str, ...]] = {}
         later: set = set(outs)
         for n in reversed(order):
             needed[n.index] = tuple(later)
-            later |= set(n.inputs)
+            later |= set(n.inputs) | ({reads[n.index]} if reads and n.index in reads else set())
         return needed
 
     def plan(self, *args: Any, **arrays: Any) -> Plan:
@@ -299,7 +300,9 @@ class OperatorProgram:
                 return self._groupings[cache_key]
             decisions: List[str] = []
             units: List[Unit] = []
-            needed = self._needed_after(nodes, keep)
+            # a BLAS call whose re-layout is bypassed reads the original operand: keep it stored
+            originals = {i: r.original for i, r in self._relayouts.items() if i in vendored and r.transpose in bypass}
+            needed = self._needed_after(nodes, keep, originals)
             run: List[Node] = []
 
             def flush() -> None:
