@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..api import Kernel, TARGETS
-from ..errors import PolycError
+from ..errors import ArgumentError, PolycError
 from ..frontend.reference import bind_sizes
 from .arguments import ProgramArguments
 from .combine import combined_program, node_internal_tensors
@@ -197,7 +197,18 @@ class OperatorProgram:
 
     # -- planning ----------------------------------------------------------------------------------
     def _size_values(self, env: Mapping[str, np.ndarray]) -> Dict[str, int]:
-        return bind_sizes(self.kernel.program, dict(env), {})
+        """The program's sizes for these inputs; an ArgumentError where they leave a tensor of a
+        node with a negative extent (inputs too small for a chain of shrinking operators), as
+        the kernel alone refuses it."""
+        sizes = bind_sizes(self.kernel.program, dict(env), {})
+        for n in self.nodes:
+            for p in n.outputs:
+                for axis, d in enumerate(self.handles[p].shape):
+                    if d.evaluate(sizes) < 0:
+                        given = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                        raise ArgumentError(f"program {self.name}: {p}.shape[{axis}] = {d} = {d.evaluate(sizes)} "
+                                            f"is negative with {given}: the inputs are too small for {n.name}")
+        return sizes
 
     def _needed_after(self, order: Sequence[Node], keep: Sequence[str] = (),
                       reads: Optional[Mapping[int, str]] = None) -> Dict[int, Tuple[str, ...]]:

@@ -163,3 +163,16 @@ def test_tracing_errors_say_what_happened_where():
     with pytest.raises(ProgramError, match=r"by name, not by position .* call it as f\(X=\.\.\.\)") as e:
         pc.program(positional)
     assert e.value.location.line == _line_of(positional, "sq(X)")
+
+
+def test_inputs_too_small_for_a_chain_of_shrinking_operators():
+    shift = pc.kernel("B[i] = A[i] + A[i + 1]", name="shift")
+
+    @pc.program
+    def shifts(A: pc.f64["N"]):
+        return shift(A=shift(A=shift(A=A)))     # extent N - 3
+
+    assert shifts(A=np.ones(3)).shape == (0,)
+    for call in (shifts, shifts.reference, shifts.plan):
+        with pytest.raises(pc.ArgumentError, match=r"shape\[0\] = N - 3 = -1 is negative with N=2"):
+            call(A=np.ones(2))
