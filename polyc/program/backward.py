@@ -203,6 +203,12 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
         saved_at[s] = t
     if len(set(saved_at.values())) != len(saved_at):
         raise GradError(f"saved names one tensor twice: {list(saved)}")
+    for name, what in [(of, f"output {of!r}, whose adjoint is the parameter {of!r} + '_grad'")] + \
+            [(s, f"saved tensor {s!r}") for s in saved]:
+        if not name.isidentifier():
+            raise GradError(f"program.grad makes a parameter of {what}, and parameters are Python identifiers; "
+                            f"return it under a name like {_identifier(name)!r}, or use pc.grad(program, ...), "
+                            f"whose kernel takes any name")
     target = returned[of]
     floats = {n for n, h in handles.items() if h.dtype is None or h.dtype.is_float}
 
@@ -278,6 +284,12 @@ def backward_program(program: Any, of: str, wrt: Union[str, Sequence[str]], *,
     out = type(program)(backward, **program.options)   # an OperatorProgram, as the forward
     out.grad_names = GradNames(of, seed, tuple((x, names[x]) for x in wrt), tuple(saved))  # type: ignore[attr-defined]
     return out
+
+
+def _identifier(name: str) -> str:
+    """`name` with what is not allowed in a Python identifier replaced by `_`."""
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "_"
+    return out if out.isidentifier() else "_" + out
 
 
 def _call(kernel: Any, node: Node, env: Mapping[str, TensorHandle], kept: Mapping[str, TensorHandle] = {},

@@ -79,3 +79,17 @@ def test_a_tensor_returned_under_two_names_is_seeded_by_the_name_asked_for():
     np.testing.assert_array_equal(pc.compile(g)(x=np.arange(3.0), a_grad=np.ones(3)), [0.0, 2.0, 4.0])
     with pytest.raises(GradError, match="of must be the name of one tensor"):
         pc.grad(p, of=["a"], wrt="x")
+
+
+def test_an_output_named_unlike_a_parameter_is_refused_by_program_grad_only():
+    from kernels.program_ops import gelu
+
+    @pc.program
+    def p(X: pc.f64["M", "N"]):
+        return {"y-out": gelu.kernel(X=X)}
+
+    with pytest.raises(pc.GradError, match="return it under a name like 'y_out'"):
+        p.grad(of="y-out", wrt=["X"])
+    x = np.linspace(-1, 1, 6).reshape(2, 3)
+    g = pc.compile(pc.grad(p, of="y-out", wrt=["X"]))(X=x, **{"y-out_grad": np.ones((2, 3))})
+    assert g.shape == (2, 3) and np.isfinite(g).all()
