@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir import DType
+from ..runtime.dlpack import host_view
 from ..runtime.cuda_arrays import is_device_array
 from .device import check_device_inputs, stand_in
 
@@ -59,6 +60,8 @@ class ProgramArguments:
             if is_device_array(a):
                 check_device_inputs(self.target, name, a)
                 a = stand_in(name, a)
+            else:
+                a = host_view(name, a)      # a PyTorch CPU tensor, a JAX CPU array: its memory, viewed
             if not isinstance(a, np.ndarray):
                 raise ArgumentError(f"argument {name} must be a numpy array, got {type(a).__name__}")
             if not a.flags.c_contiguous:

@@ -103,3 +103,16 @@ def test_a_written_torch_tensor_bumps_its_version_for_autograd(target):
     assert b._version > before
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         b.sum().backward()
+
+
+@pytest.mark.parametrize("target", ["c", "cuda-emu"])
+def test_a_program_takes_dlpack_inputs_as_its_kernels_do(target):
+    @pc.program(target=target)
+    def product(A: pc.f64["M", "K"], B: pc.f64["K", "N"]):
+        return MATMUL(A=A, B=B)
+
+    rng = np.random.default_rng(1)
+    a, b = rng.random((3, 4)), rng.random((4, 2))
+    np.testing.assert_allclose(product(A=Exported(a), B=Exported(b)), a @ b)
+    with pytest.raises(pc.ArgumentError, match="lazy negation"):
+        product(A=Exported(a, negated=True), B=b)
