@@ -110,6 +110,11 @@ def _program_grad(program, of: str, wrt: Sequence[str], pad_borders: bool = True
                         f"{program.name!r} (inputs: {', '.join(program.inputs)})")
     traced = program.kernel.program
     taken = {t.name for t in traced.tensors}
+    unread = [x for x in wrt if x not in taken]
+    if unread:
+        raise GradError(f"{of!r} does not depend on input {unread[0]!r} of program {program.name!r} (no operator "
+                        f"computing it reads it): its gradient is zero. Leave it out of wrt, or use "
+                        f"{program.name}.grad(...), whose backward program returns zeros for it")
     renames: Dict[str, str] = {}     # a tensor returned twice takes the name `of` asks for
     for name, internal in sorted(outputs.items(), key=lambda item: item[0] != of):
         if name not in taken and internal not in renames:

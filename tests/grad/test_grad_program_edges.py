@@ -93,3 +93,16 @@ def test_an_output_named_unlike_a_parameter_is_refused_by_program_grad_only():
     x = np.linspace(-1, 1, 6).reshape(2, 3)
     g = pc.compile(pc.grad(p, of="y-out", wrt=["X"]))(X=x, **{"y-out_grad": np.ones((2, 3))})
     assert g.shape == (2, 3) and np.isfinite(g).all()
+
+
+def test_pc_grad_of_an_input_the_output_ignores_says_so():
+    from kernels.program_ops import gelu
+
+    @pc.program
+    def indep(X: pc.f64["M", "N"], Y: pc.f64["M", "N"]):
+        return gelu.kernel(X=X)
+
+    with pytest.raises(GradError, match="'out' does not depend on input 'Y'.*zero"):
+        pc.grad(indep, of="out", wrt=["X", "Y"])
+    x = np.ones((2, 3))
+    assert not indep.grad(of="out", wrt=["X", "Y"])(X=x, Y=x, out_grad=x)["Y_grad"].any()
