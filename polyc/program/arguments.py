@@ -57,6 +57,8 @@ class ProgramArguments:
             if name not in arrays:
                 raise ArgumentError(f"missing array argument {name} of program {self.name}")
             a = arrays[name]
+            if getattr(a, "__polyc_traced__", False):     # a program called inside another one
+                raise a.refused_as_array(f"program {self.name}'s argument {name}")
             if is_device_array(a):
                 check_device_inputs(self.target, name, a)
                 a = stand_in(name, a)

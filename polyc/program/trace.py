@@ -40,6 +40,13 @@ class TensorHandle:
         asks the tensor, so it never imports the program package, which builds on the API)."""
         return trace_call(kernel, kwargs)
 
+    def refused_as_array(self, callee: str) -> ProgramError:
+        """The error for passing this tensor where arrays are needed: a compiled kernel or a
+        program called inside a program (the API asks the tensor, as for `record_call`)."""
+        return ProgramError(f"{callee} got tensor {self.name}, which is symbolic while a program is traced; inside "
+                            f"a @pc.program call kernels made by pc.kernel (kernel(X=...)), not compiled kernels "
+                            f"(pc.compile(kernel)) or other programs", _user_location(self.tracer))
+
     def __array__(self, *args, **kwargs):  # numpy on a handle is a user error, not a silent object array
         raise ProgramError(f"tensor {self.name} is symbolic while a program is traced; only polyc kernels "
                            f"can be applied to it", _user_location(self.tracer))

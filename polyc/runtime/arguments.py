@@ -261,6 +261,8 @@ def _require_ndarray(name: str, value: Any, dtype: Optional[DType] = None) -> No
             raise ArgumentError(f"{name} is a masked array; polyc kernels ignore masks, so pass "
                                 f"{name}.filled(...) or np.asarray({name}) explicitly")
         return
+    if getattr(value, "__polyc_traced__", False):       # a compiled kernel called inside @pc.program
+        raise value.refused_as_array(f"the compiled kernel's argument {name}")
     if hasattr(value, "__cuda_array_interface__"):
         raise ArgumentError(f"{name}: device array passed to a CPU kernel ({type(value).__name__}); "
                             f"copy it to host memory first (e.g. {name}.get() or cupy.asnumpy({name})) "
