@@ -37,9 +37,13 @@ class MemoryPlan:
         return self.unfused_peak / self.planned_peak if self.planned_peak else float("inf")
 
     def summary(self) -> str:
+        if not self.planned_peak and not self.unfused_peak:
+            return "intermediates: none"
+        ratio = self.ratio
+        compared = (f"{ratio:.1f}x smaller" if ratio >= 1 else
+                    f"{1 / ratio:.1f}x larger: re-laid-out operands or buffers fusion adds")
         return (f"intermediates: planned peak {_mib(self.planned_peak)} in {len(self.slot_bytes)} buffer(s) "
-                f"vs unfused {_mib(self.unfused_peak)} ({self.ratio:.1f}x smaller; "
-                f"{_mib(self.no_reuse_bytes)} with no reuse)")
+                f"vs unfused {_mib(self.unfused_peak)} ({compared}; {_mib(self.no_reuse_bytes)} with no reuse)")
 
 
 def _mib(n: int) -> str:

@@ -225,7 +225,8 @@ class OperatorProgram:
     def plan(self, *args: Any, **arrays: Any) -> Plan:
         """The plan for these arrays' shapes (groups, vendor calls, memory), made once per shape."""
         env = self.arguments.check(self.arguments.bind(args, arrays))
-        return self._plan(self._size_values(env), self._element_bytes(env))
+        plan = self._last = self._plan(self._size_values(env), self._element_bytes(env))
+        return plan
 
     def _element_bytes(self, env: Mapping[str, np.ndarray]) -> int:
         """The widest element of the call's tensors: every buffer of the plan holds any of them."""
@@ -275,8 +276,8 @@ class OperatorProgram:
             why = "BLAS gemm through numpy" if use else (
                 "generated code, kept apart from its neighbours (contract=True fuses it row by row)"
                 if self.products_apart else "generated code")
-            reason = ("vendor=True" if self.vendor is True else f"{flops / 1e9:.2f} GFLOP "
-                      f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.2f}") \
+            reason = ("vendor=True" if self.vendor is True else f"{flops / 1e9:.4g} GFLOP "
+                      f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.4g}") \
                 if self.target == "c" and self.vendor else f"target {self.target}, vendor={self.vendor}"
             decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
         return tuple(vendored), tuple(decisions)
