@@ -21,10 +21,16 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
 from ..ir.depth import ensure_recursion_room, tree_depth
-from ..ir import (Access, Affine, Binary, Call, Const, Constraint, DType, Expr, IndexExpr,
+from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
 from ..ir.expr import ARITHMETIC_OPS
+from ..ir.types import f32, f64, i32, i64, u8, u16
+
+#: Conversions as Tensor Comprehensions and C write them: `int32(x)`, `float(x)`.  TC's `float`
+#: and `int` are 32-bit, as in C (`double` and `long` are the 64-bit ones).
+CAST_FUNCTIONS: Dict[str, DType] = {"int32": i32, "int64": i64, "uint8": u8, "uint16": u16, "float32": f32,
+                                    "float64": f64, "float": f32, "double": f64, "int": i32, "long": i64}
 from ..ir.program import EXTREME_ITERATOR
 from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
@@ -191,13 +197,21 @@ class _Lowering:
         if k == "bin":
             return Binary(node.value, args[0], args[1])  # type: ignore[arg-type]
         fn = node.value
+        if fn in CAST_FUNCTIONS:
+            if len(args) != 1:
+                raise ParseError(f"{fn}(x) converts one value, got {len(args)} arguments", node.loc)
+            return Cast(CAST_FUNCTIONS[fn], args[0])
+        if fn == "rsqrt" and len(args) == 1:      # CUDA's and TC's reciprocal square root
+            return Binary("/", Const(1.0), Call("sqrt", (args[0],)))
+        fn = {"fabs": "abs", "fmaxf": "fmax", "fminf": "fmin"}.get(fn, fn)   # C's spellings
         if fn == "select":
             if len(args) != 3:
                 raise ParseError(f"select takes 3 arguments (condition, if_true, if_false), got {len(args)}",
                                  node.loc)
             return Select(*args)
         if fn not in MATH_FUNCTIONS:
-            known = ", ".join(sorted(MATH_FUNCTIONS) + ["select"])
+            known = ", ".join(sorted(MATH_FUNCTIONS) + ["select", "rsqrt"]) + \
+                "; conversions: " + ", ".join(CAST_FUNCTIONS)
             raise ParseError(f"unknown function {fn!r}; available: {known}", node.loc)
         if MATH_FUNCTIONS[fn] != len(args):  # type: ignore[index]
             raise ParseError(f"{fn} takes {MATH_FUNCTIONS[fn]} argument(s), got {len(args)}",  # type: ignore[index]

@@ -166,12 +166,13 @@ class _Parser:
             f = frames[-1]
             tok = self.peek()
             if expecting_operand:
-                if tok.kind == "op" and tok.text in ("-", "+") or tok.kind == "name" and tok.text == "not":
-                    if tok.text == "not" and f.ops and f.ops[-1][0] > _UNARY_PREC["not"]:
+                if tok.kind == "op" and tok.text in ("-", "+", "!") or tok.kind == "name" and tok.text == "not":
+                    op = _C_SPELLING.get(tok.text, tok.text)        # TC's and C's `!x` is `not x`
+                    if op == "not" and f.ops and f.ops[-1][0] > _UNARY_PREC["not"]:
                         raise self.error(tok, "'not' applies to a whole condition: put it in parentheses, "
                                               "e.g. a == (not b)")
                     self.next()
-                    f.ops.append((_UNARY_PREC[tok.text], tok.text, True, self.loc(tok)))
+                    f.ops.append((_UNARY_PREC[op], op, True, self.loc(tok)))
                     continue
                 if tok.kind == "number":
                     self.next()
@@ -202,13 +203,29 @@ class _Parser:
                     continue
                 found = "end of line" if tok.kind in ("newline", "eof") else repr(tok.text)
                 raise self.error(tok, f"expected a value (number, name, tensor access or call), found {found}")
-            prec = _BINARY_PREC.get(tok.text) if tok.kind in ("op", "name") else None
-            if prec is not None and not (tok.kind == "name" and tok.text not in ("and", "or")):
+            if tok.kind == "op" and (tok.text == "?" or tok.text == ":" and f.open_conditionals()):
+                # TC's and C's `c ? a : b` (select): the loosest operator, grouping from the right
                 self.next()
-                f.reduce_while(prec + (tok.text == "**"))     # `**` groups from the right, as in Python
-                f.ops.append((prec, tok.text, False, self.loc(tok)))
+                f.reduce_while(1)
+                if tok.text == "?":
+                    f.ops.append((0, "?", False, self.loc(tok)))
+                else:
+                    while f.ops[-1][1] == "?:":     # conditionals complete inside this one's middle
+                        f.reduce()
+                    _, _, _, at = f.ops.pop()
+                    f.ops.append((0, "?:", False, at))
                 expecting_operand = True
                 continue
+            op = _C_SPELLING.get(tok.text, tok.text) if tok.kind == "op" else tok.text
+            prec = _BINARY_PREC.get(op) if tok.kind in ("op", "name") else None
+            if prec is not None and not (tok.kind == "name" and tok.text not in ("and", "or")):
+                self.next()
+                f.reduce_while(prec + (op == "**"))     # `**` groups from the right, as in Python
+                f.ops.append((prec, op, False, self.loc(tok)))
+                expecting_operand = True
+                continue
+            if tok.kind == "op" and tok.text == "?" or f.open_conditionals():
+                raise self.error(tok, "a conditional `c ? a : b` needs both `?` and `:`")
             node = f.finish()
             if f.kind == "top":
                 return node
@@ -253,6 +270,8 @@ _KEYWORDS = ("where", "in", "and", "or", "not")
 _BINARY_PREC = {"or": 1, "and": 2, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
                 "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "**": 8}
 _UNARY_PREC = {"not": 3, "-": 7, "+": 7}
+#: Tensor Comprehensions' (C's) spellings of the logical operators.
+_C_SPELLING = {"&&": "and", "||": "or", "!": "not"}
 _COMPARISONS = frozenset(("<", "<=", ">", ">=", "==", "!="))
 
 
@@ -274,8 +293,16 @@ class _Frame:
         while self.ops and self.ops[-1][0] >= prec:
             self.reduce()
 
+    def open_conditionals(self) -> bool:
+        """Whether a `?` waits for its `:` in this frame."""
+        return any(op == "?" for _, op, _, _ in self.ops)
+
     def reduce(self) -> None:
         _, op, unary, loc = self.ops.pop()
+        if op == "?:":
+            if_false, if_true, cond = self.operands.pop(), self.operands.pop(), self.operands.pop()
+            self.operands.append(Node("call", loc, "select", (cond, if_true, if_false)))
+            return
         if unary:
             operand = self.operands.pop()
             self.operands.append(operand if op == "+" else Node("un", loc, op, (operand,)))

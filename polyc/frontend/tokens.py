@@ -12,7 +12,7 @@ _TOKEN_RE = re.compile(r"""
   | (?P<comment>\#[^\n]*)
   | (?P<newline>\n|;)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
-  | (?P<op>\+=!|\*=!|max=!|min=!|max=|min=|\+=|\*=|==|!=|<=|>=|//|\*\*|[-+*/%<>=()\[\],:!])
+  | (?P<op>\+=!|\*=!|max=!|min=!|max=|min=|\+=|\*=|==|!=|<=|>=|//|\*\*|&&|\|\||[-+*/%<>=()\[\],:!?])
   | (?P<name>[^\W\d]\w*)           # identifiers as in Python, Unicode letters included
 """, re.VERBOSE)
 
@@ -61,7 +61,7 @@ def tokenize(source: str, filename: str = "<kernel>") -> List[Token]:
 
 
 #: A line starting with one of these continues the statement above (a statement starts with a name).
-_CONTINUES_NEXT = {"+", "-", "*", "**", "/", "//", "%", "<", "<=", ">", ">=", "==", "!=", ",", ":"}
+_CONTINUES_NEXT = {"+", "-", "*", "**", "/", "//", "%", "<", "<=", ">", ">=", "==", "!=", ",", ":", "&&", "||", "?"}
 _CONTINUING_WORDS = {"where", "and", "or"}
 #: A line ending with one of these continues on the next line.
 _OPEN_AT_END = _CONTINUES_NEXT | {"=", "+=", "*=", "max=", "min=", "+=!", "*=!", "max=!", "min=!", "in"}

@@ -1,8 +1,12 @@
-"""Item 8: statements spanning lines, `//` in expressions, unsigned 8/16-bit element types."""
+"""Item 8: statements spanning lines, `//` in expressions, unsigned 8/16-bit element types; TC's C-style
+operators (`c ? a : b`, `&&`, `||`, `!`), casts (`int32(x)`, `float(x)`) and fabs / rsqrt."""
+import re
+
 import numpy as np
 import pytest
 
 import polyc as pc
+from polyc.errors import ParseError
 
 from .tc_helpers import check_all
 
@@ -79,3 +83,42 @@ def test_true_and_false_are_literals_not_scalar_parameters():
         k = pc.kernel(source)
         assert not k.program.scalars, source
         assert k(A=a).tolist() == k.reference(A=a).tolist() == expected
+
+
+@pytest.mark.parametrize("src, want", [
+    ("B[i] = A[i] > 0 ? A[i] : -A[i]", lambda a: np.abs(a)),
+    ("B[i] = A[i] > 1 ? 1.0 : A[i] < -1 ? -1.0 : A[i]", lambda a: np.clip(a, -1, 1)),      # from the right
+    ("B[i] = A[i] > 0 ? A[i] > 2 ? 2.0 : 1.0 : 0.0", lambda a: np.where(a > 0, np.where(a > 2, 2.0, 1.0), 0.0)),
+    ("B[i] = (A[i] > 0 && A[i] < 2) || !(A[i] > -2) ? 1.0 : 0.0",
+     lambda a: np.where(((a > 0) & (a < 2)) | ~(a > -2), 1.0, 0.0)),
+    ("B[i] = 1.0 + (A[i] > 0 ? A[i] : 0.0) * 2.0", lambda a: 1 + np.maximum(a, 0) * 2),
+    ("B[i] = fabs(A[i]) + rsqrt(A[i] * A[i] + 1.0) + float(i)",
+     lambda a: np.abs(a) + 1 / np.sqrt(a * a + 1) + np.arange(len(a))),
+])
+def test_tc_c_style_operators_and_builtins(src, want):
+    # TC's kernels use C's `c ? a : b`, `&&`, `||`, `!`, fabs, rsqrt and casts
+    k = pc.kernel(src, A=pc.f64["N"])
+    a = np.arange(-3.0, 4.0)
+    np.testing.assert_allclose(pc.compile(k)(A=a), want(a), rtol=1e-14)
+    np.testing.assert_allclose(k.reference(A=a), want(a), rtol=1e-14)
+
+
+def test_tc_casts_convert_as_c_does():
+    k = pc.kernel("output[m, n] = int32(A[m, n] + four)", A=pc.f32["M", "N"], four=pc.i32, output=pc.i32["M", "N"])
+    a = np.array([[1.5, -2.7], [1e9, 3.0]], np.float32)
+    want = (a + np.float32(4)).astype(np.int32)
+    np.testing.assert_array_equal(pc.compile(k)(A=a, four=4), want)
+    np.testing.assert_array_equal(k.reference(A=a, four=4), want)
+    f = pc.kernel("O[m] = select(m >= 1, A[m, 0], float(0)) + double(m)", A=pc.f32["M", "N"])
+    got = pc.compile(f)(A=np.ones((3, 2), np.float32))
+    np.testing.assert_array_equal(got, [0.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("src, message", [
+    ("B[i] = A[i] > 0 ? A[i]", "needs both `?` and `:`"),
+    ("B[i] = select(A[i] > 0 ? 1.0, 2.0, 3.0)", "needs both `?` and `:`"),
+    ("B[i] = int32(A[i], 2)", "converts one value"),
+])
+def test_tc_c_style_mistakes_are_parse_errors(src, message):
+    with pytest.raises(ParseError, match=re.escape(message)):
+        pc.kernel(src, A=pc.f64["N"])
