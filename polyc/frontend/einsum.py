@@ -56,6 +56,25 @@ def _names_in(node: Node) -> List[Node]:
     return [n for n in _walk(node) if n.kind == "name"]
 
 
+def _has_product_of_symbols(node: Node, is_symbol) -> bool:
+    """Whether `node` multiplies two operands that both hold an index or size (`x * y`)."""
+    def symbolic(n: Node) -> bool:
+        todo = [n]
+        while todo:
+            m = todo.pop()
+            if m.kind == "name" and is_symbol(m.value):
+                return True
+            todo.extend(a for a in m.args or () if isinstance(a, Node))
+        return False
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind == "bin" and n.value == "*" and symbolic(n.args[0]) and symbolic(n.args[1]):
+            return True
+        stack.extend(a for a in n.args or () if isinstance(a, Node))
+    return False
+
+
 def _subscripts_in(node: Node) -> List[Node]:
     """The subscript expressions of every tensor access in `node`, in source order."""
     return [a for n in _walk(node) if n.kind == "access" for a in n.args]
@@ -176,8 +195,10 @@ class _Lowering:
             subs = tuple(to_affine(a, f"the subscripts of {node.value}", self._divs) for a in node.args)
             return Access(node.value, subs)  # type: ignore[arg-type]
         if k == "bin" and node.value in ("//", "%") and is_integer_affine(
+                node, lambda n: n in indices or n in self.sizes) and not _has_product_of_symbols(
                 node, lambda n: n in indices or n in self.sizes):
-            # Quasi-affine in indices and sizes: exact through a quotient iterator (isl).
+            # Quasi-affine in indices and sizes: exact through a quotient iterator (isl).  A
+            # product of two indices (`(x * y) // 10`) is no subscript: computed as a value.
             return IndexExpr(to_affine(node, "an integer division", self._divs))
         if k in ("un", "bin", "call"):
             return None
