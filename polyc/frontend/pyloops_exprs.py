@@ -86,6 +86,16 @@ class Scope:
     affine_locals: Dict[str, "tuple[Affine, tuple[int, ...]]"] = field(default_factory=dict)
     #: Why a local assigned so far holds no affine value (for the refusal's message).
     why_not_affine: Dict[str, str] = field(default_factory=dict)
+    #: Locals that hold an affine condition (`b = i > 3`, loopy's `<> b = i > 3`), usable as an
+    #: `if` test: name -> (the condition's source node, loop path of their single assignment).
+    condition_locals: Dict[str, "tuple[ast.AST, tuple[int, ...]]"] = field(default_factory=dict)
+
+    def condition_local(self, name: str) -> Optional[ast.AST]:
+        """The affine condition local `name` holds at the current point, as `affine_local`."""
+        known = self.condition_locals.get(name)
+        if known is None or tuple(self.loop_path[:len(known[1])]) != known[1]:
+            return None
+        return known[0]
 
     def affine_local(self, name: str) -> Optional[Affine]:
         """The affine value of local `name` at the current point, if it is known to hold one.
@@ -304,6 +314,8 @@ class ExprLowering:
             return self.condition(node.operand, not negate)
         if isinstance(node, ast.Constant) and isinstance(node.value, bool):
             return TRUE if node.value != negate else FALSE
+        if isinstance(node, ast.Name) and self.scope.condition_local(node.id) is not None:
+            return self.condition(self.scope.condition_local(node.id), negate)   # type: ignore[arg-type]
         if isinstance(node, ast.Compare):
             atoms = []
             left = node.left

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import SourceLocation
+from ..errors import PolycError, SourceLocation
 from ..ir import Access, Affine, Binary, Call, Constraint, Expr, IndexExpr, ScalarRef, Unary
 from .pyloops_exprs import DNF, TRUE, ExprLowering, LocalRef, Source, dnf_and, int_literal
 
@@ -217,6 +217,17 @@ class BodyLowering:
         return [bound + offset]
 
     # -- assignments --------------------------------------------------------------------------
+    def _is_affine_condition(self, node: ast.AST) -> bool:
+        """Whether `node` is a test `if` takes: affine comparisons combined with and/or/not."""
+        if not isinstance(node, (ast.Compare, ast.BoolOp)) and not (
+                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            return False
+        try:
+            self.exprs.condition(node)
+        except PolycError:
+            return False
+        return True
+
     def _assignment(self, st: ast.stmt, loops: Tuple[RawLoop, ...], guard: DNF, conditional: bool,
                     order: Tuple[int, ...]) -> RawStmt:
         if isinstance(st, ast.Assign):
@@ -266,6 +277,8 @@ class BodyLowering:
                 self.scope.affine_locals[target_local] = (known, tuple(self.scope.loop_path))
             else:
                 self.scope.why_not_affine[target_local] = f"its value `{ast.unparse(value_node)}` is not affine"
+                if self._is_affine_condition(value_node):      # usable as a later `if` test
+                    self.scope.condition_locals[target_local] = (value_node, tuple(self.scope.loop_path))
         elif target_local is not None:
             self.scope.why_not_affine[target_local] = "it is assigned more than once or under an `if`" \
                 if op is None else "it is updated in place"

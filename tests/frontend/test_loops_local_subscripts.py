@@ -171,3 +171,33 @@ def test_a_local_holding_min_or_max_of_affine_terms_indexes(schedule):
     clamped_by_locals.reference(A=a, B=want)
     padded = np.pad(a, ((0, 0), (1, 1)), mode="edge")
     assert np.array_equal(got, want) and np.allclose(got, padded[:, :-2] + a + padded[:, 2:])
+
+
+def _two_ways(a: pc.f32["n"], out: pc.f32["n"]):
+    for i in range(n):  # noqa: F821
+        b = i > 3
+        late = not b or i == n - 1  # noqa: F821
+        out[i] = a[i]
+        if b:
+            out[i] = 2 * a[i]
+        if late:
+            out[i] += 100.0
+
+
+def _data_test(a: pc.f32["n"], out: pc.f32["n"]):
+    for i in range(n):  # noqa: F821
+        b = a[i] > 3
+        if b:
+            out[i] = 1.0
+
+
+def test_a_local_holding_an_affine_condition_is_an_if_test():
+    # loopy's test_conditional_two_ways: `<> b = i > 3` then `if b`
+    k = pc.kernel(_two_ways)
+    a = np.arange(8, dtype=np.float32)
+    want = np.where(np.arange(8) > 3, 2 * a, a) + np.where((np.arange(8) <= 3) | (np.arange(8) == 7), 100, 0)
+    out = np.zeros(8, np.float32)
+    pc.compile(k)(a=a, out=out)
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(pc.ParseError, match="data-dependent control flow"):
+        pc.kernel(_data_test)
