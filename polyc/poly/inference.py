@@ -215,6 +215,12 @@ class _Inference:
         while pending and progress:
             progress = False
             for x in list(pending):
+                shared = self._intersected_extents(st, x)
+                if shared is not None:
+                    ranges[x] = (lower_bound(x, Affine.const(0)),) + tuple(upper_bound_exclusive(x, e) for e in shared)
+                    pending.remove(x)
+                    progress = True
+                    continue
                 base = self._bare_base(st, x)
                 found = self._range_from_reads(st, x, ranges, base)
                 if found is None:
@@ -229,6 +235,22 @@ class _Inference:
                 f"cannot infer the range of index {x!r}: no tensor of known shape is indexed by it alone; "
                 f"add 'where {x} in lo:hi' or declare the tensor's shape", st.location)
         return ranges
+
+    def _intersected_extents(self, st: Statement, x: str) -> Optional[List[Affine]]:
+        """Tensor Comprehensions' range of a reduction index that several tensors of known but
+        different extents index alone (`Out[c] +=! I[c, h] * O[h]`, `I` of `H` columns, `O` of
+        `R - KH + 1` rows): the intersection, every one of their bounds.  None when the index is
+        also a subscript of the target (its extent is a shape), or some extent is not known yet."""
+        if any(x in e.variables for e in st.target.indices):
+            return None
+        extents: List[Affine] = []
+        for tensor, d in self._bare_uses(st, x):
+            shape = self.shapes.get(tensor)
+            if placeholder(tensor, d) in self.classes.parent or shape is None:
+                return None
+            if all(str(shape[d]) != str(e) for e in extents):
+                extents.append(shape[d])
+        return extents if len(extents) > 1 else None
 
     def _bare_uses(self, st: Statement, x: str) -> List[Tuple[str, int]]:
         uses = []

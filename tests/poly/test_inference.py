@@ -76,3 +76,22 @@ def test_a_tensor_read_then_updated_takes_its_shape_from_the_call():
     assert [str(d) for d in ranged.program.tensor("A").shape] == ["N"]
     with pytest.raises(ShapeInferenceError, match="cannot infer the range of index 'i'"):
         pc.kernel("A[i, j] = A[i, j] + A[j, i]")
+
+
+def test_a_reduction_index_of_several_declared_extents_takes_their_intersection():
+    # TC's graph2 (test_tc_mapper_bugs.cc MinInUpperBound): h runs below H and below R - KH + 1
+    k = pc.kernel("""
+        O[h] +=! J[h + r_k] * W1[r_k]
+        Out[c] +=! I[c, h] * O[h]
+    """, outputs=["Out"], I=pc.f64["C", "H"], J=pc.f64["R"], W1=pc.f64["KH"])
+    rng = np.random.default_rng(3)
+    for h, r in ((5, 7), (6, 5), (3, 9)):           # either bound may be the smaller
+        i, j, w = rng.random((2, h)), rng.random(r), rng.random(3)
+        o = np.array([j[x:x + 3] @ w for x in range(r - 2)])
+        n = min(h, r - 2)
+        want = i[:, :n] @ o[:n]
+        np.testing.assert_allclose(pc.compile(k)(I=i, J=j, W1=w), want, rtol=1e-12)
+        np.testing.assert_allclose(k.reference(I=i, J=j, W1=w), want, rtol=1e-12)
+    # an output's index still takes one extent: its shape
+    with pytest.raises(pc.OutOfBoundsError):
+        pc.kernel("Out[h] = I[h] * J[h]", I=pc.f64["H"], J=pc.f64["R"])
