@@ -87,7 +87,10 @@ def _kernels_by_name(scope: Dict[str, Any]) -> Dict[str, Any]:
 
 def read_text(path: Path, what: str, limit: int = -1) -> str:
     """The UTF-8 text of file `path` (its first `limit` characters when given); a UsageError
-    naming it when it cannot be read as such."""
+    naming it when it cannot be read as such (a directory or a named pipe, which would block, is
+    not read)."""
+    if path.exists() and not path.is_file():
+        raise UsageError(f"the {what} {path} is not a regular file")
     try:
         with open(path, encoding="utf-8") as f:
             return f.read(limit)

@@ -195,3 +195,12 @@ def test_outline_on_a_cuda_target_shows_the_mapping_codegen_prints(files, capsys
     assert status == 0 and "[block]" in out and "[thread]" in out
     status, out, _ = run(capsys, "outline", files / "matvec.tc", "--target", "cuda")
     assert status == 0 and "[block]" in out
+
+
+def test_a_target_file_that_is_a_pipe_or_a_directory_is_refused_not_waited_on(files, capsys):
+    fifo = files / "target.json"
+    os.mkfifo(fifo)
+    (files / "dir.json").mkdir()
+    for spec in (fifo, files / "dir.json"):
+        status, out, err = run(capsys, "outline", f"{files}/kernels.py::matmul", "--target", spec)
+        assert status != 0 and "is not a regular file" in err
