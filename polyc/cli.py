@@ -277,9 +277,25 @@ def _size_text(n: float) -> str:
     return f"{n} bytes"  # pragma: no cover
 
 
+def _usable_cache_dir() -> Path:
+    """The configured cache directory, or a UsageError saying why polyc does not use it (a
+    process would fall back to a private temporary directory, which these commands must not
+    report on as if it were the cache)."""
+    import warnings
+    from .runtime.cache import cache_dir, configured_cache_dir
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        directory = cache_dir()
+    if directory != configured_cache_dir():
+        reason = str(caught[-1].message).split("; compiled kernels go to")[0] if caught else "it cannot be used"
+        raise UsageError(f"{reason}; polyc keeps no cache there (each process compiles into a private temporary "
+                         f"directory)")
+    return directory
+
+
 def cache_info_text() -> str:
-    from .runtime.cache import cache_dir, cache_entries
-    directory = cache_dir()
+    from .runtime.cache import cache_entries
+    directory = _usable_cache_dir()
     entries = cache_entries(directory)
     where = "POLYC_CACHE_DIR" if os.environ.get("POLYC_CACHE_DIR") else "the platform's cache directory"
     total = sum(e.size + (e.source.stat().st_size if e.source else 0) for e in entries)
@@ -290,8 +306,8 @@ def cache_info_text() -> str:
 
 
 def cache_clear_text() -> str:
-    from .runtime.cache import cache_dir, clear_cache
-    directory = cache_dir()
+    from .runtime.cache import clear_cache
+    directory = _usable_cache_dir()
     removed = clear_cache(directory)
     return f"removed {removed} files from {directory}"
 

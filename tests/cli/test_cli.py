@@ -204,3 +204,14 @@ def test_a_target_file_that_is_a_pipe_or_a_directory_is_refused_not_waited_on(fi
     for spec in (fifo, files / "dir.json"):
         status, out, err = run(capsys, "outline", f"{files}/kernels.py::matmul", "--target", spec)
         assert status != 0 and "is not a regular file" in err
+
+
+def test_cache_commands_refuse_a_directory_polyc_does_not_use(tmp_path, monkeypatch, capsys):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)                 # others could plant libraries: polyc falls back
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(shared))
+    for action in ("info", "clear"):
+        status, out, err = run(capsys, "cache", action)
+        assert status != 0 and "can be written by other users" in err and "keeps no cache there" in err
+        assert "Warning" not in err
