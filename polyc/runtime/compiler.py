@@ -20,6 +20,7 @@ built in the private fallback directory instead (`cache.fallback_dir`, with a wa
 """
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
@@ -100,7 +101,11 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
             directory = cache.fallback_dir(f"cannot write to the cache directory {directory} "
                                            f"({e.strerror or e})")
             src_path, lib_path = cache.entry_paths(directory, key)
-            _build(source, all_flags, compiler_path, src_path, lib_path)
+            try:
+                _build(source, all_flags, compiler_path, src_path, lib_path)
+            except OSError as again:
+                raise CompileError(f"cannot build the kernel library in {directory} either "
+                                   f"({again.strerror or again})", source=source) from again
     with _memo_lock:
         _memo[memo_key] = lib_path
     return lib_path
@@ -203,6 +208,8 @@ def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Pa
                                source=source, command=command_text) from e
         if proc.returncode != 0:
             output = (proc.stderr or "") + (proc.stdout or "")
+            if "No space left on device" in output:   # the cache's file system, not the code: fall back
+                raise OSError(errno.ENOSPC, "No space left on device (the compiler could not write the library)")
             raise CompileError(
                 f"the C compiler rejected the generated code (exit status {proc.returncode}):\n"
                 f"{trim_output(output)}\n"

@@ -362,3 +362,24 @@ def test_a_directory_that_passes_the_checks_but_rejects_writes_falls_back(privat
     monkeypatch.setattr(cache, "temp_path", read_only_here)
     lib = compile_warning("cannot write to the cache directory .*Read-only file system")
     assert_private_fallback(lib, private_cache)
+
+
+def test_a_full_cache_file_system_falls_back_to_a_private_directory(private_cache, tmp_path, monkeypatch):
+    """The linker, not Python, finds the cache's disk full: the build falls back, as a failed
+    Python write does, instead of blaming the generated code."""
+    import shutil
+    real = shutil.which("cc") or shutil.which("gcc")
+    fake = tmp_path / "full-disk-cc"
+    fake.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        for a in "$@"; do
+          case "$a" in {private_cache}/*.so) echo "ld: final link failed: No space left on device" >&2; exit 1;; esac
+        done
+        exec {real} "$@"
+    """))
+    fake.chmod(0o755)
+    monkeypatch.setenv("POLYC_CC", str(fake))
+    monkeypatch.setattr(cache, "_fallback", None)
+    with pytest.warns(CacheWarning, match="No space left on device"):
+        lib = compile_c(SOURCE)
+    assert lib.exists() and private_cache not in lib.parents
