@@ -1,10 +1,11 @@
 """Tuning records: an SQLite database of every measured candidate, shared by all tuning runs.
 
 A record is keyed by the kernel's hash (its checked program), a size class (each size rounded to
-a power of two), the dtypes and the Target's fingerprint; it holds the candidate's recipe, the
-saved schedule, the measured time, its ratio to `schedule="auto"` with a spread, and the cost
-model's features.  A tuning run first reads what is there (so it resumes where it stopped and
-never measures a candidate twice); `schedule="tuned"` reads the best one.
+a power of two), the dtypes and where it was measured (the Target's fingerprint and the thread
+count, `measured_on`); it holds the candidate's recipe, the saved schedule, the measured time, its
+ratio to `schedule="auto"` with a spread, and the cost model's features.  A tuning run first
+reads what is there (so it resumes where it stopped and never measures a candidate twice);
+`schedule="tuned"` reads the best one.
 
 The database lives in the user's cache directory (`platformdirs`), or `$POLYC_CACHE_DIR`, or
 exactly at `$POLYC_TUNE_DB` (tests), or where `db=` says.  Records export to and import from JSON
@@ -19,13 +20,15 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import sqlite3
 import time
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
-from ..errors import TuneRecordError
+from ..errors import TuneError, TuneRecordError, TuningWarning
 from .space import Candidate
 
 FIELDS = ("kernel_hash", "kernel_name", "size_class", "dtypes", "target", "candidate", "schedule", "ok",
@@ -39,6 +42,8 @@ CREATE TABLE IF NOT EXISTS records (
   UNIQUE (kernel_hash, size_class, dtypes, target, candidate))
 """
 MAX_TEXT = 1 << 20
+#: The columns a records table must have (an edited database may have renamed or dropped some).
+COLUMNS = ("id",) + FIELDS + ("created",)
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,19 @@ class RecordKey:
     kernel_hash: str
     size_class: str
     dtypes: str
-    target: str
+    target: str          # `measured_on(fingerprint, threads)`: the Target and the thread count
+
+
+def measured_on(fingerprint: str, threads: int) -> str:
+    """A record's `target` cell: the Target's fingerprint and the thread count its candidates ran
+    with (a 1-thread measurement must not pass for a 2-thread one: ratios and best schedules
+    differ).  Records written before threads were recorded hold the bare fingerprint."""
+    return f"{fingerprint}/threads={int(threads)}"
+
+
+def fingerprint_of(target_cell: Any) -> Optional[str]:
+    """The Target fingerprint of a record's `target` cell (None for a cell that is not text)."""
+    return target_cell.split("/threads=", 1)[0] if isinstance(target_cell, str) else None
 
 
 def kernel_hash(kernel: Any) -> str:
@@ -65,6 +82,9 @@ def size_class(sizes: Mapping[str, int]) -> str:
 
 def db_path(db: Union[str, Path, None] = None) -> Path:
     if db is not None:
+        if not isinstance(db, (str, os.PathLike)) or not isinstance(os.fspath(db), str):
+            raise TuneError(f"db must be the path of a tuning database (a str or os.PathLike), not "
+                            f"{type(db).__name__} {db!r}"[:300])
         return Path(db)
     if os.environ.get("POLYC_TUNE_DB"):
         return Path(os.environ["POLYC_TUNE_DB"])
@@ -90,6 +110,12 @@ class Records:
                                   str(self.path)) from None
         with self._connect() as c:
             c.execute(_SCHEMA)
+            columns = {row[1] for row in c.execute("PRAGMA table_info(records)")}
+        missing = [name for name in COLUMNS if name not in columns]
+        if missing:   # an edited database (ALTER TABLE ... RENAME COLUMN): every read would fail
+            raise TuneRecordError(f"its records table lacks the column{'s' if len(missing) > 1 else ''} "
+                                  f"{', '.join(missing)} (edited, or written by another program); pass "
+                                  f"another db= or move it away", str(self.path))
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -150,20 +176,40 @@ class Records:
 
     def ranked(self, key: Optional[RecordKey] = None, *, kernel: Optional[str] = None,
                target: Optional[str] = None) -> List[Dict[str, Any]]:
-        """The measured records, best (lowest ratio to auto) first."""
-        ok = [r for r in self.rows(key, kernel=kernel, target=target) if r["ok"] and r["ratio"] is not None]
-        return sorted(ok, key=lambda r: (r["ratio"], r["id"]))
+        """The measured records, best (lowest ratio to auto) first.  A cell may hold any type
+        (SQLite does not enforce the declared one; a database can be edited): a row whose `ok` is
+        not 1 or whose ratio is not a positive finite number is left out."""
+        ok = [r for r in self.rows(key, kernel=kernel, target=target)
+              if r["ok"] == 1 and finite_number(r["ratio"]) and r["ratio"] > 0]
+        return sorted(ok, key=lambda r: (float(r["ratio"]), r["id"]))
 
     # -- JSON lines ------------------------------------------------------------------------------
     def export_jsonl(self, path: Union[str, Path], key: Optional[RecordKey] = None) -> int:
-        rows = self.rows(key)
-        with open(path, "w") as f:
-            for r in rows:
-                f.write(json.dumps({k: r[k] for k in FIELDS}, sort_keys=True) + "\n")
-        return len(rows)
+        """Write the records (of `key`, or all) as JSON lines; returns how many were written.  A row
+        that would not import again (an edited cell: a blob, a number that is not finite, a field
+        that does not parse) is left out, with a TuningWarning naming it.  The file is written
+        whole or not at all (a temporary file beside it, then renamed over it); a place it cannot
+        be written to is a TuneRecordError naming it."""
+        _check_path(path, "export_jsonl")
+        lines, skipped = [], []
+        for r in self.rows(key):
+            try:
+                line = json.dumps({k: r[k] for k in FIELDS}, sort_keys=True)
+                validate_row(line, f"record {r['id']}")
+            except (TypeError, ValueError, RecursionError, TuneRecordError) as e:
+                skipped.append(f"{r['id']} ({str(e)[:120]})")
+                continue
+            lines.append(line + "\n")
+        if skipped:
+            warnings.warn(f"export_jsonl: left out {len(skipped)} record{'s' if len(skipped) > 1 else ''} of "
+                          f"{self.path} that would not import again: {'; '.join(skipped[:5])}"
+                          f"{'; ...' if len(skipped) > 5 else ''}", TuningWarning, stacklevel=2)
+        _write_atomically(Path(path), "".join(lines))
+        return len(lines)
 
     def import_jsonl(self, path: Union[str, Path]) -> int:
         """Add the records of a JSON-lines file (untrusted: every line checked before any is added)."""
+        _check_path(path, "import_jsonl")
         rows = []
         try:
             with open(path, encoding="utf-8") as f:
@@ -176,6 +222,39 @@ class Records:
             raise TuneRecordError(f"cannot be read ({e.strerror or e})", str(path)) from None
         self._insert(rows)
         return len(rows)
+
+
+def _check_path(path: Any, what: str) -> None:
+    """A file path argument is a str or os.PathLike (an int would be taken for a file descriptor)."""
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise TuneError(f"{what} takes the path of a JSON-lines file (a str or os.PathLike), not "
+                        f"{type(path).__name__}")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """`text` into `path`, whole or not at all: written to a new file in the same folder, then
+    renamed over `path` (a symbolic link is followed: its target is replaced).  Only a regular
+    file is replaced; anything else, or a folder that cannot be written, is a TuneRecordError."""
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        raise TuneRecordError("cannot be written: it is not a regular file (a folder or a device)", str(path))
+    tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as e:
+        raise TuneRecordError(f"cannot be written ({e.strerror or e})", str(path)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            if target.exists():    # the file keeps its permissions
+                os.chmod(tmp, target.stat().st_mode & 0o7777)
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise TuneRecordError(f"cannot be written ({e.strerror or e})", str(path)) from None
 
 
 def finite_number(v: Any) -> bool:
@@ -228,6 +307,12 @@ def validate_row(line: str, where: str) -> Dict[str, Any]:
         raise TuneRecordError(f"a nested field is not JSON ({e})", where) from None
     if cand.key() != doc["candidate"]:
         doc["candidate"] = cand.key()  # canonical form
+    for f in FIELDS:   # JSON escapes can spell lone surrogates ("\\ud800"), which no UTF-8 text holds
+        if isinstance(doc[f], str):
+            try:
+                doc[f].encode("utf-8")
+            except UnicodeEncodeError:
+                raise TuneRecordError(f"{f} is not valid Unicode text (it holds a lone surrogate)", where) from None
     if parse_features(doc["features"]) is None:
         raise TuneRecordError("features must be a list of finite numbers", where)
     if not isinstance(genome, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, (str, int)))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -12,7 +14,8 @@ import numpy as np
 from ..errors import IllegalScheduleError, PolycError, TuneError, TuneRecordError, TuningWarning
 from .measure import Measurement, Task, check_sizes, kernel_blob
 from .model import features
-from .records import RecordKey, Records, finite_number, kernel_hash, parse_features, size_class
+from .records import (RecordKey, Records, fingerprint_of, finite_number, kernel_hash, measured_on, parse_features,
+                      size_class)
 from .registry_view import target_view
 from .search import SearchState, Trial, run_search
 from .space import Candidate, Space, build
@@ -82,27 +85,95 @@ def _check_sizes(kernel: Any, sizes: Mapping[str, int]) -> None:
 
 
 def _sizes_and_dtype(kernel: Any, given: Mapping[str, Any], dtype: Optional[str]) -> Tuple[Dict[str, int], str]:
-    """Sizes by name and the element dtype ("f32"/"f64") from arrays and ints, or from sizes."""
+    """Sizes by name and the element dtype ("f32"/"f64") of the tensors that declare none, from a
+    call's arrays and integer sizes, or from sizes alone.  Arrays are checked as a call checks them
+    (`runtime.arguments`: a tensor of the kernel, a dtype polyc supports, the declared dtype, the
+    rank) and must agree on every size; the tuner measures undeclared tensors in one dtype, f32 or
+    f64 (a call's int32 or float16 arrays are refused, never tuned as another type)."""
+    from ..errors import ArgumentError
+    from ..runtime.arguments import passed_dtypes
+    program = kernel.program
+    tensors = {t.name: t for t in program.tensors}
     sizes: Dict[str, int] = {}
-    found = None
+    origins: Dict[str, str] = {}
+    arrays: Dict[str, np.ndarray] = {}
     for name, v in given.items():
         if isinstance(v, np.ndarray):
-            if found is None and v.dtype.kind == "f":
-                found = "f32" if v.dtype == np.float32 else "f64"
-            t = next((t for t in kernel.program.tensors if t.name == name), None)
-            if t is None:
+            if name not in tensors:
                 raise TuneError(f"{kernel.name} has no tensor {name!r}")
-            for e, n in zip(t.shape or (), v.shape):
-                if len(e.variables) == 1 and str(e) == next(iter(e.variables)):
-                    sizes[str(e)] = int(n)
+            arrays[name] = v
         elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-            sizes[name] = int(v)
+            sizes[name], origins[name] = int(v), "the size given"
         else:
             raise TuneError(f"tune: {name}={v!r} is neither an array nor an integer size")
-    dt = dtype or found or "f32"
+    try:
+        found = passed_dtypes(program, arrays)     # a temporary, a masked array, float16: ArgumentError
+    except ArgumentError as e:
+        raise TuneError(f"tune: {e}") from None
+    undeclared: Dict[str, str] = {}
+    for name, d in found.items():
+        declared = tensors[name].dtype
+        if declared is not None and d != declared:
+            raise TuneError(f"tune: {name} has dtype {arrays[name].dtype} but {kernel.name} declares it "
+                            f"{declared.numpy}")
+        if declared is None:
+            undeclared[name] = d.name
+    kinds = sorted(set(undeclared.values()))
+    if len(kinds) > 1:
+        raise TuneError(f"tune: the arrays' dtypes differ ({', '.join(f'{n} is {d}' for n, d in undeclared.items())});"
+                        f" the tuner measures the kernel with one dtype, f32 or f64")
+    if kinds and kinds[0] not in ("f32", "f64"):
+        name = next(iter(undeclared))
+        raise TuneError(f"tune: {name} is {arrays[name].dtype}; the tuner measures f32 or f64 kernels only")
+    if kinds and dtype is not None and dtype != kinds[0]:
+        raise TuneError(f"tune: dtype={dtype!r} but the arrays are {kinds[0]}")
+    for name, v in arrays.items():
+        t = tensors[name]
+        if t.shape is None:
+            continue
+        if v.ndim != len(t.shape):
+            raise TuneError(f"tune: {name} must have {len(t.shape)} dimension(s) ({name}[{', '.join(map(str, t.shape))}])"
+                            f" but has shape {v.shape}")
+        for d, e in enumerate(t.shape):
+            var = e.as_single_var()
+            if var is None:
+                continue
+            if var in sizes and sizes[var] != int(v.shape[d]):
+                raise TuneError(f"tune: {name}.shape[{d}] is {v.shape[d]} but {origins[var]} says {var}={sizes[var]};"
+                                f" the arrays of one call must agree on every size")
+            sizes[var] = int(v.shape[d])
+            origins.setdefault(var, f"{name}.shape[{d}]")
+    for name, v in arrays.items():     # entries like `N - 2`, once their sizes are known
+        for d, e in enumerate(tensors[name].shape or ()):
+            if e.as_single_var() is None and all(x in sizes for x in e.variables) and e.evaluate(sizes) != v.shape[d]:
+                raise TuneError(f"tune: {name}.shape[{d}] is {v.shape[d]} but the kernel expects {e} = "
+                                f"{e.evaluate(sizes)} for {', '.join(f'{x}={sizes[x]}' for x in sorted(e.variables))}")
+    dt = dtype or (kinds[0] if kinds else "f32")
     if dt not in ("f32", "f64"):
         raise TuneError(f"tune: dtype must be 'f32' or 'f64', not {dt!r}")
     return sizes, dt
+
+
+def _check_counts(seed: Any, min_sample_s: Any) -> None:
+    """`seed` and `min_sample_s` as the search and the timer take them (checked before any worker starts)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 31:
+        raise TuneError(f"tune: seed must be an int from 0 to 2**31 - 1, not {seed!r}"[:200])
+    if isinstance(min_sample_s, bool) or not isinstance(min_sample_s, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(min_sample_s) and min_sample_s >= 0):
+        raise TuneError(f"tune: min_sample_s must be a finite number of seconds >= 0, not {min_sample_s!r}"[:200])
+
+
+def _check_parallelism(tv: Any, executor: Optional[str], threads: int, workers: int) -> None:
+    """More threads than cores, or more local workers than cores, would time the operating
+    system's scheduler rather than the schedule: refused."""
+    from ..target import host_cpus
+    here = len(host_cpus()) or os.cpu_count() or 1
+    if threads > max(tv.cores, here):
+        raise TuneError(f"tune: threads={threads} is more than the cores to measure on (the target has {tv.cores}, "
+                        f"this machine {here}); oversubscribed threads time the scheduler, not the schedule")
+    if executor in (None, "local", "process") and workers > here:
+        raise TuneError(f"tune: workers={workers} is more than the {here} cores of this machine; each local "
+                        f"worker measures on cores of its own, so use at most {here}")
 
 
 def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dtype: Optional[str] = None,
@@ -119,26 +190,30 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
         raise TuneError(f"tune takes a kernel made by pc.kernel, not {type(kernel).__name__}")
     if not inputs_or_sizes:
         raise TuneError("tune needs the inputs of a call or the sizes to tune for, e.g. {'I': 1024, ...}")
-    if not (isinstance(seconds, (int, float)) and seconds > 0):
+    if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds > 0):
         raise TuneError(f"seconds must be a positive number, not {seconds!r}")
     for what, v in (("trials", trials), ("threads", threads), ("workers", workers), ("rounds", rounds),
                     ("batch", batch), ("ray_nodes", ray_nodes)):
         if v is not None and not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0):
             raise TuneError(f"tune: {what} must be a positive int, not {v!r}")
+    _check_counts(seed, min_sample_s)
+    seed, min_sample_s = int(seed), float(min_sample_s)
     sizes, dt = _sizes_and_dtype(kernel, inputs_or_sizes, dtype)
     _check_sizes(kernel, sizes)
     tv = target_view(target)
     if tv.kind != "c":
         raise TuneError(f"tuning for target {tv.kind!r} is not supported yet; tune for 'c'")
+    threads = int(threads or tv.cores)
+    _check_parallelism(tv, executor, threads, workers)
     elem = 4 if dt == "f32" else 8
-    key = RecordKey(kernel_hash(kernel), size_class(sizes), dt, tv.fingerprint())
+    # Measurements at one thread count are not those at another: threads are part of the key.
+    key = RecordKey(kernel_hash(kernel), size_class(sizes), dt, measured_on(tv.fingerprint(), threads))
     records = Records(db)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         space = Space(kernel, tv, elem)
     state = _resumed(records, key, space) if resume else SearchState()
     warm = _warm_start(records, key)
-    threads = threads or tv.cores
     task = Task(kernel_blob(kernel), tuple(sorted(sizes.items())), dt, tuple(sorted(check_sizes(sizes).items())),
                 threads, tv)   # workers build every candidate for this Target, wherever they run
     auto_cand, _ = space.realize(space.default())
@@ -167,7 +242,10 @@ def tune(kernel: Any, inputs_or_sizes: Optional[Mapping[str, Any]] = None, *, dt
         bar.close()
     best = state.best()
     if best is None:
-        errors = "; ".join(sorted({t.measurement.error for t in state.trials.values()}))[:500]
+        if not state.trials:
+            raise TuneError(f"no candidate of {kernel.name} was measured: the time budget seconds={seconds!r} ran "
+                            f"out before the first measurement; give more seconds= (or trials=)")
+        errors = "; ".join(sorted({t.measurement.error or "no reason given" for t in state.trials.values()}))[:500]
         raise TuneError(f"no candidate of {kernel.name} could be measured ({errors})")
     auto = state.trials.get(auto_cand.key())
     with warnings.catch_warnings():
@@ -219,6 +297,8 @@ def _resumed(records: Records, key: RecordKey, space: Space) -> SearchState:
     state = SearchState()
     genes = {g.name: g.values for g in space.genes}
     for row in records.rows(key):
+        if not isinstance(row["schedule"], str):
+            continue
         try:
             cand = Candidate.from_dict(json.loads(row["candidate"]))
             genome = json.loads(row["genome"])
@@ -270,25 +350,40 @@ def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Opt
         # The default place (POLYC_TUNE_DB, POLYC_CACHE_DIR, the user cache) is unusable, e.g. a
         # file where its folder should be: compiling goes on, as with no record at all.
         warnings.warn(f"schedule='tuned': the tuning records cannot be read ({e}); using schedule='auto'",
-                      TuningWarning, stacklevel=5)
+                      TuningWarning, stacklevel=_user_stacklevel())
         return None
-    if sizes is not None:
-        rows = records.ranked(RecordKey(kernel_hash(kernel), size_class(sizes), dtype or "f32", tv.fingerprint()))
-    else:
-        rows = records.ranked(kernel=kernel_hash(kernel), target=tv.fingerprint())
+    fingerprint = tv.fingerprint()
+    wanted = None if sizes is None else (size_class(sizes), dtype or "f32")
+    rows = [r for r in records.ranked(kernel=kernel_hash(kernel)) if fingerprint_of(r["target"]) == fingerprint
+            and (wanted is None or (r["size_class"], r["dtypes"]) == wanted)]
+    # Measured with the threads compiled code runs with first (a stable sort keeps the ratio order).
+    rows.sort(key=lambda r: r["target"] != measured_on(fingerprint, tv.cores))
     if not rows:
         warnings.warn(f"schedule='tuned': no tuning record of {kernel.name} on this target in {records.path}; "
-                      f"using schedule='auto' (run pc.tune first)", TuningWarning, stacklevel=5)
+                      f"using schedule='auto' (run pc.tune first)", TuningWarning, stacklevel=_user_stacklevel())
         return None
     for row in rows:    # a record that does not reproduce (tampered, or from another polyc): the next
         try:
             return schedule_of_record(kernel, row, tv)
         except (TuneRecordError, IllegalScheduleError) as e:
             warnings.warn(f"schedule='tuned': skipping record {row.get('id')}, which does not reproduce: {e}",
-                          TuningWarning, stacklevel=5)
+                          TuningWarning, stacklevel=_user_stacklevel())
     warnings.warn(f"schedule='tuned': no record of {kernel.name} in {records.path} reproduces; using "
-                  f"schedule='auto'", TuningWarning, stacklevel=5)
+                  f"schedule='auto'", TuningWarning, stacklevel=_user_stacklevel())
     return None
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` that makes a warning issued by this function's caller name the first frame
+    outside polyc (the user's `pc.compile(..., schedule="tuned")` line, however many polyc frames
+    lie between: `compile`, `codegen`, a GPU target's resolution, or none)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def schedule_of_record(kernel: Any, row: Mapping[str, Any], tv: Any) -> Any:
@@ -297,11 +392,15 @@ def schedule_of_record(kernel: Any, row: Mapping[str, Any], tv: Any) -> Any:
     replayable one.  A record that does not reproduce is a TuneRecordError."""
     from ..schedule.schedule import Schedule
     where = f"tuning record of {kernel.name} (id {row.get('id')})"
+    if not isinstance(row["candidate"], str) or not isinstance(row["schedule"], str):
+        raise TuneRecordError("its candidate and schedule must be JSON text (the database was edited)", where)
     try:
         cand = Candidate.from_dict(json.loads(row["candidate"]), where)
         saved = json.loads(row["schedule"])
     except ValueError as e:
         raise TuneRecordError(f"not JSON ({e})", where) from None
+    except RecursionError:   # "[" * 100000: nested past what the JSON reader follows
+        raise TuneRecordError("not JSON (nested too deeply)", where) from None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
