@@ -60,14 +60,20 @@ def configured_cache_dir() -> Path:
     directory for polyc (`platformdirs.user_cache_dir`).  Not created, not checked."""
     explicit = os.environ.get(CACHE_DIR_ENV)
     if explicit:
-        return Path(explicit).expanduser()
+        try:
+            return Path(explicit).expanduser()
+        except RuntimeError:    # `~nosuchuser/x`
+            raise CacheError(f"{CACHE_DIR_ENV}={explicit!r} starts with the home of an unknown user") from None
     return Path(platformdirs.user_cache_dir("polyc", appauthor=False))
 
 
 def cache_dir() -> Path:
     """The directory compiled kernels are kept in: the configured one when it can be used and
     only this user can write it; otherwise (with a `CacheWarning`) a private temporary one."""
-    path = configured_cache_dir()
+    try:
+        path = configured_cache_dir()
+    except CacheError as e:
+        return fallback_dir(str(e))
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as e:

@@ -87,11 +87,13 @@ def db_path(db: Union[str, Path, None] = None) -> Path:
                             f"{type(db).__name__} {db!r}"[:300])
         return Path(db)
     if os.environ.get("POLYC_TUNE_DB"):
-        return Path(os.environ["POLYC_TUNE_DB"])
-    if os.environ.get("POLYC_CACHE_DIR"):
-        return Path(os.environ["POLYC_CACHE_DIR"]) / "tune.sqlite"
-    import platformdirs
-    return Path(platformdirs.user_cache_dir("polyc")) / "tune.sqlite"
+        return Path(os.environ["POLYC_TUNE_DB"]).expanduser()
+    from ..errors import CacheError
+    from ..runtime.cache import configured_cache_dir
+    try:
+        return configured_cache_dir() / "tune.sqlite"       # where compiled kernels go, `~` expanded
+    except CacheError as e:
+        raise TuneRecordError(str(e), "the tuning database") from None
 
 
 def _finite_or_none(v: Optional[float]) -> Optional[float]:

@@ -383,3 +383,11 @@ def test_a_full_cache_file_system_falls_back_to_a_private_directory(private_cach
     with pytest.warns(CacheWarning, match="No space left on device"):
         lib = compile_c(SOURCE)
     assert lib.exists() and private_cache not in lib.parents
+
+
+def test_a_cache_directory_in_an_unknown_users_home_falls_back(monkeypatch):
+    monkeypatch.setenv("POLYC_CACHE_DIR", "~nosuchuser-polyc/x")
+    monkeypatch.setattr(cache, "_fallback", None)
+    with pytest.warns(CacheWarning, match="unknown user"):
+        directory = cache.cache_dir()
+    assert directory.is_dir() and "nosuchuser" not in str(directory)

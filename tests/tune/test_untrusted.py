@@ -261,3 +261,14 @@ def test_the_tuned_warning_names_the_users_line(db):
         pc.tune.tuned_schedule(MM)
     found = [(w.filename, w.lineno) for w in seen if issubclass(w.category, TuningWarning)]
     assert found == [(__file__, line), (__file__, direct)]
+
+
+def test_the_default_database_follows_the_cache_directory_home_expanded(monkeypatch, tmp_path):
+    from polyc.tune.records import db_path
+    monkeypatch.delenv("POLYC_TUNE_DB", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("POLYC_CACHE_DIR", "~/cache")
+    assert db_path() == tmp_path / "cache" / "tune.sqlite"
+    monkeypatch.setenv("POLYC_CACHE_DIR", "~nosuchuser-polyc/x")
+    with pytest.raises(pc.TuneRecordError, match="unknown user"):
+        db_path()
