@@ -223,6 +223,8 @@ def _dtypes(kernel: Any, spec: Optional[str]) -> Dict[str, Any]:
         if tensors[name].dtype not in (None, d):
             raise UsageError(f"--dtype gives {name} as {d.name}, but kernel {kernel.name} declares it "
                              f"{tensors[name].dtype.name}")
+        if name in out and out[name] != d:
+            raise UsageError(f"--dtype gives {name} twice, as {out[name].name} and as {d.name}")
         out[name] = d
     return out
 

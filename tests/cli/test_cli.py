@@ -186,6 +186,8 @@ def test_dtype_names_must_be_tensors_of_the_kernel(files, capsys):
     assert status == 0 and "double *restrict d_A" in out
     status, _, err = run(capsys, "codegen", files / "matvec.tc", "--dtype", "A=f64,Z=f32")
     assert status == 2 and "--dtype names 'Z', which is not a tensor of kernel matvec (tensors: " in err
+    status, _, err = run(capsys, "codegen", files / "matvec.tc", "--dtype", "A=f64,A=f32")
+    assert status == 2 and "--dtype gives A twice, as f64 and as f32" in err
     status, _, err = run(capsys, "codegen", f"{files}/kernels.py::shift", "--dtype", "A=f32")
     assert status == 2 and "--dtype gives A as f32, but kernel shift declares it f64" in err
 
