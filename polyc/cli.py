@@ -178,12 +178,13 @@ def parse_chain(text: str) -> List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]]:
 
 
 def build_schedule(kernel: Any, spec: Optional[str]) -> Any:
-    """None/"source", "auto", a JSON file of `Schedule.to_json`, or a primitive chain."""
+    """None/"source", "auto", "tuned" (the best tuning record, else "auto"), a JSON file of
+    `Schedule.to_json`, or a primitive chain."""
     from .schedule import Schedule
     if spec is None or spec == "source":
         return None
-    if spec == "auto":
-        return "auto"
+    if spec in ("auto", "tuned"):
+        return spec
     if spec.endswith(".json") or (os.path.isfile(spec) and not spec.rstrip().endswith(")")):
         path = Path(spec)
         if not path.is_file():
@@ -325,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def schedule_arg(p: argparse.ArgumentParser) -> None:
         p.add_argument("-s", "--schedule", default=None,
-                       help="source (default), auto, a primitive chain such as \"tile(i=32).parallel('i_outer')\", "
+                       help="source (default), auto, tuned, a primitive chain such as \"tile(i=32).parallel('i_outer')\", "
                             "or a JSON file from Schedule.to_json()")
 
     def target_arg(p: argparse.ArgumentParser) -> None:
@@ -360,10 +361,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 polyc error, 2 usage error)."""
+    import warnings
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        out = args.run(args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                out = args.run(args)
+            finally:     # polyc's warnings as lines of the command's own, not Python's `file:line:` form
+                for w in caught:
+                    print(f"polyc {args.command}: warning: {w.category.__name__}: {w.message}", file=sys.stderr)
     except UsageError as e:
         print(f"polyc {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE

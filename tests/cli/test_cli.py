@@ -217,3 +217,10 @@ def test_cache_commands_refuse_a_directory_polyc_does_not_use(tmp_path, monkeypa
         status, out, err = run(capsys, "cache", action)
         assert status != 0 and "can be written by other users" in err and "keeps no cache there" in err
         assert "Warning" not in err
+
+
+def test_schedule_tuned_falls_back_to_auto_with_the_warning_as_a_line_of_its_own(files, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("POLYC_TUNE_DB", str(tmp_path / "empty.sqlite"))
+    status, out, err = run(capsys, "outline", files / "matvec.tc", "-s", "tuned")
+    assert status == 0 and "auto(" in out
+    assert "polyc outline: warning: TuningWarning: schedule='tuned': no tuning record of matvec" in err
