@@ -167,7 +167,7 @@ def _check_parallelism(tv: Any, executor: Optional[str], threads: int, workers: 
     """More threads than cores, or more local workers than cores, would time the operating
     system's scheduler rather than the schedule: refused."""
     from ..target import host_cpus
-    here = len(host_cpus()) or os.cpu_count() or 1
+    here = len(host_cpus()) or 1
     if threads > max(tv.cores, here):
         raise TuneError(f"tune: threads={threads} is more than the cores to measure on (the target has {tv.cores}, "
                         f"this machine {here}); oversubscribed threads time the scheduler, not the schedule")
