@@ -40,8 +40,8 @@ from .fusion import Group, build_group, group_nodes
 from .memory import MemoryPlan, Step, plan_buffers
 from .layout import relayout_transposed_operands
 from .simplify import remove_dead, share_common
-from .trace import Node, ProgramError, TensorHandle, returned_handles, trace
-from .vendor import VENDOR_FLOPS, Gemm, recognise_gemm
+from .trace import Node, ProgramError, TensorHandle, inline_program, returned_handles, trace
+from .vendor import Gemm, recognise_gemm, vendor_choices
 
 
 @dataclass(frozen=True)
@@ -260,27 +260,9 @@ class OperatorProgram:
 
     def _vendor_choices(self, sizes: Mapping[str, int], nodes: Optional[Sequence[Node]] = None,
                         gemms: Optional[Mapping[int, Optional[Gemm]]] = None) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
-        """The matrix products of `nodes` (default: all) bound to the vendor at these sizes, and a
-        line per product saying why."""
-        vendored = []
-        decisions: List[str] = []
-        gemms = self._gemms if gemms is None else gemms
-        for n in (self.nodes if nodes is None else nodes):
-            g = gemms[n.index]
-            if g is None:
-                continue
-            flops = g.flops(sizes)
-            use = self.target == "c" and (self.vendor is True or (self.vendor == "auto" and flops >= VENDOR_FLOPS))
-            if use:
-                vendored.append(n.index)
-            why = "BLAS gemm through numpy" if use else (
-                "generated code, kept apart from its neighbours (contract=True fuses it row by row)"
-                if self.products_apart else "generated code")
-            reason = ("vendor=True" if self.vendor is True else f"{flops / 1e9:.4g} GFLOP "
-                      f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.4g}") \
-                if self.target == "c" and self.vendor else f"target {self.target}, vendor={self.vendor}"
-            decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
-        return tuple(vendored), tuple(decisions)
+        """`vendor.vendor_choices` of `nodes` (default: all) with this program's options."""
+        return vendor_choices(self.nodes if nodes is None else nodes, self._gemms if gemms is None else gemms, sizes,
+                              self.target, self.vendor, self.products_apart)
 
     def _bypassed(self, vendored: Sequence[int]) -> Tuple[int, ...]:
         """The re-layouts (`layout`) not run because every product reading them is a vendor call,
@@ -470,8 +452,11 @@ class OperatorProgram:
             return self._compiled[id(g)][1]
 
     def __call__(self, *args: Any, **arrays: Any) -> Any:
-        """Run the program: arrays by name, or by position in the function's parameter order."""
+        """Run the program: arrays by name, or by position in the function's parameter order.
+        Inside another program's trace, its operators join that program (`trace.inline_program`)."""
         arrays = self.arguments.bind(args, arrays)
+        if any(getattr(v, "__polyc_traced__", False) for v in arrays.values()):
+            return inline_program(self.name, self.function, {x: self.handles[x] for x in self.inputs}, arrays)
         env = self.arguments.check(arrays)
         sizes = self._size_values(env)
         dtypes = self._call_dtypes(env)

@@ -308,6 +308,43 @@ def trace_call(kernel: Any, kwargs: Mapping[str, Any]) -> Any:
     return tracer.call(kernel, kwargs)
 
 
+def inline_program(name: str, function: Callable, declared: Mapping[str, TensorHandle],
+                   given: Mapping[str, Any]) -> Any:
+    """A program called inside another program's trace: its function runs on the caller's
+    tensors, so its operators join the caller's program (one polyhedral program: fused, planned
+    and differentiated across the boundary, as if written there).  The arguments are checked
+    against the inner program's parameters: names, ranks, declared dtypes and the sizes they
+    share (`X: [M, N]` and `b: [N]` given tensors of 5 and 4 columns is a mismatch)."""
+    tracer = active_tracer()
+    handles = [v for v in given.values() if isinstance(v, TensorHandle)]
+    where = tracer.location() if tracer is not None else None
+    if tracer is None or any(h.tracer is not tracer for h in handles):
+        raise ProgramError(f"program {name} was called on a symbolic tensor outside the trace of its program", where)
+    unknown = sorted(set(given) - set(declared))
+    missing = [x for x in declared if x not in given]
+    if unknown or missing:
+        raise ProgramError(f"program {name} takes {', '.join(declared)}; " +
+                           (f"{', '.join(unknown)} given" if unknown else f"{', '.join(missing)} missing"), where)
+    sizes: Dict[str, Affine] = {}
+    for x, want in declared.items():
+        h = given[x]
+        if not isinstance(h, TensorHandle):
+            raise ProgramError(f"program {name}'s argument {x} must be a tensor of the calling program, not "
+                               f"{type(h).__name__}", where)
+        if len(h.shape) != len(want.shape):
+            raise ProgramError(f"program {name} takes {x} of rank {len(want.shape)}, but {h.name} has rank "
+                               f"{len(h.shape)}", where)
+        if want.dtype is not None and h.dtype is not None and want.dtype != h.dtype:
+            raise ProgramError(f"program {name} declares {x} as {want.dtype.name}, but {h.name} is {h.dtype.name}",
+                               where)
+        for d, (mine, theirs) in enumerate(zip(want.shape, h.shape)):
+            v = mine.as_single_var()
+            if v is not None and sizes.setdefault(v, theirs) != theirs:
+                raise ProgramError(f"shape mismatch: program {name} needs {x}.shape[{d}] = {v}, which another "
+                                   f"argument makes {sizes[v]}, but {h.name}.shape[{d}] = {theirs}", where)
+    return function(**given)
+
+
 def trace(function: Callable) -> Tuple[Tracer, Dict[str, TensorHandle], Any]:
     """Run `function` once on handles for its annotated parameters; returns the tracer, the input
     handles and what the function returned (a handle, a tuple or a dict of handles)."""

@@ -9,7 +9,7 @@ compiled.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import islpy as isl
 import numpy as np
@@ -102,3 +102,28 @@ def recognise_gemm(node: Node) -> Optional[Gemm]:
     sizes = dict(node.sizes)
     resolve = [extents[x].substitute(sizes) for x in (i, j, k)]
     return Gemm(names[lhs.tensor], names[rhs.tensor], names[c.tensor], a == (k, i), b == (j, k), tuple(resolve))
+
+
+def vendor_choices(nodes: Sequence[Node], gemms: Mapping[int, Optional[Gemm]], sizes: Mapping[str, int],
+                   target: str, vendor: Union[str, bool], products_apart: bool
+                   ) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
+    """The matrix products of `nodes` bound to the vendor at these sizes (`vendor` True, or "auto"
+    and at least VENDOR_FLOPS; the C target only), and a line per product saying why."""
+    vendored: List[int] = []
+    decisions: List[str] = []
+    for n in nodes:
+        g = gemms[n.index]
+        if g is None:
+            continue
+        flops = g.flops(sizes)
+        use = target == "c" and (vendor is True or (vendor == "auto" and flops >= VENDOR_FLOPS))
+        if use:
+            vendored.append(n.index)
+        why = "BLAS gemm through numpy" if use else (
+            "generated code, kept apart from its neighbours (contract=True fuses it row by row)"
+            if products_apart else "generated code")
+        reason = ("vendor=True" if vendor is True else f"{flops / 1e9:.4g} GFLOP "
+                  f"{'>=' if flops >= VENDOR_FLOPS else '<'} {VENDOR_FLOPS / 1e9:.4g}") \
+            if target == "c" and vendor else f"target {target}, vendor={vendor}"
+        decisions.append(f"{n.name}: a matrix product -> {why} ({reason})")
+    return tuple(vendored), tuple(decisions)
