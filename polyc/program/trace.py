@@ -109,9 +109,9 @@ class Tracer:
         """Record `kernel(**kwargs)` and return handles for its outputs (one, or a dict by name)."""
         where = self.location()
         program = kernel.program
-        if program.derived_sizes or program.int_params:
-            raise ProgramError(f"kernel {kernel.name} has sizes computed at call time; programs take kernels "
-                               f"whose sizes all come from their input shapes", where)
+        if program.int_params:
+            raise ProgramError(f"kernel {kernel.name} has integer parameters ({', '.join(program.int_params)}); "
+                               f"programs take kernels whose sizes all come from their input shapes", where)
         roles = {t.name: t for t in program.tensors}
         scalar_names = {s.name for s in program.scalars}
         unknown = sorted(set(kwargs) - set(roles) - scalar_names)
@@ -181,6 +181,7 @@ class Tracer:
                 h = kwargs[t_name]
                 raise ProgramError(f"shape mismatch: kernel {kernel.name} needs {t_name}.shape[{axis}] = "
                                    f"{mine.substitute(sizes)}, but {h.name}.shape[{axis}] = {theirs}", where)
+        sizes.update(_derived(kernel, sizes, where))
         for s in program.sizes:
             if s not in sizes:
                 raise ProgramError(f"size {s} of kernel {kernel.name} is not fixed by any input shape", where)
@@ -306,6 +307,22 @@ def trace_call(kernel: Any, kwargs: Mapping[str, Any]) -> Any:
     if tracer is None or tracer is not active_tracer():
         raise ProgramError(f"kernel {kernel.name} was called on a symbolic tensor outside the trace of its program")
     return tracer.call(kernel, kwargs)
+
+
+def _derived(kernel: Any, sizes: Mapping[str, Affine], where: Optional[SourceLocation]) -> Dict[str, Affine]:
+    """The kernel's sizes computed at call time (`floor(num / d)`: a strided output's extent) in
+    the program's sizes.  A program's sizes are affine, so each must come out affine: the
+    numerator's size coefficients divisible by `d` (a pooling by 2 of an input declared `2*H`)."""
+    out: Dict[str, Affine] = {}
+    for name, num, d in kernel.program.derived_sizes:
+        n = num.substitute({**sizes, **out})
+        if any(c % d for _, c in n.terms):
+            raise ProgramError(f"kernel {kernel.name} computes its size {name} = floor(({num}) / {d}) at call "
+                               f"time, which is floor(({n}) / {d}) here; inside a program every size is affine in "
+                               f"the program's: declare the program input's extent so that {n} is a multiple "
+                               f"of {d} plus a constant (e.g. pc.f32[\"{d}*H\"])", where)
+        out[name] = Affine.from_dict({v: c // d for v, c in n.terms}, n.constant // d)
+    return out
 
 
 def inline_program(name: str, function: Callable, declared: Mapping[str, TensorHandle],

@@ -112,3 +112,34 @@ def test_pooling_one_input_by_two_and_by_three_needs_a_multiple_of_six():
     got = both(X=x)
     np.testing.assert_allclose(got["a"], pool(x), rtol=1e-12)
     np.testing.assert_allclose(got["b"], x.reshape(1, 2, 4, 3, 2, 3).mean(axis=(3, 5)), rtol=1e-12)
+
+
+_POOL2 = pc.kernel("O[h] max=! I[2*h + k] where k in 0:2", name="pool2")
+_POOL3 = pc.kernel("O[h] max=! I[2*h + k] where k in 0:3", name="pool3")
+_RELU = pc.kernel("Y[i] = max(X[i], 0.0)", name="relu1d")
+
+
+@pytest.mark.parametrize("pool, extent", [(_POOL2, 6), (_POOL3, 5)])
+def test_a_kernel_whose_size_is_a_floor_takes_an_input_declared_a_multiple(pool, extent):
+    # `O[h] max=! I[2*h + k]` computes its extent floor(.. / 2) at call time; on an input declared
+    # `2*N` that floor is affine in the program's sizes
+    @pc.program
+    def net(X: pc.f32["2*N"]):
+        return pool(I=_RELU(X=X))
+
+    x = np.random.default_rng(0).standard_normal(12).astype(np.float32)
+    want = pool.reference(I=np.maximum(x, 0))
+    got = net(X=x)
+    assert got.shape == (extent,)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(net.reference(X=x), want)
+    seed = np.arange(extent, dtype=np.float32)
+    backward = net.grad(of="out", wrt=["X"])(X=x, out_grad=seed)["X_grad"]
+    np.testing.assert_array_equal(backward, pc.compile(pc.grad(net, of="out", wrt=["X"]))(X=x, out_grad=seed))
+
+
+def test_a_floor_size_that_is_not_affine_in_the_programs_sizes_says_what_to_declare():
+    with pytest.raises(ProgramError, match=r"floor\(\(N\) / 2\) here.*pc.f32\[\"2\*H\"\]"):
+        @pc.program
+        def net(X: pc.f32["N"]):
+            return _POOL2(I=_RELU(X=X))
