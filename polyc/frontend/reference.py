@@ -7,8 +7,9 @@ own code, so the kernel runs exactly as written, mutating the caller's arrays in
 from __future__ import annotations
 
 import inspect
+import math
 import types
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -127,7 +128,7 @@ def run_reference_frozen(fn: Callable, program: Optional[Program], kwargs: Mappi
         program = program_from_function(fn)
     kwargs = {**{k: v for k, v in program.defaults if k not in kwargs}, **kwargs}
     _, sizes = check_arguments(program, kwargs)
-    env = {**(fn.__globals__ if frozen_globals is None else frozen_globals), **sizes}
+    env = _with_c_math({**(fn.__globals__ if frozen_globals is None else frozen_globals), **sizes})
     runnable = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
     runnable.__kwdefaults__ = fn.__kwdefaults__
     positional, keywords = [], {}
@@ -138,3 +139,34 @@ def run_reference_frozen(fn: Callable, program: Optional[Program], kwargs: Mappi
         else:
             keywords[name] = value
     runnable(*positional, **keywords)
+
+
+#: The `math` functions a loop kernel may call, computed as the compiled kernel computes them:
+#: numpy's (C's) values where Python's `math` raises (`sqrt(-1.0)` is nan, `exp(1000.0)` inf,
+#: `floor(nan)` nan), so the reference gives the same answer instead of a ValueError.
+_C_MATH = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
+           "floor": np.floor, "ceil": np.ceil, "fabs": np.fabs, "pow": np.power}
+
+
+def _quiet(f: Callable) -> Callable:
+    def call(*args: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return f(*(np.float64(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a
+                       for a in args))
+    return call
+
+
+_C_MATH_QUIET = {name: _quiet(f) for name, f in _C_MATH.items()}
+
+
+def _with_c_math(env: Dict[str, Any]) -> Dict[str, Any]:
+    """`env` with Python's `math` module, and its functions imported by name (`from math import
+    sqrt`), replaced by their numpy versions (`_C_MATH`)."""
+    by_id = {id(getattr(math, name)): name for name in _C_MATH}
+    out = dict(env)
+    for key, value in env.items():
+        if value is math:
+            out[key] = types.SimpleNamespace(**{**vars(math), **_C_MATH_QUIET})
+        elif id(value) in by_id and value is getattr(math, by_id[id(value)]):
+            out[key] = _C_MATH_QUIET[by_id[id(value)]]
+    return out
