@@ -211,6 +211,10 @@ def _resolve_schedule(k: Kernel, schedule: Union[Schedule, str, None], target: T
         raise PolycError(f"schedule must be a Schedule, 'auto' or None, not {type(schedule).__name__}")
     if schedule.model is not k.model:
         raise PolycError("this schedule was made for another kernel; use kernel.schedule() of this kernel")
+    # Proven again whatever made it (its primitives did; a mark set without one, `with_mark`, is
+    # proven here): no schedule reaches code generation unproven.  Cheap: proofs are cached.
+    from .schedule.rewrite import validate
+    validate(schedule, "the schedule")
     return schedule
 
 
