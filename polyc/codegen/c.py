@@ -19,8 +19,8 @@ from .signature import KernelParam, KernelSignature
 from ..schedule.schedule import Dim, LoopKind, Schedule
 from ..schedule.storage import PRIVATE_COPY_BYTES, private_copies
 from ..target import MVEC_FUNCTIONS
-from .c_omp import (ACCUMULATOR_TYPES, OMP_OPERATOR, Accumulator, guarded_parallel, omp_schedule, parallel_condition,
-                     single_call)
+from .c_omp import (ACCUMULATOR_TYPES, MIN_WORK_DEFINITION, OMP_OPERATOR, Accumulator, guarded_parallel,
+                    omp_schedule, parallel_condition, single_call)
 from .c_packed_init import Deferred
 from . import c_align
 from .c_align import PEEL_HELPER
@@ -39,6 +39,8 @@ static inline int64_t pc_max(int64_t pc_a, int64_t pc_b) { return pc_a > pc_b ? 
 static inline int64_t pc_floord(int64_t pc_a, int64_t pc_b) { return (pc_a >= 0) ? pc_a / pc_b : -((-pc_a + pc_b - 1) / pc_b); }
 /* Iterations until pc_p reaches a cache line (see polyc.codegen.c_align). */
 %s
+/* Estimated operations below which a parallel loop runs on one thread (polyc.codegen.c_omp). */
+%s
 /* Iterations per chunk of a parallel loop of pc_trip iterations whose work varies: about 4 chunks
    per thread, dealt out in turn (see polyc.codegen.c_omp.omp_schedule). */
 #ifdef _OPENMP
@@ -47,7 +49,7 @@ static inline int64_t pc_omp_chunk(int64_t pc_trip) { const int64_t pc_n = 4 * (
 #else
 static inline int64_t pc_omp_chunk(int64_t pc_trip) { return pc_trip > 1 ? pc_trip : 1; }
 #endif
-""" % PEEL_HELPER + expression_helpers("static inline")
+""" % (PEEL_HELPER, MIN_WORK_DEFINITION) + expression_helpers("static inline")
 
 
 #: Parallel loops run their bodies in helpers with restrict parameters (`_Emitter._outlined`), so the

@@ -26,6 +26,12 @@ from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, ids, walk
 #: wake-up of the OpenMP pool costs some microseconds on an idle machine, far more on a loaded one.
 PARALLEL_MIN_WORK = 1 << 15
 
+#: The library's global holding the threshold (`PARALLEL_MIN_WORK` unless the runtime changes it:
+#: `polyc.runtime.loader.parallel_threshold`, with which `check_kernel` runs parallel loops at
+#: test sizes too).
+MIN_WORK_SYMBOL = "pc_parallel_min_work"
+MIN_WORK_DEFINITION = f"double {MIN_WORK_SYMBOL} = {float(PARALLEL_MIN_WORK)!r};"
+
 #: Iterations assumed for an inner loop whose bounds depend on loops inside the parallel one.
 UNKNOWN_TRIP = 8
 
@@ -100,7 +106,7 @@ def parallel_condition(loop: Loop, statements, text: Callable[[LExpr], str]) -> 
         return None
     inner = {x.iterator for x in walk(loop) if isinstance(x, Loop)}
     body = work(loop.body, statements, text, inner)
-    return f"{trip} > 1 && (double){trip} * {body} >= {float(PARALLEL_MIN_WORK)!r}"
+    return f"{trip} > 1 && (double){trip} * {body} >= {MIN_WORK_SYMBOL}"
 
 
 #: A set of rates at which an expression grows with the parallel iterator (see `_rates`).

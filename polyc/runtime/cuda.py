@@ -91,7 +91,7 @@ class CUDACompiledKernel:
     def source(self) -> str:
         """The CUDA source of the last variant used (float32 for undeclared dtypes before any call)."""
         if self._last is None:
-            gen = generate_cuda(self.schedule, resolve_typing(self.kernel.program, {}, default=f32))
+            gen = generate_cuda(self.schedule, resolve_typing(self.kernel.program, {}, default=f32, require_inputs=False))
             return gen.source
         return self._last.source
 

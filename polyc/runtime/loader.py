@@ -11,7 +11,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
@@ -119,7 +119,42 @@ def load_library(lib_path: Union[str, Path]) -> ctypes.CDLL:
             except OSError as e:
                 raise CompileError(f"could not load the compiled kernel library {key}: {e}") from e
             _libraries[key] = lib
+            if _min_work is not None:
+                _set_min_work(lib, _min_work)
         return lib
+
+
+#: The parallel-loop work threshold set by `parallel_threshold` (None: each library's own default).
+_min_work: Optional[float] = None
+
+
+def _set_min_work(lib: ctypes.CDLL, value: float) -> None:
+    from ..codegen.c_omp import MIN_WORK_SYMBOL
+    try:
+        ctypes.c_double.in_dll(lib, MIN_WORK_SYMBOL).value = value
+    except ValueError:      # a library without parallel loops' threshold (a row driver, CUDA)
+        pass
+
+
+@contextlib.contextmanager
+def parallel_threshold(work: float) -> Iterator[None]:
+    """Within the block, every C kernel's parallel loops run in parallel from `work` estimated
+    operations up (`codegen.c_omp.PARALLEL_MIN_WORK` otherwise): `check_kernel` sets 0, so that
+    test sizes run the parallel code a real size runs, races included.  Process-wide: libraries
+    loaded inside the block take it too; the default returns afterwards."""
+    global _min_work
+    from ..codegen.c_omp import PARALLEL_MIN_WORK
+    with _libraries_lock:
+        previous, _min_work = _min_work, float(work)
+        for lib in _libraries.values():
+            _set_min_work(lib, _min_work)
+    try:
+        yield
+    finally:
+        with _libraries_lock:
+            _min_work = previous
+            for lib in _libraries.values():
+                _set_min_work(lib, float(PARALLEL_MIN_WORK) if previous is None else previous)
 
 
 class KernelFunction:

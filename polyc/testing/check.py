@@ -3,8 +3,12 @@
 Inputs are built from the kernel's own declarations: each non-temporary tensor gets an array of
 the shape its `TensorDecl.shape` (affine in the size symbols) takes for the given sizes; scalars
 get random values of their type; sizes that no array shape determines (e.g. a time-step count
-`T` used only as a loop bound) are passed by keyword.  Outputs are passed zero-filled, so the
-compiled kernel and the reference write into identical arrays.
+`T` used only as a loop bound) are passed by keyword.  Float inputs take both signs (magnitudes
+0.5 to 1.5), signed integers -9 to 9.  Outputs are passed filled with a value no computation gives
+(`unwritten_value`: NaN for floats), so the compiled kernel and the reference write into
+identical arrays and an element the compiled kernel forgets to initialise shows; the compiled
+kernel then runs again allocating its outputs itself, which must agree.  Integer results compare
+exactly, float results within their type's tolerances.
 """
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from ..ir import DType, dtype_of_numpy
+from ..codegen.typing import resolve_typing
+from ..runtime.loader import parallel_threshold
 from ..ir import types as _types
 
 #: Default comparison tolerances (rtol, atol) by element type name.
@@ -22,16 +28,25 @@ _WRITTEN = ("output", "inout")
 
 
 def check_proven(kernel, schedule: Any) -> None:
-    """Prove `schedule` again, from scratch, against `kernel`'s exact dependences: the whole
-    schedule is legal and no loop marked parallel or vector carries a dependence.  Raises
-    `IllegalScheduleError` naming the broken dependence (for tests of schedules built by hand, by
-    `"auto"` or by the tuner; compiling proves the same, this says it without compiling)."""
-    from ..schedule.legality import check_legal, check_parallel
-    deps = kernel.dependences()
-    check_legal(schedule, deps, "the schedule")
-    for d in schedule.dims:
-        if d.name is not None and d.marks & {"parallel", "vector"}:
-            check_parallel(schedule, deps, d.name, f"the mark on {d.name}")
+    """Prove `schedule` again, from scratch, against `kernel`'s exact dependences, as every
+    primitive proves its result (`rewrite.validate`): the whole schedule is legal and every mark
+    holds (parallel, vector, their reduction forms, CUDA blocks and threads: only what a mark may
+    carry is carried).  Raises `IllegalScheduleError` naming the broken dependence; for tests of
+    schedules built by hand, by `"auto"`, by the tuner, or read back from a file."""
+    from ..schedule.rewrite import validate
+    validate(schedule, "the schedule")
+
+
+def as_kernel(kernel: Any) -> Any:
+    """The kernel the testing tools check: a kernel itself, or an operator program's combined
+    kernel (`prog.kernel`: every statement of every operator, its reference the interpreter's)."""
+    if all(hasattr(kernel, a) for a in ("kernel", "outputs", "inputs", "trace_nodes")):
+        return kernel.kernel
+    if not hasattr(kernel, "program") or not hasattr(kernel, "schedule"):
+        from ..errors import PolycError
+        raise PolycError(f"the testing tools check a kernel (pc.kernel) or an operator program (@pc.program), "
+                         f"not {type(kernel).__name__}")
+    return kernel
 
 
 def _dtype(name_or_dtype: Any) -> DType:
@@ -41,7 +56,19 @@ def _dtype(name_or_dtype: Any) -> DType:
 def default_sizes(kernel) -> Dict[str, int]:
     """Small, mutually different sizes (5, 6, 7, 5, ...) so that transposed indexing shows."""
     from ..runtime.arguments import size_symbols
-    return {name: 5 + k % 3 for k, name in enumerate(size_symbols(kernel.program))}
+    derived = {name for name, _, _ in kernel.program.derived_sizes}     # computed from the others
+    free = [name for name in size_symbols(kernel.program) if name not in derived]
+    return {name: 5 + k % 3 for k, name in enumerate(free)}
+
+
+def _with_derived(kernel, sizes: Mapping[str, int]) -> Dict[str, int]:
+    """`sizes` with the kernel's computed sizes (`floor(num / d)`, a strided extent) added where
+    not given, as a call computes them."""
+    out = dict(sizes)
+    for name, num, d in kernel.program.derived_sizes:
+        if name not in out and all(v in out for v in num.variables):
+            out[name] = num.evaluate(out) // d
+    return out
 
 
 def _np(d: DType) -> np.dtype:
@@ -53,10 +80,12 @@ def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any 
     """Keyword arguments for one call: arrays for every non-temp tensor (outputs zero-filled),
     scalar values, and sizes no input shape determines."""
     program = kernel.program
-    sizes = dict(default_sizes(kernel) if sizes is None else sizes)
+    sizes = _with_derived(kernel, default_sizes(kernel) if sizes is None else sizes)
+    derived = {name for name, _, _ in program.derived_sizes}
     rng = np.random.default_rng(seed)
     base = _dtype(dtype)
     out: Dict[str, Any] = {}
+    outputs: Dict[str, Tuple[int, ...]] = {}
     shaped = set()
     for t in program.tensors:
         if t.role == "temp":
@@ -70,21 +99,42 @@ def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any 
             raise ValueError(f"sizes {sizes} give {t.name} the negative shape {shape}; choose other sizes")
         npd = _np(t.dtype or base)
         if t.role == "output":
-            out[t.name] = np.zeros(shape, dtype=npd)
+            outputs[t.name] = shape
         elif npd.kind == "f":
-            out[t.name] = rng.uniform(0.5, 1.5, size=shape).astype(npd)
+            # both signs (a relu that passes everything, a max from 0 instead of -inf, C's fmod
+            # for `%` show), magnitudes 0.5-1.5 (no division by a near-zero value)
+            out[t.name] = (rng.uniform(0.5, 1.5, size=shape) * rng.choice([-1.0, 1.0], size=shape)).astype(npd)
         else:
-            out[t.name] = rng.integers(0, 10, size=shape).astype(npd)
+            out[t.name] = rng.integers(-9 if npd.kind == "i" else 0, 10, size=shape).astype(npd)
         if t.role != "output":
             for e in t.shape or ():
                 shaped.update(e.variables)
+    # an undeclared output in the type the kernel would allocate it in for these inputs (a float64
+    # array passed for a float32 product would make it compute in float64)
+    typing = resolve_typing(program, {n: dtype_of_numpy(a.dtype) for n, a in out.items()})
+    for name, shape in outputs.items():
+        npd = typing.tensors[name].numpy if name in typing.tensors else _np(base)
+        out[name] = np.full(shape, unwritten_value(npd), dtype=npd)
     for s in program.scalars:
         d = s.dtype or base
         out[s.name] = float(rng.uniform(0.5, 1.5)) if _np(d).kind == "f" else int(rng.integers(1, 4))
     for name, value in sizes.items():
-        if name not in shaped:
+        if name not in shaped and name not in derived:
             out[name] = int(value)
     return out
+
+
+def unwritten_value(dtype: np.dtype) -> Any:
+    """What a generated output holds before the call: NaN, or for integers a value no small
+    computation gives (-123456789 in 32-bit or wider types, 0xA5 / 0xA5A5 unsigned): an element the
+    kernel never writes keeps it in both the compiled run and the reference, and a compiled kernel
+    that forgets to initialise an output element reads it back."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "u":
+        return (0xA5A5A5A5 & np.iinfo(dtype).max)
+    return -123456789 if dtype.itemsize >= 4 else -91
 
 
 def _copy(inputs: Mapping[str, Any]) -> Dict[str, Any]:
@@ -97,8 +147,8 @@ def _written(kernel, result: Any, passed: Mapping[str, Any]) -> Dict[str, np.nda
     got: Dict[str, Any] = {}
     if isinstance(result, dict):
         got.update(result)
-    elif isinstance(result, np.ndarray) and len(names) == 1:
-        got[names[0]] = result
+    elif result is not None and len(names) == 1:     # an array, or a scalar or list a reference returns
+        got[names[0]] = np.asarray(result)
     return {n: np.asarray(got[n] if n in got else passed[n]) for n in names if n in got or n in passed}
 
 
@@ -180,7 +230,8 @@ def _diff_message(name: str, got: np.ndarray, want: np.ndarray, rtol: float, ato
     """Which elements differ: how many, the first (in C order) and the worst, with both values."""
     if got.shape != want.shape:
         return f"{name}: shape {got.shape}, expected {want.shape}"
-    bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    exact = got.dtype.kind in "iub" and want.dtype.kind in "iub"
+    bad = (got != want) if exact else ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     err = np.abs(got.astype(np.float64) - want.astype(np.float64))
     err = np.where(np.isnan(err), np.inf, err)
     if got.ndim:
@@ -199,6 +250,50 @@ def _shapes_text(args: Mapping[str, Any]) -> str:
     return "inputs " + ", ".join(arrays) if arrays else "no arrays"
 
 
+def _sizes_of(kernel, args: Mapping[str, Any]) -> Optional[Dict[str, int]]:
+    """The sizes a call with `args` binds (None when they do not bind: the caller's problem)."""
+    from ..errors import PolycError
+    from ..frontend.reference import bind_sizes
+    arrays = {k: v for k, v in args.items() if isinstance(v, np.ndarray)}
+    ints = {k: int(v) for k, v in args.items() if k in kernel.program.sizes and isinstance(v, (int, np.integer))}
+    try:
+        return bind_sizes(kernel.program, arrays, ints)
+    except (PolycError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _allocated_outputs_problems(kernel, fn: Any, args: Mapping[str, Any], got: Mapping[str, np.ndarray]) -> list:
+    """The outputs the compiled kernel allocates itself (none passed): every element it wrote into
+    the passed arrays must come out the same, and every one it did not write must be 0 (an
+    output not fully written is zero-filled; one proven fully written is allocated uninitialised,
+    so an error in that proof shows here as garbage)."""
+    outputs = [t.name for t in kernel.program.tensors if t.role == "output" and t.name in args]
+    if not outputs:
+        return []
+    rest = _copy({k: v for k, v in args.items() if k not in outputs})
+    with parallel_threshold(0):
+        fresh = _written(kernel, fn(**rest), rest)
+    problems = []
+    for name in outputs:
+        g, f = got[name], fresh.get(name)
+        if f is None or f.shape != g.shape:
+            problems.append(f"{name}: an output the compiled kernel allocates is missing or of another shape")
+            continue
+        sentinel = unwritten_value(g.dtype)
+        unwritten = np.isnan(g) if g.dtype.kind == "f" else (g == sentinel)
+        if g.dtype.kind == "f":      # the same code twice: parallel reductions may combine in another order
+            r, a = tolerances_for(g, g)
+            written_ok = np.allclose(np.where(unwritten, 0, f), np.where(unwritten, 0, g), rtol=r, atol=a, equal_nan=True)
+        else:
+            written_ok = np.array_equal(np.where(unwritten, 0, f), np.where(unwritten, 0, g))
+        zero_ok = bool(np.all((f[unwritten] == 0) | (np.isnan(f[unwritten]) if g.dtype.kind == "f" else False)))
+        if not (written_ok and zero_ok):
+            problems.append(f"{name}: allocated by the compiled kernel (not passed), it differs from the same call "
+                            f"with the array passed" + ("" if zero_ok else ", or an element no statement writes "
+                                                        "is not 0"))
+    return problems
+
+
 def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]] = None,
                  rtol: Optional[float] = None, atol: Optional[float] = None, dtype: Any = "f64",
                  seed: int = 0, inputs: Optional[Mapping[str, Any]] = None, *, target: Any = "c",
@@ -215,6 +310,7 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
     replaces the C compiler's optimisation flags.  `target`: "c", "cuda", "cuda-emu" or a `pc.Target`.
     """
     from ..api import compile as compile_kernel
+    kernel = as_kernel(kernel)
     d = _dtype(dtype)
     args = dict(inputs) if inputs is not None else random_inputs(kernel, sizes, d, seed)
     if compiled is not None:
@@ -222,16 +318,21 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
     else:
         fn = compile_kernel(kernel, schedule, target=target, **({"flags": flags} if flags is not None else {}))
     mine, theirs = _copy(args), _copy(args)
-    got = _written(kernel, fn(**mine), mine)
+    with parallel_threshold(0):         # parallel loops run in parallel at test sizes too
+        got = _written(kernel, fn(**mine), mine)
     want = _written(kernel, (reference or kernel.reference)(**theirs), theirs)
     problems = []
     scaled = reassociates(getattr(fn, "schedule", schedule), target)
-    known_sizes = dict(sizes or default_sizes(kernel)) if inputs is None else None
+    known_sizes = dict(sizes or default_sizes(kernel)) if inputs is None else _sizes_of(kernel, args)
     for name, w in want.items():
         if name not in got:
             problems.append(f"{name}: not returned by the compiled kernel")
             continue
         g = got[name]
+        if g.dtype.kind in "iub" and np.asarray(w).dtype.kind in "iub":
+            if g.shape != w.shape or not np.array_equal(g, w):   # integers are exact, whatever rtol says
+                problems.append(_diff_message(name, g, w, 0, 0))
+            continue
         r, a = tolerances_for(g, w, rtol, atol)
         if scaled and rtol is None:
             # A reassociated reduction differs from the written order by rounding: up to n * eps.
@@ -241,6 +342,8 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
             r = max(r, reassociation_rtol(n, g))
         if g.shape != w.shape or not np.allclose(g, w, rtol=r, atol=a, equal_nan=True):
             problems.append(_diff_message(name, g, w, r, a))
+    if inputs is None and not problems:
+        problems += _allocated_outputs_problems(kernel, fn, args, got)
     if problems:
         what = getattr(fn, "schedule", schedule)
         size_text = ", ".join(f"{k}={v}" for k, v in (sizes or default_sizes(kernel)).items()) \

@@ -130,8 +130,9 @@ def fuzz_schedules(kernel, n: int = 20, seed: int = 0, sizes: Optional[Mapping[s
     kernel fed f32 `inputs=` is judged with f32 tolerances, see `check.tolerances_for`).
     """
     from ..schedule import Schedule
-    from .check import check_kernel, random_inputs
+    from .check import as_kernel, check_kernel, random_inputs
 
+    kernel = as_kernel(kernel)
     rng = random.Random(seed)
     summary = FuzzSummary(kernel.name)
     args = dict(inputs) if inputs is not None else random_inputs(kernel, sizes, dtype, seed)

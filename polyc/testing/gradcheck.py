@@ -79,8 +79,13 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     g = pc.grad(kernel, of=of, wrt=wrt, **options)
     rng = np.random.default_rng(seed)
     first = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in given.items()}
-    # One forward call: with `saved`, the forward that also returns what the gradient takes.
-    result = (pc.returning(kernel, *saved) if saved else kernel)(**first)
+    # The forward as called: with `saved`, also returning what the gradient takes; with `of` an
+    # intermediate (`pc.grad` takes one), also returning it, the value finite differences follow.
+    program = getattr(kernel, "program", None)
+    intermediate = program is not None and any(t.name == of and t.role == "temp" for t in program.tensors)
+    extra = tuple(saved) + ((of,) if intermediate and of not in saved else ())
+    forward = pc.returning(kernel, *extra) if extra else kernel
+    result = forward(**first)
     out = _output(result, of, first)
     dtype = np.asarray(given[wrt[0]]).dtype
     ybar = rng.standard_normal(out.shape).astype(dtype)
@@ -110,7 +115,7 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
             args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
             for x in wrt:
                 args[x] = (base[x] + sign * h * dirs[x]).astype(base[x].dtype)
-            phi.append(float(np.sum(ybar64 * _output(kernel(**args), of, args))))
+            phi.append(float(np.sum(ybar64 * _output(forward(**args), of, args))))
         numeric.append((phi[0] - phi[1]) / (2 * h))
         analytic.append(float(sum(np.sum(grads[x] * dirs[x]) for x in wrt)))
     result = GradCheck(tuple(analytic), tuple(numeric), tol)

@@ -116,6 +116,8 @@ def cases(kernel: Any, *, sizes: Union[None, Mapping[str, int], Sequence[Mapping
     dtype_list = [dtypes] if isinstance(dtypes, str) else list(dtypes)
     if not (size_list and sched_list and target_list and dtype_list):
         raise ValueError("polyc_check: sizes, schedules, targets and dtypes must each name at least one value")
+    from .check import as_kernel
+    kernel = as_kernel(kernel)
     return [KernelCase(kernel, s, t, d, z, reference, rtol, atol, seed)
             for t, s, d, z in itertools.product(target_list, sched_list, dtype_list, size_list)]
 
@@ -155,6 +157,11 @@ def run_cases(all_cases: Sequence[KernelCase]) -> CheckReport:
         raise AssertionError(head + "\n\n" + "\n\n".join(failures))
     if not report.checked and report.skipped:
         pytest.skip("; ".join(report.skipped))
+    if report.skipped:     # some ran: the test passes, and pytest's summary says what did not run
+        import warnings
+        from ..errors import PolycWarning
+        warnings.warn(PolycWarning(f"polyc_check ran {len(report.checked)} of {len(all_cases)} cases; skipped: "
+                                   + "; ".join(report.skipped)), stacklevel=3)
     return report
 
 

@@ -44,6 +44,7 @@ def _guarded(src: str):
 def _condition(cond: str) -> str:
     """A guard condition as Python (sizes are names; pc_max is max)."""
     text = cond.replace("&&", " and ").replace("(double)", "").replace("pc_max", "max")
+    text = text.replace("pc_parallel_min_work", repr(float(PARALLEL_MIN_WORK)))   # the library's default
     return re.sub(r"\bn_(\w+)", r"\1", text)
 
 
@@ -132,3 +133,22 @@ def test_packed_contractions_fall_back_to_one_thread_for_little_work():
     assert "threads = 1;" in src
     from polyc.codegen.c_packed import PACKED_MIN_FLOPS
     assert f"< {float(PACKED_MIN_FLOPS)!r}) pc_threads = 1;" in src
+
+
+def test_check_kernel_runs_parallel_loops_in_parallel_at_test_sizes():
+    # a library's threshold is a global the runtime sets: 0 inside parallel_threshold(0), which
+    # check_kernel uses, so a 5x6 test runs the OpenMP branch a real size runs
+    import ctypes
+
+    from polyc.codegen.c_omp import MIN_WORK_SYMBOL
+    from polyc.runtime import loader
+    k = pc.kernel("B[i, j] = A[i, j] * 2.0", name="omp_threshold_probe")
+    f = pc.compile(k, k.schedule().parallel("i"))
+    f(A=np.ones((5, 6)))
+    libs = [lib for lib in loader._libraries.values() if hasattr(lib, MIN_WORK_SYMBOL)]
+    value = lambda: {ctypes.c_double.in_dll(lib, MIN_WORK_SYMBOL).value for lib in libs}   # noqa: E731
+    assert libs and value() == {float(PARALLEL_MIN_WORK)}
+    with loader.parallel_threshold(0):
+        assert value() == {0.0}
+        np.testing.assert_array_equal(f(A=np.ones((5, 6))), 2.0)
+    assert value() == {float(PARALLEL_MIN_WORK)}

@@ -1,0 +1,118 @@
+"""`check_kernel` and friends must not pass a wrong kernel: planted errors that positive inputs,
+zero-filled outputs, float comparison of integers, inflated tolerances or serial test sizes hid."""
+import math
+
+import numpy as np
+import pytest
+
+import polyc as pc
+from polyc.testing import check_grad, check_kernel, check_proven, fuzz_schedules
+from polyc.schedule.state import LoopKind
+
+
+def test_integer_results_compare_exactly_whatever_the_tolerance():
+    k = pc.kernel("B[i] = A[i] * 2", A=pc.i64["N"])
+    a = np.array([2 ** 59, 3, -7], np.int64)
+    off_by_one = lambda A, **_: A * 2 + np.array([1, 0, 0])      # noqa: E731
+    with pytest.raises(AssertionError, match="1 of 3 elements differ"):
+        check_kernel(k, inputs={"A": a}, reference=off_by_one)
+    with pytest.raises(AssertionError):
+        check_kernel(k, inputs={"A": a}, reference=off_by_one, rtol=1e-3)
+
+
+def test_given_inputs_get_the_tolerance_of_the_kernels_own_reductions():
+    # a pointwise kernel on cuda-emu (which may reassociate) has no reduction: no n * eps widening
+    k = pc.kernel("B[i, j] = A[i, j] * 2.0", name="scale2")
+    a = np.random.default_rng(0).uniform(0.5, 1.5, (200, 200)).astype(np.float32)
+    with pytest.raises(AssertionError):
+        check_kernel(k, inputs={"A": a}, reference=lambda A, **_: A * np.float32(2.0) * np.float32(1.004),
+                     target="cuda-emu")
+
+
+@pytest.mark.parametrize("src, wrong", [
+    ("B[i, j] = max(A[i, j], 0.0)", lambda A, **_: A.copy()),                          # relu as identity
+    ("B[i, j] = abs(A[i, j]) - 1.0", lambda A, **_: A - 1.0),                            # abs as identity
+    ("B[i, j] = A[i, j] % 0.75", lambda A, **_: np.fmod(A, 0.75)),                      # C's fmod for %
+])
+def test_inputs_of_both_signs_catch_what_positive_ones_hide(src, wrong):
+    k = pc.kernel(src, A=pc.f64["I", "J"])
+    check_kernel(k)
+    with pytest.raises(AssertionError):
+        check_kernel(k, reference=wrong)
+
+
+def test_an_output_the_compiled_code_never_initialises_shows():
+    rowsum = pc.kernel("C[i] +=! A[i, j]", name="rowsum")
+    no_init = pc.compile(pc.kernel("C[i] += A[i, j]", name="rowsum_noinit"))   # forgets C = 0
+    with pytest.raises(AssertionError, match="C"):
+        check_kernel(rowsum, compiled=no_init)
+
+
+def test_check_proven_and_compile_prove_every_mark():
+    @pc.kernel
+    def seidel(A: pc.f64["N", "N"], T: int):
+        for t in range(T):
+            for i in range(1, N - 1):          # noqa: F821
+                for j in range(1, N - 1):      # noqa: F821
+                    A[i, j] = (A[i - 1, j] + A[i, j - 1] + A[i, j] + A[i, j + 1] + A[i + 1, j]) / 5.0
+    s = seidel.schedule()
+    for loop, kind, reduction in (("i", LoopKind.PARALLEL, False), ("i", LoopKind.PARALLEL, True),
+                                  ("j", LoopKind.VECTORIZED, True), ("t", LoopKind.GPU_BLOCK, False),
+                                  ("i", LoopKind.GPU_THREAD, False)):
+        planted = s.with_mark(loop, kind, "planted", reduction=reduction)   # unproven, as with_mark says
+        with pytest.raises(pc.IllegalScheduleError, match=f"loop '{loop}' carries"):
+            check_proven(seidel, planted)
+        with pytest.raises(pc.IllegalScheduleError, match=f"loop '{loop}' carries"):
+            pc.compile(seidel, planted, target="cuda-emu" if kind in (LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD)
+                       else "c")
+
+
+def test_a_kernel_with_a_floor_size_gets_consistent_default_sizes():
+    k = pc.kernel("O[h] max=! I[2 * h + k] where k in 0:2", name="pool1d")
+    check_kernel(k)
+    summary = fuzz_schedules(k, n=4, seed=0)
+    assert summary.mismatches == 0
+
+
+def test_loop_kernel_math_follows_c_in_the_reference():
+    @pc.kernel
+    def roots(A: pc.f64["N"], B: pc.f64["N"]):
+        for i in range(N):        # noqa: F821
+            B[i] = math.sqrt(A[i]) + math.log(A[i] + 2.0) + math.exp(A[i] * 1000.0)
+    a = np.array([4.0, -1.0, 0.0, -3.0])
+    got = roots.reference(A=a.copy(), B=np.zeros(4))
+    assert np.isnan(got[1]) and np.isnan(got[3]) and np.isinf(got[0])
+    check_kernel(roots, inputs={"A": a, "B": np.zeros(4)})
+    check_kernel(roots)
+
+
+def test_programs_are_checked_through_their_combined_kernel():
+    from kernels.nn import softmax
+
+    @pc.program
+    def prog(X: pc.f64["S", "D"]):
+        return softmax.kernel(X=X)
+
+    check_kernel(prog)
+    check_kernel(prog, "auto")
+    assert fuzz_schedules(prog, n=2, seed=0).mismatches == 0
+
+
+def test_check_grad_of_an_intermediate_follows_the_intermediate():
+    rng = np.random.default_rng(0)
+    k1 = pc.kernel("T[i] = X[i] * X[i]\nY[i] = T[i] + X[i]", name="k1")
+    check_grad(k1, of="T", wrt="X", X=rng.random(5))
+    k2 = pc.kernel("T[i] = X[i] * X[i]\nY[i] = T[i] + X[i]\nZ[i] = T[i] * 2.0", name="k2", outputs=["Y", "Z"])
+    check_grad(k2, of="T", wrt="X", X=rng.random(5))
+
+
+def test_a_reference_may_return_a_scalar_or_a_list():
+    k = pc.kernel("s +=! A[i]", name="total")
+    check_kernel(k, reference=lambda A, **_: float(A.sum()))
+    k2 = pc.kernel("B[i] = A[i] * 2.0", name="twice_list")
+    check_kernel(k2, reference=lambda A, **_: list(A * 2.0))
+
+
+def test_a_cuda_kernels_source_shows_before_any_call():
+    f = pc.compile(pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_src"), target="cuda-emu")
+    assert "__global__" in f.source and "ArgumentError" not in f._repr_html_()
