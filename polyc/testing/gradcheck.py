@@ -69,6 +69,9 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     may then be `of` or in `wrt`).  `saved` is passed to `pc.grad` too: the saved values come from
     the forward returning them (`pc.returning`).  Returns the comparison."""
     import polyc as pc
+    from ..errors import GradError
+    if isinstance(directions, bool) or not isinstance(directions, int) or directions < 1:
+        raise GradError(f"check_grad: directions must be a positive int (each is one comparison), not {directions!r}")
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     given = dict(inputs or {})
     given.update(kw_inputs)

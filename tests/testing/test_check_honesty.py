@@ -116,3 +116,9 @@ def test_a_reference_may_return_a_scalar_or_a_list():
 def test_a_cuda_kernels_source_shows_before_any_call():
     f = pc.compile(pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm_src"), target="cuda-emu")
     assert "__global__" in f.source and "ArgumentError" not in f._repr_html_()
+
+
+def test_check_grad_with_no_direction_checks_nothing_so_is_refused():
+    k = pc.kernel("Y[i] = X[i] * X[i]", name="sq")
+    with pytest.raises(pc.GradError, match="directions must be a positive int"):
+        check_grad(k, of="Y", wrt="X", X=np.ones(3), directions=0)
