@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 
 import islpy as isl
 
-from ..errors import PolycError
+from ..errors import IllegalScheduleError, PolycError
 from ..ir import Access, Program
 from ..poly.islutil import isl_budget, isl_name
 from ..schedule.schedule import LoopKind, Schedule
@@ -310,8 +310,9 @@ class _KernelBuilder:
         if isinstance(n, Loop):
             kind = _mapped_kind(n)
             if kind == "block":
-                raise PolycError(f"loop {n.iterator!r} is mapped to blocks but sits inside a thread-mapped "
-                                 f"or serial in-kernel loop; block loops must enclose thread loops")
+                raise IllegalScheduleError(f"the schedule is refused: loop {n.iterator!r} is mapped to blocks but "
+                                           f"sits inside a thread-mapped or serial in-kernel loop; block loops must "
+                                           f"enclose thread loops")
             if kind == "thread" and _tree_reduced(n):
                 return self.threaded(_unmapped(n), blocks, threads)   # inside a thread: serial
             if kind == "thread":

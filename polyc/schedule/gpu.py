@@ -54,6 +54,8 @@ def _map(schedule: Schedule, loops: Sequence[str], mark: str) -> Schedule:
                              f"a loop maps to blocks or to threads, not both (tile it first)")
         check_parallel(schedule, deps, loop, f"mapping loop {loop!r} to CUDA {mark}s")
         schedule = schedule.with_mark(loop, LoopKind(mark), f"map_to_{mark}s({loop!r})")
+    from .rewrite import check_blocks_enclose_threads
+    check_blocks_enclose_threads(schedule, f"map_to_{mark}s({', '.join(map(repr, loops))})")
     return schedule
 
 

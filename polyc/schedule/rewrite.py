@@ -344,6 +344,26 @@ def _trip_count_bound(s: Schedule, k: int, nest: Set[str]) -> Optional[int]:
     return int(v.to_python()) + 1
 
 
+def check_blocks_enclose_threads(s: Schedule, what: str) -> None:
+    """No statement runs inside a thread-mapped loop and, deeper, a block-mapped one: a kernel's
+    blocks are launched around its threads (code generation could not place such a block loop)."""
+    from ..errors import IllegalScheduleError
+    marked = [(k, d) for k, d in enumerate(s.dims) if d.is_loop and d.kinds & {LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD}]
+    if len(marked) < 2:
+        return
+    for st in s.statements:
+        thread = None
+        for k, d in marked:
+            if not statement_varies(s, st, k):
+                continue
+            if LoopKind.GPU_THREAD in d.kinds and thread is None:
+                thread = d.name
+            elif LoopKind.GPU_BLOCK in d.kinds and thread is not None:
+                raise IllegalScheduleError(f"{what} is refused: loop {d.name!r} is mapped to blocks inside loop "
+                                           f"{thread!r}, which is mapped to threads (statement {st}); block loops "
+                                           f"must enclose thread loops")
+
+
 def validate(s: Schedule, what: str, marking: Optional[str] = None, maps_changed: bool = True) -> None:
     """Re-prove `s`: dependences kept, marked loops still free of carried dependences.
 
@@ -361,6 +381,7 @@ def validate(s: Schedule, what: str, marking: Optional[str] = None, maps_changed
                 raise PolycError(f"{what} is refused: loop {d.name!r} is to be unrolled fully, but its trip "
                                  f"count would then {count}")
     from ..errors import IllegalScheduleError
+    check_blocks_enclose_threads(s, what)
     for d in s.dims:
         if not d.is_loop or not d.kinds:
             continue

@@ -71,3 +71,14 @@ def test_rows_on_blocks_and_columns_on_threads_order_the_pair_with_a_barrier():
     _run(broadcast, "auto", **arrays)
     assert "__syncthreads();" in pc.codegen(broadcast, broadcast.schedule().map_to_blocks("i").map_to_threads("j"),
                                             target="cuda")
+
+
+def test_a_block_loop_inside_a_thread_loop_is_refused_by_the_mapping():
+    # every step legal on its own, but the interchange leaves blocks inside threads
+    k = pc.kernel("T0[i, j] = A0[i]", name="blocks_in_threads", A0=pc.f64["M"], T0=pc.tensor["M", "N"])
+    s = k.schedule().map_to_blocks("i").interchange("i", "j")
+    with pytest.raises(pc.IllegalScheduleError, match="block loops must enclose thread loops"):
+        s.map_to_threads("j")
+    ok = k.schedule().map_to_blocks("i").map_to_threads("j")
+    np.testing.assert_array_equal(pc.compile(k, ok, target="cuda-emu")(A0=np.arange(3.0), N=4),
+                                  np.repeat(np.arange(3.0)[:, None], 4, axis=1))
