@@ -60,7 +60,8 @@ class CampaignSummary:
                  f"compiled and run: c {c['compiled:c']} kernels / {c['runs:c']} runs, cuda-emu "
                  f"{c['compiled:cuda-emu']} kernels / {c['runs:cuda-emu']} runs",
                  f"outcomes: ok {c['status:ok']}, refused {c['status:refused']}, discarded "
-                 f"{c['status:discarded']}, MISMATCH {c['status:mismatch']}, CRASH {c['status:crash']}"]
+                 f"{c['status:discarded']}, MISMATCH {c['status:mismatch']}, CRASH {c['status:crash']}"
+                 + (f", GENERATOR ERRORS {c['generator-error']} (cases never built)" if c['generator-error'] else "")]
         refusals = sorted((k, v) for k, v in c.items() if k.split(":")[0] in ("refused", "discarded", "failure"))
         lines += [f"  {k}: {v}" for k, v in refusals]
         return "\n".join(lines)
@@ -121,7 +122,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         import json
         with open(a.counts, "w") as f:
             json.dump({"cases": summary.cases, "seconds": summary.seconds, **summary.counts}, f)
-    return 1 if summary.failures else 0
+    return 1 if summary.failures or summary.counts["generator-error"] else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

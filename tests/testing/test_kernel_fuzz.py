@@ -148,3 +148,13 @@ def test_only_nan_lost_signature():
     assert only_nan_lost({"T": np.array([np.inf, 1.0, 2.0])}, want)
     assert not only_nan_lost({"T": np.array([np.inf, 1.5, np.nan])}, want)   # a plain wrong value too
     assert not only_nan_lost({"T": want["T"].copy()}, want)                  # no difference at all
+
+
+def test_a_campaign_whose_generator_fails_says_so_and_fails(monkeypatch, capsys, tmp_path):
+    import polyc.testing.kernel_campaign as kc
+
+    def broken(seed, index):
+        raise RuntimeError("generator bug")
+    monkeypatch.setattr(kc, "make_case", broken)
+    assert kc.main(["--cases", "3", "--seed", "1", "--log", str(tmp_path / "log.txt")]) == 1
+    assert "GENERATOR ERRORS 3 (cases never built)" in capsys.readouterr().out
