@@ -76,13 +76,25 @@ _SAVED_FLAG = re.compile(r"""(?:
 )\Z""", re.X)
 
 
-def check_saved_flags(flags: Sequence[str], origin: str) -> None:
-    """Refuse any flag of a saved target (read from a file) that is not an optimisation or
-    code-generation option (`_SAVED_FLAG`): such files are untrusted, and a compiler flag can run
-    any program.  Flags set in code or in `$POLYC_CFLAGS` are the user's own and are not limited."""
+#: What a target read from a file may name as its compiler: a C or CUDA compiler by name, found on
+#: PATH (`gcc-12`, `x86_64-linux-gnu-gcc`, `clang`), never a path to some other program.
+_SAVED_COMPILER = re.compile(r"(?:[A-Za-z0-9_]+-)*(?:cc|gcc|clang|icx|nvcc)(?:-[0-9]+(?:\.[0-9]+)*)?\Z")
+
+
+def saved_command_problem(compiler: str, flags: Sequence[str]) -> Optional[Tuple[str, str]]:
+    """Why the compiler or flags of a saved target (read from a file) are refused, as (field,
+    message), or None: the compiler must be a compiler's name and every flag an optimisation or
+    code-generation option (`_SAVED_FLAG`).  Such files are untrusted, and a compiler flag or path
+    can run any program; compilers and flags set in code or in `$POLYC_CC` / `$POLYC_CFLAGS` are
+    the user's own and are not limited."""
+    if not isinstance(compiler, str) or not _SAVED_COMPILER.match(compiler):
+        return "compiler", (f"compiler {compiler!r} is not accepted from a file: a saved target names a C or CUDA "
+                            f"compiler on PATH (cc, gcc, gcc-12, clang, nvcc, ...); set any other compiler in "
+                            f"code (Target.with_(compiler=...)) or in $POLYC_CC")
     for f in flags:
         if not isinstance(f, str) or not _SAVED_FLAG.match(f):
-            raise CompileFlagsError(
-                f"{origin}: {f!r} is not accepted from a file; a saved target may carry optimisation and "
-                f"code-generation flags only (-O.., -march=.., -m.., -f.., -W.., -g, -std=..). Set other "
-                f"flags in code (Target.with_(flags=...), pc.compile(..., flags=...)) or in $POLYC_CFLAGS")
+            return "flags", (f"{f!r} is not accepted from a file; a saved target may carry optimisation and "
+                             f"code-generation flags only (-O.., -march=.., -m.., -f.., -W.., -g, -std=..). Set "
+                             f"other flags in code (Target.with_(flags=...), pc.compile(..., flags=...)) or in "
+                             f"$POLYC_CFLAGS")
+    return None

@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple, Union
 
-from .compile_flags import check_saved_flags, normalise_flags
+from .compile_flags import normalise_flags, saved_command_problem
 from .errors import CompileFlagsError, TargetError
 
 KINDS = ("c", "cuda", "cuda-emu")
@@ -366,23 +366,12 @@ def _validate(t: Target) -> None:
                               f"use blocks of that many threads)", "max_threads_per_block")
 
 
-#: What a target read from a file may name as its compiler: a C or CUDA compiler by name, found on
-#: PATH (`gcc-12`, `x86_64-linux-gnu-gcc`, `clang`), never a path to some other program.
-_SAVED_COMPILER = re.compile(r"(?:[A-Za-z0-9_]+-)*(?:cc|gcc|clang|icx|nvcc)(?:-[0-9]+(?:\.[0-9]+)*)?\Z")
-
-
 def _checked_saved(t: Target) -> Target:
-    """`t`, read from a file (a target JSON, a saved schedule's target): untrusted, so beyond the
-    checks of every Target its compiler must be a compiler's name and its flags plain options
-    (`check_saved_flags`), since both become a command line polyc runs."""
-    if not _SAVED_COMPILER.match(t.compiler):
-        raise TargetError(f"compiler {t.compiler!r} is not accepted from a file: a saved target names a C or "
-                          f"CUDA compiler on PATH (cc, gcc, gcc-12, clang, nvcc, ...); set any other compiler "
-                          f"in code (Target.with_(compiler=...)) or in $POLYC_CC", "compiler")
-    try:
-        check_saved_flags(t.flags, "the saved target's flags")
-    except CompileFlagsError as e:
-        raise TargetError(str(e), "flags") from None
+    """`t`, read from a file (a target JSON, a saved schedule's target): its compiler and flags
+    become a command line polyc runs (`compile_flags.saved_command_problem`)."""
+    problem = saved_command_problem(t.compiler, t.flags)
+    if problem is not None:
+        raise TargetError(problem[1], problem[0])
     return t
 
 

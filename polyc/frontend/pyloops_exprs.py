@@ -16,7 +16,7 @@ import ast
 import builtins
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import numpy as np
 
@@ -90,22 +90,18 @@ class Scope:
     #: `if` test: name -> (the condition's source node, loop path of their single assignment).
     condition_locals: Dict[str, "tuple[ast.AST, tuple[int, ...]]"] = field(default_factory=dict)
 
+    def affine_local(self, name: str) -> Optional[Affine]:
+        """The affine value of local `name` at the current point, if it is known to hold one: its
+        only assignment (unconditional, affine) ran earlier in the same iteration of every loop
+        around that assignment, i.e. its loops still enclose this point."""
+        return self._current(self.affine_locals.get(name))
+
     def condition_local(self, name: str) -> Optional[ast.AST]:
         """The affine condition local `name` holds at the current point, as `affine_local`."""
-        known = self.condition_locals.get(name)
-        if known is None or tuple(self.loop_path[:len(known[1])]) != known[1]:
-            return None
-        return known[0]
+        return self._current(self.condition_locals.get(name))
 
-    def affine_local(self, name: str) -> Optional[Affine]:
-        """The affine value of local `name` at the current point, if it is known to hold one.
-
-        It is when the local's only assignment (unconditional, affine) ran earlier in the same
-        iteration of every loop around that assignment, i.e. its loops still enclose this point."""
-        known = self.affine_locals.get(name)
-        if known is None or tuple(self.loop_path[:len(known[1])]) != known[1]:
-            return None
-        return known[0]
+    def _current(self, known: Optional[tuple]) -> Any:
+        return None if known is None or tuple(self.loop_path[:len(known[1])]) != known[1] else known[0]
 
     def params(self) -> Set[str]:
         return set(self.arrays) | set(self.scalars)
