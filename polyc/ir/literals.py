@@ -17,7 +17,8 @@ from .program import Statement
 from .types import DType
 
 #: Value ranges of the integer types, by polyc type name.
-INT_RANGE = {"i32": (-2 ** 31, 2 ** 31 - 1), "i64": (-2 ** 63, 2 ** 63 - 1)}
+INT_RANGE = {"i32": (-2 ** 31, 2 ** 31 - 1), "i64": (-2 ** 63, 2 ** 63 - 1), "u8": (0, 2 ** 8 - 1),
+             "u16": (0, 2 ** 16 - 1)}
 
 
 def integer_literal_fits(value, dtype: DType) -> bool:

@@ -58,3 +58,14 @@ def test_literal_beyond_the_operand_type_is_still_refused():
     k = pc.kernel("B[i] = A[i] + 4294967297", A=pc.i32["N"])
     with pytest.raises(pc.LiteralRangeError):
         k.reference(A=np.zeros(3, np.int32))
+
+
+@pytest.mark.parametrize("src", ["O[i] = A[i] + 256", "O[i] = select(A[i] > 0, A[i], 300)", "O[i] = A[i] * -1"])
+def test_a_literal_beyond_uint8_is_refused_by_the_compiler_and_the_reference(src):
+    # numpy (NEP 50) raises OverflowError for uint8 + 256; polyc refuses it at its position
+    k = pc.kernel(src, A=pc.u8["N"])
+    a = np.array([1, 2, 200], np.uint8)
+    with pytest.raises(pc.LiteralRangeError, match="does not fit in uint8"):
+        pc.compile(k)(A=a)
+    with pytest.raises(pc.LiteralRangeError, match="does not fit in uint8"):
+        k.reference(A=a)
