@@ -60,19 +60,23 @@ def _check_flag(flag: str, origin: str) -> None:
 
 #: Flags a target read from a file may carry: optimisation and code-generation options only.  A
 #: saved target is untrusted input, and many compiler flags run or load other code (`-wrapper`,
-#: `-fplugin=`, `-B`, `-specs=`, `-Wl,...`, `-l`), read other sources into the kernel (`-I`,
-#: `-include`, `-D` macros that rename what the generated code calls) or write files
-#: (`-fprofile-generate`, `-fdump-...`).
+#: `-fplugin=`, `-B`, `-specs=`, `-Wl,...`, `-l`, `-fcompare-debug=-B.`: any option list), read
+#: other sources into the kernel (`-I`, `-include`, `-D` macros that rename what the generated code
+#: calls), write files (`-fprofile-generate`, `-fdump-...`) or change results behind the user's back
+#: (`-Ofast`, `-ffast-math` and its parts: gcc then also links code that flushes subnormals to zero
+#: in the whole process).  So: `-O0..3/s/g/z`, `-g`, `-std=`, `-m...` (values are words), `-f...` /
+#: `-fno-...` without a value except the few below, and warnings.
 _SAVED_FLAG = re.compile(r"""(?:
-    -O[0-3sgz]? | -Ofast | -g[0-3]? | -w | -pthread | -fopenmp | -fPIC
-  | -std=[A-Za-z0-9+]+
-  | -m[a-z0-9][a-z0-9_.=-]*
-  | -f(?!plugin|profile|dump|auto-profile|stack-usage|callgraph|opt-info|save-optimization|debug-prefix
-        |file-prefix|macro-prefix|instrument|sanitize|coverage|test-coverage|branch-probabilities|lto
-        |create-profile|use-ld|exec-charset|input-charset|wide-exec-charset|record)
-      [a-z0-9][a-z0-9_.-]*(?:=[A-Za-z0-9_.,+-]*)?
-  | -W(?![lap],)[a-z0-9][a-z0-9_=-]*
-  | -arch=[a-z0-9_]+ | --use_fast_math | -lineinfo
+    -O[0-3sgz]? | -g[0-3]? | -w | -pthread | -fopenmp | -fPIC | -lineinfo | -arch=sm_[0-9]+a?
+  | -std=(?:c|gnu)(?:89|99|11|17|18|2x|23)
+  | -m[a-z0-9][a-z0-9-]*(?:=[a-z0-9][a-z0-9_.-]*)?
+  | -f(?!(?:no-)?(?:plugin|profile|dump|auto-profile|stack-usage|callgraph|opt-info|save-optimization
+        |debug-prefix|file-prefix|macro-prefix|instrument|sanitize|coverage|test-coverage
+        |branch-probabilities|lto|create-profile|use-ld|exec-charset|input-charset|wide-exec-charset
+        |record|compare-debug|fast-math|unsafe-math|finite-math|associative-math|reciprocal-math
+        |signed-zeros|cx-limited-range|rounding-math))[a-z0-9][a-z0-9-]*
+  | -f(?:fp-contract|vect-cost-model|simd-cost-model|excess-precision)=[a-z0-9][a-z0-9_.-]*
+  | -W(?:no-)?[a-z0-9][a-z0-9-]*(?:=[a-z0-9]+)?
 )\Z""", re.X)
 
 
