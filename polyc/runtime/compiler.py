@@ -191,14 +191,27 @@ def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Pa
     """Compile into a temporary file next to the cache entry, then move it into place atomically."""
     cache.write_atomic(src_path, source)
     tmp_lib = cache.temp_path(lib_path.parent, ".so")
-    command = [compiler_path, *flags, "-o", str(tmp_lib), str(src_path), *vector_math.link_flags(flags),
-               *LINK_LIBS]
-    command_text = shlex.join(command)
+    link = [*vector_math.link_flags(flags), *LINK_LIBS]
+    tmp_obj: Optional[Path] = None
+    if any(_links_fp_mode(f) for f in flags):
+        # gcc links `crtfastmath.o` (and `crtprec*.o`) into a library built with -ffast-math, whose
+        # constructor sets the loading thread's floating-point mode: numpy would then flush
+        # subnormals to zero in the whole process.  Compile with the flags, link without them.
+        tmp_obj = cache.temp_path(lib_path.parent, ".o")
+        commands = [[compiler_path, *flags, "-c", "-o", str(tmp_obj), str(src_path)],
+                    [compiler_path, *[f for f in flags if not _links_fp_mode(f)], "-o", str(tmp_lib), str(tmp_obj),
+                     *link]]
+    else:
+        commands = [[compiler_path, *flags, "-o", str(tmp_lib), str(src_path), *link]]
+    command_text = " && ".join(shlex.join(c) for c in commands)
     try:
         try:
             # The C locale keeps diagnostics in plain English with ASCII quotes, whatever the user's LANG.
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
-                                  env=dict(os.environ, LC_ALL="C"))
+            for command in commands:
+                proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                                      env=dict(os.environ, LC_ALL="C"))
+                if proc.returncode != 0:
+                    break
         except subprocess.TimeoutExpired as e:
             raise CompileError(f"the C compiler did not finish within {COMPILE_TIMEOUT_S} s\n"
                                f"  source kept at: {src_path}\n  command: {command_text}",
@@ -218,6 +231,13 @@ def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Pa
         cache.install_library(tmp_lib, lib_path)
     finally:
         cache._unlink_quietly(tmp_lib)
+        if tmp_obj is not None:
+            cache._unlink_quietly(tmp_obj)
+
+
+def _links_fp_mode(flag: str) -> bool:
+    """Whether gcc links start files that change the process's floating-point mode for `flag`."""
+    return flag in ("-Ofast", "-ffast-math", "-funsafe-math-optimizations") or flag.startswith("-mpc")
 
 
 def trim_output(output: str, max_lines: int = MAX_MESSAGE_LINES) -> str:

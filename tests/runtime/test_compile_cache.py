@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import polyc as pc
 from polyc.errors import CompileError
 from polyc.ir import f32, i64
 from polyc.runtime import KernelParam, KernelSignature, compile_c, load_function, load_library
@@ -170,3 +171,22 @@ def test_native_flags_key_what_native_means_here():
     assert native.startswith(" native:") and native == native_machine(cc, ("-O2", "-march=native"))
     assert native != native_machine(cc, ("-O3", "-march=native", "-mno-avx2"))
     assert native_machine(cc, ("-O3", "-march=x86-64")) == ""
+
+
+_FTZ = """
+import numpy as np, polyc as pc
+k = pc.kernel("B[i] = A[i] * 2.0", name="fast_scale")
+f = pc.compile(k, flags=["-O2", "{flag}"])
+assert (f(A=np.ones(4)) == 2.0).all()
+print(np.array([1e-310]) * 1.0)
+"""
+
+
+@pytest.mark.parametrize("flag", ["-Ofast", "-ffast-math"])
+def test_fast_math_flags_do_not_flush_subnormals_in_the_whole_process(flag, tmp_path):
+    # gcc links crtfastmath.o with these flags; its constructor would set FTZ/DAZ for numpy too
+    env = dict(os.environ, POLYC_CACHE_DIR=str(tmp_path), PYTHONPATH=str(Path(pc.__file__).parents[1]))
+    out = subprocess.run([sys.executable, "-c", _FTZ.replace("{flag}", flag)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "1.e-310" in out.stdout, out.stdout
