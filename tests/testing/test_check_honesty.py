@@ -122,3 +122,16 @@ def test_check_grad_with_no_direction_checks_nothing_so_is_refused():
     k = pc.kernel("Y[i] = X[i] * X[i]", name="sq")
     with pytest.raises(pc.GradError, match="directions must be a positive int"):
         check_grad(k, of="Y", wrt="X", X=np.ones(3), directions=0)
+
+
+def test_a_result_equal_to_the_fill_value_is_no_false_alarm():
+    # uint8 brightness: 8 * 20 + 5 = 165, the uint8 fill value (0xA5)
+    k = pc.kernel("O[i] = I[i] * 20 + 5", I=pc.u8["N"])
+    check_kernel(k, inputs={"I": np.array([8, 1, 2], np.uint8), "O": np.full(3, 165, np.uint8)})
+    got = check_kernel(k, sizes={"N": 40})          # generated inputs: the allocating run compares too
+    assert (got["O"] == 165).any()
+
+
+def test_check_grad_judges_a_float32_result_by_float32_tolerances():
+    k = pc.kernel("Y[i] = float(X[i]) * 2.0", name="to_f32")     # TC's float: 32-bit
+    check_grad(k, of="Y", wrt="X", X=np.random.default_rng(0).standard_normal(6))
