@@ -195,6 +195,9 @@ class CExprPrinter:
         if isinstance(e, Access):
             return self.access(e)
         if isinstance(e, Cast):
+            folded = _folded_cast(e, t)
+            if folded is not None:     # `uint8(-1)`: C's conversion of such a constant is undefined
+                return literal(folded, e.dtype)
             operand = self.expr(e.operand, None)
             from_float = (t.type_of(e.operand, None) or BOOL).is_float
             if is_integer(e.dtype) and from_float:
@@ -297,6 +300,21 @@ def wrapping_update(target: str, op: str, value: str, ctype: str, value_type: Op
     if ctype not in _UNSIGNED_C or (value_type is not None and not is_integer(value_type)):
         return f"{target} {op}= {value};"
     return f"{target} = {wrapping(target, op, value, ctype)};"
+
+
+def _folded_cast(e: Cast, t: Typing):
+    """The value of a conversion of a literal (`int32(3e9)`, `uint8(-1)`), computed as numpy computes
+    it from the literal's own type (`literal_type`: int64 for an integer, as `kernel.reference`
+    takes it); None otherwise."""
+    operand, sign = e.operand, 1
+    if isinstance(operand, Unary) and operand.op == "-":
+        operand, sign = operand.operand, -1
+    if not _is_number(operand) or operand.dtype is not None:
+        return None
+    import numpy as np
+    with np.errstate(all="ignore"):
+        value = np.asarray(sign * operand.value, dtype=literal_type(operand).numpy).astype(e.dtype.numpy)
+    return value.item()
 
 
 def _is_number(e: Expr) -> bool:

@@ -148,7 +148,10 @@ class _Evaluator:
         if isinstance(e, Access):
             return self.access(e, env)
         if isinstance(e, Cast):
-            return np.asarray(self.expr(e.operand, env, None)).astype(e.dtype.numpy)
+            inner = e.operand.operand if isinstance(e.operand, Unary) and e.operand.op == "-" else e.operand
+            hint = literal_type(inner) if isinstance(inner, Const) and inner.dtype is None else None
+            with np.errstate(all="ignore"):
+                return np.asarray(self.expr(e.operand, env, hint)).astype(e.dtype.numpy)
         if isinstance(e, Unary):
             if e.op == "-" and isinstance(e.operand, Const) and not isinstance(e.operand.value, bool):
                 return self.const(Const(-e.operand.value, e.operand.dtype), hint)   # `-2147483648` fits int32

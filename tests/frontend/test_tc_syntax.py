@@ -122,3 +122,17 @@ def test_tc_casts_convert_as_c_does():
 def test_tc_c_style_mistakes_are_parse_errors(src, message):
     with pytest.raises(ParseError, match=re.escape(message)):
         pc.kernel(src, A=pc.f64["N"])
+
+
+@pytest.mark.parametrize("src, want", [
+    ("B[i] = A[i] + uint8(-1) + int32(3000000000)", 255 + np.int64(3000000000).astype(np.int32)),
+    ("B[i] = A[i] + uint8(300)", 44), ("B[i] = A[i] + uint8(-1.5)", 255), ("B[i] = A[i] + int32(nan)", -2 ** 31),
+    ("B[i] = A[i] + float(16777217)", 16777216.0),
+])
+def test_a_conversion_of_a_constant_is_numpys_on_every_target(src, want):
+    # C leaves out-of-range conversions of constants undefined: they are folded as numpy computes them
+    k = pc.kernel(src, A=pc.f64["N"])
+    a = np.zeros(3)
+    for target in ("c", "cuda-emu"):
+        np.testing.assert_array_equal(pc.compile(k, target=target)(A=a), float(want))
+    np.testing.assert_array_equal(k.reference(A=a), float(want))
