@@ -167,12 +167,12 @@ class _Parser:
             tok = self.peek()
             if expecting_operand:
                 if tok.kind == "op" and tok.text in ("-", "+", "!") or tok.kind == "name" and tok.text == "not":
-                    op = _C_SPELLING.get(tok.text, tok.text)        # TC's and C's `!x` is `not x`
-                    if op == "not" and f.ops and f.ops[-1][0] > _UNARY_PREC["not"]:
+                    if tok.text == "not" and f.ops and f.ops[-1][0] > _UNARY_PREC["not"]:
                         raise self.error(tok, "'not' applies to a whole condition: put it in parentheses, "
                                               "e.g. a == (not b)")
                     self.next()
-                    f.ops.append((_UNARY_PREC[op], op, True, self.loc(tok)))
+                    # C's `!x` binds as tightly as unary minus (`!a > 0` is `(!a) > 0`); Python's `not` loosely
+                    f.ops.append((_UNARY_PREC[tok.text], _C_SPELLING.get(tok.text, tok.text), True, self.loc(tok)))
                     continue
                 if tok.kind == "number":
                     self.next()
@@ -269,7 +269,7 @@ MAX_INT_DIGITS = 40
 _KEYWORDS = ("where", "in", "and", "or", "not")
 _BINARY_PREC = {"or": 1, "and": 2, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
                 "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "**": 8}
-_UNARY_PREC = {"not": 3, "-": 7, "+": 7}
+_UNARY_PREC = {"not": 3, "-": 7, "+": 7, "!": 7}
 #: Tensor Comprehensions' (C's) spellings of the logical operators.
 _C_SPELLING = {"&&": "and", "||": "or", "!": "not"}
 _COMPARISONS = frozenset(("<", "<=", ">", ">=", "==", "!="))

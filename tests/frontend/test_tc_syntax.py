@@ -136,3 +136,10 @@ def test_a_conversion_of_a_constant_is_numpys_on_every_target(src, want):
     for target in ("c", "cuda-emu"):
         np.testing.assert_array_equal(pc.compile(k, target=target)(A=a), float(want))
     np.testing.assert_array_equal(k.reference(A=a), float(want))
+
+
+def test_c_not_binds_tighter_than_a_comparison():
+    k = pc.kernel("B[i] = !A[i] > 0 ? 1.0 : 0.0", A=pc.f64["N"])     # (!A[i]) > 0, as in C
+    a = np.array([-3.0, 0.0, 2.0])
+    np.testing.assert_array_equal(pc.compile(k)(A=a), [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(k.reference(A=a), [0.0, 1.0, 0.0])
