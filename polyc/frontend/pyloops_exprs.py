@@ -570,6 +570,8 @@ class ExprLowering:
         if name is None:
             raise self.src.error(node, f"call to `{shown}` is not supported; kernels may call {ALLOWED_CALLS}")
         args = [self.value(a) for a in node.args]
+        if target is math.pow or (target is None and ast.unparse(func) == "math.pow"):
+            args = [Cast(f64, a) for a in args]     # Python's float power, whatever the operands' types
         if name in ("max", "min"):
             if len(args) < 2:
                 raise self.src.error(node, f"`{shown}` needs at least two arguments in a kernel")

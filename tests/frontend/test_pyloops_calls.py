@@ -2,6 +2,8 @@
 the function's order, `A.shape[k]` and `len(A)` as sizes; and the messages of calls that miss."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,19 @@ def test_an_integer_max_of_itself_is_a_reduction_update():
         x = np.full(5, -1000)
         pc.compile(_row_max, schedule)(X=x, A=a)
         np.testing.assert_array_equal(x, a.max(axis=1))
+
+
+def _int_math_pow(a: pc.i32["n"], out: pc.f64["n"]):
+    for i in range(n):  # noqa: F821
+        out[i] = math.pow(a[i], 2)
+
+
+def test_math_pow_is_a_float_power_of_integers_too():
+    # Python's math.pow converts to float: 65536 ** 2 is 4294967296.0, not int32's wrapped 0
+    k = pc.kernel(_int_math_pow)
+    a = np.array([3, 65536, 2 ** 31 - 1], np.int32)
+    want = np.array([math.pow(int(x), 2) for x in a])
+    out = np.zeros(3)
+    pc.compile(k)(a=a, out=out)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(k.reference(a=a, out=np.zeros(3)), want)
