@@ -172,7 +172,9 @@ def empty_size_requirements(model: PolyModel) -> Tuple[Constraint, ...]:
     be at least 1, a requirement checked per call (`ArgumentError`), never a write out of bounds."""
     program = model.program
     relaxed = model.codegen_context
-    sizes = [p for p in model.params if p not in program.int_params]
+    # the sizes a call passes first; a size computed from them (`KW // 2`) may well be 0 itself
+    derived = {name for name, _, _ in program.derived_sizes}
+    sizes = sorted((p for p in model.params if p not in program.int_params), key=lambda p: p in derived)
     needed: List[str] = []
     for k, info in enumerate(model.accesses):
         acc = info.access
@@ -180,15 +182,25 @@ def empty_size_requirements(model: PolyModel) -> Tuple[Constraint, ...]:
             continue
         with isl_budget(f"checking the bounds of {acc} for empty tensors"):
             bad = model.outside_instances(k).intersect_params(relaxed).params()
-            if bad.is_empty():
-                continue
+            for p in needed:
+                bad = _at_least_one(bad, p)
+            # Greedily, in that order: a size that is 0 at some bad point must be at least 1; the
+            # bad points left after each requirement decide the next (the fewest requirements).
             for p in sizes:
-                if p in needed:
-                    continue
-                k = bad.find_dim_by_name(isl.dim_type.param, isl_name(p))
-                if k >= 0 and not bad.fix_val(isl.dim_type.param, k, isl.Val.zero(bad.get_ctx())).is_empty():
+                if bad.is_empty():
+                    break
+                d = bad.find_dim_by_name(isl.dim_type.param, isl_name(p))
+                if p not in needed and d >= 0 and \
+                        not bad.fix_val(isl.dim_type.param, d, isl.Val.zero(bad.get_ctx())).is_empty():
                     needed.append(p)
+                    bad = _at_least_one(bad, p)
     return tuple(Constraint("ge", Affine.var(p) - Affine.const(1)) for p in needed)
+
+
+def _at_least_one(params: isl.Set, p: str) -> isl.Set:
+    """`params` where size `p` is at least 1."""
+    d = params.find_dim_by_name(isl.dim_type.param, isl_name(p))
+    return params if d < 0 else params.lower_bound_val(isl.dim_type.param, d, isl.Val.one(params.get_ctx()))
 
 
 def check_initialized(model: PolyModel) -> None:

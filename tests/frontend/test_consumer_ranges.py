@@ -83,3 +83,17 @@ def test_a_padded_producer_starts_below_zero_by_a_floor_of_a_size(pad):
         for target, schedule in (("c", None), ("c", "auto"), ("cuda-emu", None)):
             np.testing.assert_allclose(pc.compile(k, schedule, target=target)(a=a, f=f), want, rtol=1e-12)
         np.testing.assert_allclose(k.reference(a=a, f=f), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kw, kh", [(3, 3), (3, 1), (1, 3), (1, 1), (5, 2)])
+def test_a_two_dimensional_padded_producer_takes_one_wide_filters(kw, kh):
+    # floor(1 / 2) = 0 is a fine shift; only the sizes a call passes must be at least 1
+    k = pc.kernel("""
+        ib[x, y] = a[min(max(x, 0), W - 1), min(max(y, 0), H - 1)]
+        o[x, y] +=! f[rx, ry] * ib[x + rx - KW / 2, y + ry - KH / 2]
+    """, outputs=["o"], a=pc.f64["W", "H"], f=pc.f64["KW", "KH"], o=pc.f64["W", "H"])
+    rng = np.random.default_rng(2)
+    a, f = rng.standard_normal((5, 6)), rng.standard_normal((kw, kh))
+    want = np.array([[sum(f[r, s] * a[min(max(x + r - kw // 2, 0), 4), min(max(y + s - kh // 2, 0), 5)]
+                          for r in range(kw) for s in range(kh)) for y in range(6)] for x in range(5)])
+    np.testing.assert_allclose(pc.compile(k)(a=a, f=f), want, rtol=1e-12)
