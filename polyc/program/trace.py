@@ -351,14 +351,22 @@ def inline_program(name: str, function: Callable, declared: Mapping[str, TensorH
         if len(h.shape) != len(want.shape):
             raise ProgramError(f"program {name} takes {x} of rank {len(want.shape)}, but {h.name} has rank "
                                f"{len(h.shape)}", where)
-        if want.dtype is not None and h.dtype is not None and want.dtype != h.dtype:
-            raise ProgramError(f"program {name} declares {x} as {want.dtype.name}, but {h.name} is {h.dtype.name}",
-                               where)
+        if want.dtype is not None and want.dtype != h.dtype:
+            raise ProgramError(f"program {name} declares {x} as {want.dtype.name}, but {h.name} is "
+                               f"{h.dtype.name if h.dtype else 'of a type the call chooses (pc.tensor)'}", where)
         for d, (mine, theirs) in enumerate(zip(want.shape, h.shape)):
             v = mine.as_single_var()
             if v is not None and sizes.setdefault(v, theirs) != theirs:
                 raise ProgramError(f"shape mismatch: program {name} needs {x}.shape[{d}] = {v}, which another "
                                    f"argument makes {sizes[v]}, but {h.name}.shape[{d}] = {theirs}", where)
+    for x, want in declared.items():      # the other extents (`3`, `2*H`) once the sizes are bound
+        for d, (mine, theirs) in enumerate(zip(want.shape, given[x].shape)):
+            if mine.as_single_var() is None and all(v in sizes for v in mine.variables) and \
+                    mine.substitute(sizes) != theirs:
+                here = f", which is {mine.substitute(sizes)} here" if mine.variables else ""
+                raise ProgramError(f"shape mismatch: program {name} needs {x}.shape[{d}] = {mine}{here}, but "
+                                   f"{given[x].name}.shape[{d}] = {theirs}; declare the calling program's extent "
+                                   f"to match", where)
     return function(**given)
 
 

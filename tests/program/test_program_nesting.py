@@ -50,3 +50,28 @@ def test_a_nested_call_is_checked_against_the_inner_programs_parameters():
         @pc.program
         def names(x: pc.f32["B", "D"], w: pc.f32["D", "H"], b: pc.f32["H"]):
             return layer(x=x, w=w, bias=b)
+
+
+def test_a_nested_call_keeps_the_inner_programs_declared_extents_and_types():
+    @pc.program
+    def three_rows(x: pc.f64[3, "D"]):
+        return gelu.kernel(X=x)
+
+    with pytest.raises(ProgramError, match=r"needs x.shape\[0\] = 3, but x.shape\[0\] = B"):
+        @pc.program
+        def outer(x: pc.f64["B", "D"]):
+            return three_rows(x)
+
+    @pc.program
+    def fine(x: pc.f64[3, "D"]):
+        return three_rows(x)
+    assert fine(x=np.ones((3, 2))).shape == (3, 2)
+
+    @pc.program
+    def f32_only(x: pc.f32["B", "D"]):
+        return gelu.kernel(X=x)
+
+    with pytest.raises(ProgramError, match="declares x as f32, but x is of a type the call chooses"):
+        @pc.program
+        def untyped(x: pc.tensor["B", "D"]):
+            return f32_only(x)
