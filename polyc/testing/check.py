@@ -77,8 +77,8 @@ def _np(d: DType) -> np.dtype:
 
 def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any = "f64",
                   seed: int = 0) -> Dict[str, Any]:
-    """Keyword arguments for one call: arrays for every non-temp tensor (outputs zero-filled),
-    scalar values, and sizes no input shape determines."""
+    """Keyword arguments for one call: arrays for every non-temp tensor (outputs filled with
+    `unwritten_value`), scalar values, and sizes no input shape determines."""
     program = kernel.program
     sizes = _with_derived(kernel, default_sizes(kernel) if sizes is None else sizes)
     derived = {name for name, _, _ in program.derived_sizes}
