@@ -91,10 +91,7 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     result = forward(**first)
     out = _output(result, of, first)
     dtype = np.asarray(given[wrt[0]]).dtype
-    raw = result.get(of) if isinstance(result, dict) else (first.get(of) if result is None else result)
-    # the forward's own precision bounds both the gradient and the finite differences (a cast
-    # to float32 inside a float64 kernel makes `of` float32)
-    out_dtype = np.asarray(raw).dtype if raw is not None else dtype
+
     ybar = rng.standard_normal(out.shape).astype(dtype)
     grad_args = {k: v for k, v in given.items()
                  if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
@@ -108,6 +105,12 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
 
     base = _as_f64(given, kernel)
     ybar64 = ybar.astype(np.float64)
+    # The finite differences' forward (on float64 copies where the kernel leaves dtypes open) has
+    # its own precision: a cast to float32 inside a float64 kernel makes `of` float32 there too.
+    probe = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
+    raw = forward(**probe)
+    raw = raw.get(of) if isinstance(raw, dict) else (probe.get(of) if raw is None else raw)
+    out_dtype = np.asarray(raw).dtype if raw is not None else dtype
     tol = rtol if rtol is not None else max(GRAD_TOLERANCES.get(dtype.name, 1e-3),
                                             GRAD_TOLERANCES.get(out_dtype.name, 1e-3) if out_dtype.kind == "f" else 0.0)
     analytic, numeric = [], []
