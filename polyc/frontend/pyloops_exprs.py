@@ -107,15 +107,18 @@ class Scope:
         return set(self.arrays) | set(self.scalars)
 
 
+#: math/numpy function names and the IR functions they are (`math.fabs` is `abs`, `np.power` `pow`).
+_SYNTACTIC_FUNCTIONS = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",
+                        "cos": "cos", "floor": "floor", "ceil": "ceil", "fabs": "abs",
+                        "abs": "abs", "absolute": "abs", "pow": "pow", "power": "pow",
+                        "maximum": "max", "fmax": "fmax", "minimum": "min", "fmin": "fmin"}
+
+
 def _function_table() -> Dict[int, str]:
     """Identity of math/numpy function objects -> polyc.ir.MATH_FUNCTIONS name."""
     table: Dict[int, str] = {}
-    names = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",
-             "cos": "cos", "floor": "floor", "ceil": "ceil", "fabs": "abs", "abs": "abs",
-             "absolute": "abs", "pow": "pow", "power": "pow", "maximum": "max", "fmax": "fmax",
-             "minimum": "min", "fmin": "fmin"}
     for module in (math, np):
-        for attr, ir_name in names.items():
+        for attr, ir_name in _SYNTACTIC_FUNCTIONS.items():
             obj = getattr(module, attr, None)
             if obj is not None:
                 table[id(obj)] = ir_name
@@ -124,10 +127,6 @@ def _function_table() -> Dict[int, str]:
 
 
 _FUNCTIONS = _function_table()
-_SYNTACTIC_FUNCTIONS = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",
-                        "cos": "cos", "floor": "floor", "ceil": "ceil", "fabs": "abs",
-                        "abs": "abs", "absolute": "abs", "pow": "pow", "power": "pow",
-                        "maximum": "max", "fmax": "fmax", "minimum": "min", "fmin": "fmin"}
 _CASTS = {id(float): f64, id(int): i64, id(np.float64): f64, id(np.float32): f32,
           id(np.int64): i64, id(np.int32): i32}
 _SYNTACTIC_CASTS = {"float64": f64, "float32": f32, "int64": i64, "int32": i32}
