@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir import DType
-from ..runtime.dlpack import host_view
+from ..runtime.dlpack import contiguous_hint, host_view
 from ..runtime.cuda_arrays import is_device_array
 from .device import check_device_inputs, stand_in
 
@@ -56,7 +56,7 @@ class ProgramArguments:
         for name, want, rank in zip(self.inputs, self.dtypes, self.ranks):
             if name not in arrays:
                 raise ArgumentError(f"missing array argument {name} of program {self.name}")
-            a = arrays[name]
+            a = original = arrays[name]
             if getattr(a, "__polyc_traced__", False):     # a program called inside another one
                 raise a.refused_as_array(f"program {self.name}'s argument {name}")
             if is_device_array(a):
@@ -68,7 +68,7 @@ class ProgramArguments:
                 raise ArgumentError(f"argument {name} must be a numpy array, got {type(a).__name__}")
             if not a.flags.c_contiguous:
                 raise ArgumentError(f"argument {name} of program {self.name} is not C-contiguous (a transposed, "
-                                    f"strided or Fortran-order array); use np.ascontiguousarray({name})")
+                                    f"strided or Fortran-order array); use {contiguous_hint(name, original)}")
             if want is not None and a.dtype != want.numpy:
                 raise ArgumentError(f"array {name} has dtype {a.dtype}, program {self.name} declares {want.name}")
             if a.ndim != rank:

@@ -22,7 +22,7 @@ from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy,
 from ..ir.text import with_floors
 from ..codegen.signature import KernelSignature
 from .aligned import aligned_empty
-from .dlpack import host_view
+from .dlpack import contiguous_hint, host_view
 
 Number = Union[int, float]
 
@@ -307,7 +307,7 @@ def _supported_dtype(name: str, array: np.ndarray) -> DType:
 
 def _check_array(t: TensorDecl, value: Any, expected: Optional[DType]) -> np.ndarray:
     name = t.name
-    value = host_view(name, value)
+    original, value = value, host_view(name, value)
     _require_ndarray(name, value, expected)
     array: np.ndarray = value
     if expected is None:
@@ -321,7 +321,7 @@ def _check_array(t: TensorDecl, value: Any, expected: Optional[DType]) -> np.nda
                             f"({_describe(t, expected)}) but has {array.ndim}: shape {array.shape}")
     if not array.flags.c_contiguous:
         raise ArgumentError(f"{name} is not C-contiguous (a transposed, strided or Fortran-order "
-                            f"array); use np.ascontiguousarray({name})")
+                            f"array); use {contiguous_hint(name, original)}")
     if not array.flags.aligned:
         raise ArgumentError(f"{name} is not aligned to its element size; copy it into fresh memory "
                             f"with {name}.copy() (np.ascontiguousarray keeps misaligned data as is)")

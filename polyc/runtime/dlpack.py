@@ -63,3 +63,10 @@ def mark_written(kwargs: Mapping[str, Any], written: Collection[str]) -> None:
         value = kwargs.get(name)
         if value is not None and isinstance(value, torch.Tensor):
             increment(value)
+
+
+def contiguous_hint(name: str, original: Any) -> str:
+    """How the caller makes `original` (as passed) C-contiguous: in its own library's terms."""
+    if hasattr(original, "__dlpack__") and not isinstance(original, np.ndarray) and hasattr(original, "contiguous"):
+        return f"{name}.contiguous()"          # PyTorch
+    return f"np.ascontiguousarray({name})"

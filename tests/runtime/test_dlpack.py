@@ -116,3 +116,15 @@ def test_a_program_takes_dlpack_inputs_as_its_kernels_do(target):
     np.testing.assert_allclose(product(A=Exported(a), B=Exported(b)), a @ b)
     with pytest.raises(pc.ArgumentError, match="lazy negation"):
         product(A=Exported(a, negated=True), B=b)
+
+
+def test_a_non_contiguous_tensor_is_told_how_to_fix_it_in_its_own_library():
+    class Tensor(Exported):      # what PyTorch offers: .contiguous()
+        def contiguous(self):
+            return self
+
+    a = np.ones((4, 3)).T
+    with pytest.raises(pc.ArgumentError, match=r"use A\.contiguous\(\)"):
+        pc.compile(MATMUL)(A=Tensor(a), B=np.ones((4, 2)))
+    with pytest.raises(pc.ArgumentError, match=r"use np\.ascontiguousarray\(A\)"):
+        pc.compile(MATMUL)(A=a, B=np.ones((4, 2)))
