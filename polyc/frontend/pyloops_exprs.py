@@ -20,10 +20,11 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import numpy as np
 
-from ..errors import LiteralRangeError, ParseError, SourceLocation
+from ..errors import LiteralRangeError, ParseError
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64, stop_gradient)
 from .einsum_affine import Divisions, Extremes  # noqa: F401  (Extremes re-exported)
+from .pyloops_source import Source, int_literal, short_text
 
 #: A disjunction of conjunctions of constraints; `[[]]` is true, `[]` is false.
 DNF = List[List[Constraint]]
@@ -48,25 +49,6 @@ class LocalRef(Expr):
     """Placeholder for a read of a kernel-local scalar; replaced by an access to its temp tensor."""
 
     name: str
-
-
-@dataclass
-class Source:
-    """The kernel's source: maps nodes of the dedented parse back to real file positions."""
-
-    lines: List[str]          # original lines (with their indentation)
-    first_line: int           # file line number of lines[0]
-    indent: int               # columns removed by dedenting
-    filename: str
-
-    def location(self, node: ast.AST) -> SourceLocation:
-        lineno = getattr(node, "lineno", 1)
-        col = getattr(node, "col_offset", 0) + self.indent
-        text = self.lines[lineno - 1].rstrip("\n") if 0 < lineno <= len(self.lines) else ""
-        return SourceLocation(self.first_line + lineno - 1, col + 1, text, self.filename)
-
-    def error(self, node: ast.AST, message: str) -> ParseError:
-        return ParseError(message, self.location(node))
 
 
 @dataclass
@@ -321,6 +303,10 @@ class ExprLowering:
             for a in atoms[1:]:
                 out = dnf_or(out, a) if negate else dnf_and(out, a)
             return out
+        if isinstance(node, ast.Name) and not self.scope.why_not_affine.get(node.id, "its value").startswith("its value"):
+            raise self.src.error(node, f"the test of an `if` must be an affine condition: local `{node.id}` does "
+                                       f"not hold one here ({self.scope.why_not_affine[node.id]}); write the "
+                                       f"comparison in the `if`, or assign the local once, before the `if`")
         raise self.src.error(node, "the test of an `if` must be an affine comparison of loop "
                                    "variables and sizes (combined with and/or/not); data-dependent "
                                    "control flow is not supported: use `a if cond else b` for "
@@ -447,7 +433,7 @@ class ExprLowering:
         converted) is refused here, where its position is known.  One that fits float64 but not
         the integer type it takes is refused when the kernel is specialised (`LiteralRangeError`)."""
         if type(value) is int and abs(value) >= 2 ** 1024:
-            raise LiteralRangeError(f"the integer literal `{_short(node)}` ({value.bit_length()} bits) "
+            raise LiteralRangeError(f"the integer literal `{short_text(node)}` ({value.bit_length()} bits) "
                                     "fits no type a kernel computes in (int64, float64)",
                                     self.src.location(node), literal=value)
         return Const(value)
@@ -481,12 +467,12 @@ class ExprLowering:
         if isinstance(node.op, ast.Pow):
             return Call("pow", (lhs, rhs))
         if type(node.op) not in ops:
-            raise self.src.error(node, f"the operator in `{_short(node)}` is not supported")
+            raise self.src.error(node, f"the operator in `{short_text(node)}` is not supported")
         op = ops[type(node.op)]
         if op in ("/", "//", "%") and isinstance(rhs, Const) and rhs.value == 0:
             # Always a mistake: Python raises ZeroDivisionError on Python numbers, numpy and compiled
             # code give inf, nan or 0; so the kernel is refused where the mistake is written.
-            raise self.src.error(node.right, f"`{_short(node)}` divides by the literal zero (Python raises "
+            raise self.src.error(node.right, f"`{short_text(node)}` divides by the literal zero (Python raises "
                                              "ZeroDivisionError on Python numbers; numpy gives inf, nan or 0)")
         if op == "/" and self._is_integer(lhs) and self._is_integer(rhs):
             # Python's `/` on integers is true division: make that explicit for C and CUDA.
@@ -584,21 +570,3 @@ class ExprLowering:
         if len(args) != arity:
             raise self.src.error(node, f"`{shown}` takes {arity} argument(s) in a kernel")
         return Call(name, tuple(args))
-
-
-def _short(node: ast.AST) -> str:
-    """Source text of `node` for a message, shortened when long (a huge literal, a long sum)."""
-    try:
-        text = ast.unparse(node)
-    except ValueError:      # an integer past Python's int-to-str digit limit
-        return f"<integer of {node.value.bit_length()} bits>" if isinstance(node, ast.Constant) else "<expression>"
-    return text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
-
-
-def int_literal(node: ast.AST) -> Optional[int]:
-    """The value of an integer literal, negated or not (`3`, `-1`: a `range` step, a shape
-    axis), or None for anything else (a bool is no integer here)."""
-    sign = 1
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        sign, node = -1, node.operand
-    return sign * node.value if isinstance(node, ast.Constant) and type(node.value) is int else None

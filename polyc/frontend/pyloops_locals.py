@@ -28,7 +28,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 from ..errors import ParseError
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef,
                   Select, TensorDecl, Unary, f64, i64, promote)
-from .pyloops_exprs import LocalRef, Scope, Source
+from .pyloops_exprs import LocalRef, Scope
+from .pyloops_source import Source
 from .pyloops_lower import RawLoop, RawNode, RawStmt
 
 

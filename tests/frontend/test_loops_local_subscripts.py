@@ -201,3 +201,16 @@ def test_a_local_holding_an_affine_condition_is_an_if_test():
     np.testing.assert_array_equal(out, want)
     with pytest.raises(pc.ParseError, match="data-dependent control flow"):
         pc.kernel(_data_test)
+
+
+def _reassigned_test(a: pc.f32["n"], out: pc.f32["n"]):
+    for i in range(n):  # noqa: F821
+        b = i > 3
+        b = i > 5
+        if b:
+            out[i] = a[i]
+
+
+def test_a_reassigned_condition_local_says_why_it_is_no_test():
+    with pytest.raises(pc.ParseError, match="local `b` does not hold one here .it is assigned more than once"):
+        pc.kernel(_reassigned_test)
