@@ -101,9 +101,10 @@ def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any 
         if t.role == "output":
             outputs[t.name] = shape
         elif npd.kind == "f":
-            # both signs (a relu that passes everything, a max from 0 instead of -inf, C's fmod
-            # for `%` show), magnitudes 0.5-1.5 (no division by a near-zero value)
-            out[t.name] = (rng.uniform(0.5, 1.5, size=shape) * rng.choice([-1.0, 1.0], size=shape)).astype(npd)
+            # magnitudes 0.5-1.5 (no division by a near-zero value) of both signs (a relu that
+            # passes everything, C's fmod for `%` show), whole rows and columns negative (a `max=!`
+            # started from 0 instead of -inf shows, whichever axis it reduces)
+            out[t.name] = (rng.uniform(0.5, 1.5, size=shape) * _signs(rng, shape)).astype(npd)
         else:
             out[t.name] = rng.integers(-9 if npd.kind == "i" else 0, 10, size=shape).astype(npd)
         if t.role != "output":
@@ -122,6 +123,15 @@ def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any 
         if name not in shaped and name not in derived:
             out[name] = int(value)
     return out
+
+
+def _signs(rng: np.random.Generator, shape: Tuple[int, ...]) -> np.ndarray:
+    """Random signs, with every fourth index of the first and of the last axis negative throughout."""
+    signs = rng.choice([-1.0, 1.0], size=shape)
+    if len(shape) >= 1:
+        signs[3::4] = -1.0
+        signs[..., 3::4] = -1.0
+    return signs
 
 
 def unwritten_value(dtype: np.dtype) -> Any:

@@ -32,6 +32,8 @@ def test_given_inputs_get_the_tolerance_of_the_kernels_own_reductions():
 @pytest.mark.parametrize("src, wrong", [
     ("B[i, j] = max(A[i, j], 0.0)", lambda A, **_: A.copy()),                          # relu as identity
     ("B[i, j] = abs(A[i, j]) - 1.0", lambda A, **_: A - 1.0),                            # abs as identity
+    ("m[i] max=! A[i, j]", lambda A, **_: np.maximum(A.max(axis=1), 0.0)),              # a row max from 0
+    ("m[j] max=! A[i, j]", lambda A, **_: np.maximum(A.max(axis=0), 0.0)),              # a column max from 0
     ("B[i, j] = A[i, j] % 0.75", lambda A, **_: np.fmod(A, 0.75)),                      # C's fmod for %
 ])
 def test_inputs_of_both_signs_catch_what_positive_ones_hide(src, wrong):
