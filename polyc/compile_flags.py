@@ -63,20 +63,23 @@ def _check_flag(flag: str, origin: str) -> None:
 #: `-fplugin=`, `-B`, `-specs=`, `-Wl,...`, `-l`, `-fcompare-debug=-B.`: any option list), read
 #: other sources into the kernel (`-I`, `-include`, `-D` macros that rename what the generated code
 #: calls), write files (`-fprofile-generate`, `-fdump-...`) or change results behind the user's back
-#: (`-Ofast`, `-ffast-math` and its parts: gcc then also links code that flushes subnormals to zero
-#: in the whole process).  So: `-O0..3/s/g/z`, `-g`, `-std=`, `-m...` (values are words), `-f...` /
-#: `-fno-...` without a value except the few below, and warnings.
+#: (`-Ofast`, `-ffast-math` and its parts, which also link code that flushes subnormals to zero in
+#: the whole process; `-fsingle-precision-constant`; `-mabi=ms`, `-ffixed-<reg>`: another calling
+#: convention).  So an explicit list of options known to change only speed: `-O0..3/s/g`, `-g`,
+#: `-std=`, the target CPU and its instruction-set extensions, loop and vectoriser options, and
+#: warnings.
 _SAVED_FLAG = re.compile(r"""(?:
-    -O[0-3sgz]? | -g[0-3]? | -w | -pthread | -fopenmp | -fPIC | -lineinfo | -arch=sm_[0-9]+a?
-  | -std=(?:c|gnu)(?:89|99|11|17|18|2x|23)
-  | -m[a-z0-9][a-z0-9-]*(?:=[a-z0-9][a-z0-9_.-]*)?
-  | -f(?!(?:no-)?(?:plugin|profile|dump|auto-profile|stack-usage|callgraph|opt-info|save-optimization
-        |debug-prefix|file-prefix|macro-prefix|instrument|sanitize|coverage|test-coverage
-        |branch-probabilities|lto|create-profile|use-ld|exec-charset|input-charset|wide-exec-charset
-        |record|compare-debug|fast-math|unsafe-math|finite-math|associative-math|reciprocal-math
-        |signed-zeros|cx-limited-range|rounding-math))[a-z0-9][a-z0-9-]*
-  | -f(?:fp-contract|vect-cost-model|simd-cost-model|excess-precision)=[a-z0-9][a-z0-9_.-]*
-  | -W(?:no-)?[a-z0-9][a-z0-9-]*(?:=[a-z0-9]+)?
+    -O[0-3sg]? | -g[0-3]? | -w | -pthread | -fopenmp | -fopenmp-simd | -fPIC | -lineinfo | -arch=sm_[0-9]+a?
+  | -std=(?:c|gnu)(?:99|11|17)
+  | -m(?:arch|tune|cpu)=[a-z0-9][a-z0-9_.-]*
+  | -mprefer-vector-width=(?:128|256|512|none)
+  | -m(?:no-)?(?:sse[0-9.]*|ssse3|avx[0-9a-z_]*|fma|f16c|bmi2?|popcnt|lzcnt|neon|sve2?)
+  | -f(?:no-)?(?:unroll-loops|unroll-all-loops|peel-loops|tree-vectorize|tree-loop-vectorize|tree-slp-vectorize
+        |inline-functions|omit-frame-pointer|strict-aliasing|prefetch-loop-arrays|math-errno
+        |trapping-math|schedule-insns2?|split-loops|unswitch-loops|ipa-cp-clone|loop-interchange)
+  | -ffp-contract=(?:off|on|fast)
+  | -f(?:vect|simd)-cost-model=(?:unlimited|dynamic|cheap|very-cheap)
+  | -W(?:no-)?[a-z0-9][a-z0-9-]*
 )\Z""", re.X)
 
 

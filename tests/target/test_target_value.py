@@ -194,7 +194,9 @@ def test_only_the_target_module_asks_the_operating_system_about_the_machine():
     ("flags", ["-lfoo"]), ("flags", ["-fprofile-generate"]), ("flags", ["-fdump-tree-all"]),
     ("flags", ["-ccbin", "/tmp/x"]), ("flags", ["-fcompare-debug=-B."]), ("flags", ["-march=-B."]),
     ("flags", ["-Ofast"]), ("flags", ["-ffast-math"]), ("flags", ["-fno-signed-zeros"]),
-    ("flags", ["-funsafe-math-optimizations"]), ("flags", ["--use_fast_math"]),
+    ("flags", ["-funsafe-math-optimizations"]), ("flags", ["--use_fast_math"]), ("flags", ["-mabi=ms"]),
+    ("flags", ["-fsingle-precision-constant"]), ("flags", ["-ffixed-rbx"]), ("flags", ["-mpc32"]),
+    ("flags", ["-mdaz-ftz"]),
     ("compiler", "/tmp/evil"), ("compiler", "python3"), ("compiler", "./cc"),
 ])
 def test_a_saved_target_cannot_run_other_programs(field, value):
