@@ -199,7 +199,8 @@ class CExprPrinter:
             if folded is not None:     # `uint8(-1)`: C's conversion of such a constant is undefined
                 return literal(folded, e.dtype)
             operand = self.expr(e.operand, None)
-            from_float = (t.type_of(e.operand, None) or BOOL).is_float
+            source = t.type_of(e.operand, None)      # None: literals alone, printed in the float type
+            from_float = source is None or source.is_float
             if is_integer(e.dtype) and from_float:
                 return f"pc_f2i_{e.dtype.name}({operand})"
             return f"(({e.dtype.c_name})({operand}))"

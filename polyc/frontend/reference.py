@@ -157,6 +157,7 @@ def _quiet(f: Callable) -> Callable:
 
 
 _C_MATH_QUIET = {name: _quiet(f) for name, f in _C_MATH.items()}
+_C_MATH_QUIET["pow"] = _quiet(lambda a, b: np.power(np.float64(a), np.float64(b)))   # a float power, always
 
 
 def _with_c_math(env: Dict[str, Any]) -> Dict[str, Any]:

@@ -237,7 +237,7 @@ def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Pa
 
 def _links_fp_mode(flag: str) -> bool:
     """Whether gcc links start files that change the process's floating-point mode for `flag`."""
-    return flag in ("-Ofast", "-ffast-math", "-funsafe-math-optimizations") or flag.startswith("-mpc")
+    return flag in ("-Ofast", "-ffast-math", "-funsafe-math-optimizations", "-mdaz-ftz") or flag.startswith("-mpc")
 
 
 def trim_output(output: str, max_lines: int = MAX_MESSAGE_LINES) -> str:

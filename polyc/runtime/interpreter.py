@@ -156,7 +156,9 @@ class _Evaluator:
             if e.op == "-" and isinstance(e.operand, Const) and not isinstance(e.operand.value, bool):
                 return self.const(Const(-e.operand.value, e.operand.dtype), hint)   # `-2147483648` fits int32
             v = self.expr(e.operand, env, hint)
-            return np.logical_not(v) if e.op == "not" else np.negative(v)
+            if e.op == "not":
+                return np.logical_not(v)
+            return np.negative(np.asarray(v).astype(np.int64) if np.asarray(v).dtype == bool else v)  # C: -(!x)
         if isinstance(e, Binary) and e.op in ("and", "or"):
             # numpy evaluates both operands; the right one only matters where the left one lets
             # it (short-circuit), where its reads may lie outside (clamped, as under a select).

@@ -126,3 +126,18 @@ def test_math_pow_is_a_float_power_of_integers_too():
     pc.compile(k)(a=a, out=out)
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(k.reference(a=a, out=np.zeros(3)), want)
+
+
+def _int_math_pow_arrays(a: pc.i32["n"], out: pc.f64["n"]):
+    for i in range(n):  # noqa: F821
+        out[i] = math.pow(a[i], a[i])
+
+
+def test_math_pow_of_integer_arrays_is_a_float_power_in_the_reference_too():
+    k = pc.kernel(_int_math_pow_arrays)
+    a = np.array([1, 2, 40, -2], np.int32)
+    want = np.array([math.pow(int(x), int(x)) for x in a])
+    np.testing.assert_allclose(k.reference(a=a, out=np.zeros(4)), want, rtol=1e-15)
+    out = np.zeros(4)
+    pc.compile(k)(a=a, out=out)
+    np.testing.assert_allclose(out, want, rtol=1e-15)

@@ -128,6 +128,8 @@ def test_tc_c_style_mistakes_are_parse_errors(src, message):
     ("B[i] = A[i] + uint8(-1) + int32(3000000000)", 255 + np.int64(3000000000).astype(np.int32)),
     ("B[i] = A[i] + uint8(300)", 44), ("B[i] = A[i] + uint8(-1.5)", 255), ("B[i] = A[i] + int32(nan)", -2 ** 31),
     ("B[i] = A[i] + float(16777217)", 16777216.0),
+    ("B[i] = A[i] + uint8(0 - 1)", 255), ("B[i] = A[i] + uint8(255 + 1)", 0),
+    ("B[i] = A[i] + int32(2000000000 * 2)", -2 ** 31),
 ])
 def test_a_conversion_of_a_constant_is_numpys_on_every_target(src, want):
     # C leaves out-of-range conversions of constants undefined: they are folded as numpy computes them
@@ -143,3 +145,10 @@ def test_c_not_binds_tighter_than_a_comparison():
     a = np.array([-3.0, 0.0, 2.0])
     np.testing.assert_array_equal(pc.compile(k)(A=a), [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(k.reference(A=a), [0.0, 1.0, 0.0])
+
+
+def test_the_negation_of_a_condition_is_an_integer_in_the_reference_too():
+    k = pc.kernel("B[i] = -!A[i] + 0 * A[i]", A=pc.f64["N"])       # C: -(!x) is 0 or -1
+    a = np.array([0.0, 2.0, -1.0])
+    np.testing.assert_array_equal(pc.compile(k)(A=a), [-1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(k.reference(A=a), [-1.0, 0.0, 0.0])
