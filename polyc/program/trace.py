@@ -361,8 +361,19 @@ def inline_program(name: str, function: Callable, declared: Mapping[str, TensorH
                                    f"argument makes {sizes[v]}, but {h.name}.shape[{d}] = {theirs}", where)
     for x, want in declared.items():      # the other extents (`3`, `2*H`) once the sizes are bound
         for d, (mine, theirs) in enumerate(zip(want.shape, given[x].shape)):
-            if mine.as_single_var() is None and all(v in sizes for v in mine.variables) and \
-                    mine.substitute(sizes) != theirs:
+            if mine.as_single_var() is not None:
+                continue
+            free = [v for v in mine.variables if v not in sizes]
+            if len(free) == 1:               # `2*D` against the caller's `2*E`: D is E
+                v, c = free[0], mine.coeff(free[0])
+                rest = theirs - (mine - Affine.var(v, c)).substitute(sizes)
+                if all(k % c == 0 for _, k in rest.terms) and rest.constant % c == 0:
+                    sizes[v] = Affine.from_dict({u: k // c for u, k in rest.terms}, rest.constant // c)
+            if not all(v in sizes for v in mine.variables):
+                raise ProgramError(f"program {name} needs {x}.shape[{d}] = {mine}, which {given[x].name}.shape[{d}] "
+                                   f"= {theirs} need not be; declare the calling program's extent as {mine} "
+                                   f"(in its own sizes)", where)
+            if mine.substitute(sizes) != theirs:
                 here = f", which is {mine.substitute(sizes)} here" if mine.variables else ""
                 raise ProgramError(f"shape mismatch: program {name} needs {x}.shape[{d}] = {mine}{here}, but "
                                    f"{given[x].name}.shape[{d}] = {theirs}; declare the calling program's extent "

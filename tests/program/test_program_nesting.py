@@ -75,3 +75,19 @@ def test_a_nested_call_keeps_the_inner_programs_declared_extents_and_types():
         @pc.program
         def untyped(x: pc.tensor["B", "D"]):
             return f32_only(x)
+
+
+def test_a_scaled_inner_extent_needs_a_caller_extent_it_divides():
+    @pc.program
+    def twice(x: pc.f64["2*D", "C"]):
+        return gelu.kernel(X=x)
+
+    with pytest.raises(ProgramError, match=r"needs x.shape\[0\] = 2\*D, which x.shape\[0\] = E need not be"):
+        @pc.program
+        def plain(x: pc.f64["E", "C"]):
+            return twice(x)
+
+    @pc.program
+    def even(x: pc.f64["2*E", "C"]):
+        return twice(x)
+    assert even(x=np.ones((4, 3))).shape == (4, 3)
