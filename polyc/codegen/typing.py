@@ -171,6 +171,21 @@ def is_integer(t: Optional[DType]) -> bool:
     return t is not None and t != BOOL and not t.is_float
 
 
+def comparison_type(e: Binary, a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
+    """The type a comparison compares in: its operands' `common_type`, widened to int64 where an
+    integer literal does not fit it (`A_u8 < 300` is true for every element, as numpy says)."""
+    from ..ir.literals import integer_literal_fits
+    common = common_type(a, b)
+    for x in (e.lhs, e.rhs):
+        sign = 1
+        if isinstance(x, Unary) and x.op == "-":
+            sign, x = -1, x.operand
+        if is_integer(common) and _adaptive(x) and isinstance(x.value, int) and not isinstance(x.value, bool) \
+                and not integer_literal_fits(sign * x.value, common):
+            return i64
+    return common
+
+
 def common_type(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
     """The type two operands are combined in (a comparison, an arithmetic operation): their
     promotion, a condition or unknown side taking the other's; None when neither is known."""

@@ -56,6 +56,26 @@ def _names_in(node: Node) -> List[Node]:
     return [n for n in _walk(node) if n.kind == "name"]
 
 
+def _folded_integers(kind: str, op: str, args: List[Expr]) -> Optional[Const]:
+    """Integer literal arithmetic as one literal (Python's exact integers, floor `//` and `%`), or
+    None: numpy sees `A_u8 + (256 - 1)` as `A_u8 + 255`, and `A_u8 + 2 ** 8` as `A_u8 + 256`."""
+    if not all(isinstance(a, Const) and a.dtype is None and type(a.value) is int for a in args):
+        return None
+    if kind == "un" and op == "-":
+        return Const(-args[0].value)
+    if kind != "bin" or len(args) != 2:
+        return None
+    a, b = args[0].value, args[1].value
+    if op in ("//", "%") and b == 0 or op == "**" and (b < 0 or b > 64):
+        return None     # as the kernel computes them (no Python exception), or too large to write out
+    ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "//": lambda: a // b, "%": lambda: a % b,
+           "**": lambda: a ** b}
+    if op not in ops:
+        return None
+    value = ops[op]()
+    return Const(value) if abs(value) < 2 ** 128 else None
+
+
 def _has_product_of_symbols(node: Node, is_symbol) -> bool:
     """Whether `node` multiplies two operands that both hold an index or size (`x * y`)."""
     def symbolic(n: Node) -> bool:
@@ -213,6 +233,9 @@ class _Lowering:
             # Data `//` without an IR floor-division operator: the floor of the true quotient (a
             # float).  Where the IR has `//` (integer-preserving floor division), it is used as is.
             return Call("floor", (Binary("/", args[0], args[1]),))
+        folded = _folded_integers(k, node.value, args)
+        if folded is not None:      # `256 - 1`, `2 ** 8`: one literal, as Python computes it first
+            return folded
         if k == "bin" and node.value == "**":
             return Call("pow", (args[0], args[1]))
         if k == "bin":

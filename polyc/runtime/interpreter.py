@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import islpy as isl
 import numpy as np
 
-from ..codegen.typing import BOOL, common_type, is_integer, literal_type
+from ..codegen.typing import BOOL, common_type, comparison_type, is_integer, literal_type
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select, Statement,
                   Unary, dtype_of_numpy, promote)
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
@@ -169,7 +169,7 @@ class _Evaluator:
             # Operands in the type the generated code combines them in (`common_type`), not numpy's
             # promotion: float32 + int32 is float32 in a kernel (README "Types"), float64 in numpy.
             a_t, b_t = self.typing.operand_types(e, hint)
-            common = common_type(a_t, b_t)
+            common = comparison_type(e, a_t, b_t) if e.op in _COMPARISONS else common_type(a_t, b_t)
             if e.op not in _COMPARISONS:
                 common = common or hint
                 if e.op in ("%", "//") and common is None:

@@ -128,8 +128,9 @@ def test_tc_c_style_mistakes_are_parse_errors(src, message):
     ("B[i] = A[i] + uint8(-1) + int32(3000000000)", 255 + np.int64(3000000000).astype(np.int32)),
     ("B[i] = A[i] + uint8(300)", 44), ("B[i] = A[i] + uint8(-1.5)", 255), ("B[i] = A[i] + int32(nan)", -2 ** 31),
     ("B[i] = A[i] + float(16777217)", 16777216.0),
-    ("B[i] = A[i] + uint8(0 - 1)", 255), ("B[i] = A[i] + uint8(255 + 1)", 0),
-    ("B[i] = A[i] + int32(2000000000 * 2)", -2 ** 31),
+    ("B[i] = A[i] + uint8(0 - 1)", 255), ("B[i] = A[i] + uint8(255 + 1)", 0),     # literal arithmetic is folded:
+    ("B[i] = A[i] + int32(2000000000 * 2)", np.int64(4000000000).astype(np.int32)),  # an integer, as Python's
+    ("B[i] = A[i] + int32(0.5 * 2.0e10)", -2 ** 31),                                 # a float, converted as numpy
 ])
 def test_a_conversion_of_a_constant_is_numpys_on_every_target(src, want):
     # C leaves out-of-range conversions of constants undefined: they are folded as numpy computes them

@@ -69,3 +69,21 @@ def test_a_literal_beyond_uint8_is_refused_by_the_compiler_and_the_reference(src
         pc.compile(k)(A=a)
     with pytest.raises(pc.LiteralRangeError, match="does not fit in uint8"):
         k.reference(A=a)
+
+
+@pytest.mark.parametrize("src, want", [
+    ("O[i] = select(A[i] < 300, 1, 0)", lambda a: np.ones(3)),        # numpy compares exactly
+    ("O[i] = select(A[i] == -1, 1, 0)", lambda a: np.zeros(3)),
+    ("O[i] = A[i] + (256 - 1)", lambda a: a + np.uint8(255)),         # one literal, as Python computes it
+])
+def test_uint8_comparisons_and_literal_arithmetic_follow_numpy(src, want):
+    k = pc.kernel(src, A=pc.u8["N"])
+    a = np.array([1, 2, 200], np.uint8)
+    np.testing.assert_array_equal(pc.compile(k)(A=a), want(a))
+    np.testing.assert_array_equal(k.reference(A=a), want(a))
+
+
+def test_literal_arithmetic_beyond_uint8_is_refused_as_numpy_refuses_it():
+    for src in ("O[i] = A[i] + 2 ** 8", "O[i] = A[i] + 16 * 16"):
+        with pytest.raises(pc.LiteralRangeError, match="256 does not fit in uint8"):
+            pc.compile(pc.kernel(src, A=pc.u8["N"]))(A=np.ones(3, np.uint8))
