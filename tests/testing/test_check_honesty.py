@@ -137,3 +137,8 @@ def test_a_result_equal_to_the_fill_value_is_no_false_alarm():
 def test_check_grad_judges_a_float32_result_by_float32_tolerances():
     k = pc.kernel("Y[i] = float(X[i]) * 2.0", name="to_f32")     # TC's float: 32-bit
     check_grad(k, of="Y", wrt="X", X=np.random.default_rng(0).standard_normal(6))
+
+
+def test_check_grad_judges_a_kernel_that_rounds_to_float32_inside_by_float32():
+    x = np.random.default_rng(0).standard_normal((6, 5))
+    check_grad(pc.kernel("Y[i, j] = float32(X[i, j]) * exp(X[i, j])", name="f32_inside"), "Y", "X", dict(X=x))
