@@ -77,6 +77,10 @@ class Typing:
                 return BOOL
             a, b = self.operand_types(e, hint)
             if a is None or b is None:
+                if BOOL in (a, b):      # a condition with literals: 0 or 1, as numpy's True + 1.0 is 2.0
+                    literals = e.rhs if a == BOOL else e.lhs
+                    return self.literal_float if any(_float_literal(x) for x in literals.walk()) or \
+                        e.op == "/" else i64
                 return a or b
             t = promote(a, b)
             if e.op == "/" and not t.is_float:

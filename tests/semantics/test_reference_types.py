@@ -87,3 +87,18 @@ def test_literal_arithmetic_beyond_uint8_is_refused_as_numpy_refuses_it():
     for src in ("O[i] = A[i] + 2 ** 8", "O[i] = A[i] + 16 * 16"):
         with pytest.raises(pc.LiteralRangeError, match="256 does not fit in uint8"):
             pc.compile(pc.kernel(src, A=pc.u8["N"]))(A=np.ones(3, np.uint8))
+
+
+@pytest.mark.parametrize("src, want, dtype", [
+    ("B[i] = !A[i] + 1.0", [1.0, 1.0, 1.0], np.float64),
+    ("B[i] = (A[i] > 0) * 2.0", [0.0, 2.0, 2.0], np.float64),
+    ("B[i] = 3 - (A[i] > 0)", [3, 2, 2], np.int64),
+    ("B[i] = (A[i] > 0) / 2", [0.0, 0.5, 0.5], np.float64),
+])
+def test_a_condition_with_literals_counts_as_0_or_1(src, want, dtype):
+    # numpy: True + 1.0 is 2.0, 3 - True is 2 (an int64)
+    k = pc.kernel(src, A=pc.f64["N"])
+    a = np.array([-1.0, 0.5, 2.0])
+    for got in (pc.compile(k)(A=a), pc.compile(k, target="cuda-emu")(A=a), k.reference(A=a)):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
