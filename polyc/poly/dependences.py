@@ -153,9 +153,12 @@ class Dependences:
                 if commutative.groups(m.program, t.name):
                     found = commutative.tensor_dependences(m, t.name, compute_flow)
                 else:
-                    found = [("flow", compute_flow(reads, writes, m.schedule_map, must=True), False),
-                             ("anti", compute_flow(writes, reads, m.schedule_map, must=False), False),
-                             ("output", compute_flow(writes, writes, m.schedule_map, must=False), False)]
+                    # only the statements touching `t` (isl's analysis grows with the schedule it
+                    # is given: the whole one made a kernel of many independent statements quadratic)
+                    sched = m.schedule_map.intersect_domain(reads.domain().union(writes.domain()))
+                    found = [("flow", compute_flow(reads, writes, sched, must=True), False),
+                             ("anti", compute_flow(writes, reads, sched, must=False), False),
+                             ("output", compute_flow(writes, writes, sched, must=False), False)]
             for kind, umap, reorderable in found:
                 for rel in _maps(umap.coalesce()):
                     if rel.is_empty():
