@@ -26,7 +26,9 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple, Union
 
-from .compile_flags import normalise_flags, saved_command_problem
+from .compile_flags import normalise_flags
+from .target_text import (WORD, check_word, target_flags, target_from_description, target_from_dict,
+                          target_from_json)
 from .errors import CompileFlagsError, TargetError
 
 KINDS = ("c", "cuda", "cuda-emu")
@@ -70,7 +72,6 @@ _LIMITS = {   # field -> (smallest, largest) accepted value
     "registers_per_block": (0, 1 << 24),
     "max_threads_per_block": (0, 1 << 16),
 }
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}\Z")
 _ARCH = re.compile(r"sm_[1-9][0-9]{1,2}a?\Z")
 _MAX_FLAGS = 256
 
@@ -106,7 +107,7 @@ class Target:
     def __post_init__(self) -> None:
         # Normalise the collection fields (lists from a caller) before checking them.
         if isinstance(self.flags, (list, str)):
-            object.__setattr__(self, "flags", _flags(self.flags))
+            object.__setattr__(self, "flags", target_flags(self.flags))
         if isinstance(self.features, (list, tuple, set)):
             object.__setattr__(self, "features", frozenset(self.features))
         _validate(self)
@@ -162,38 +163,9 @@ class Target:
     @staticmethod
     def from_description(description: Union[str, Mapping[str, Any]]) -> "Target":
         """A Target from a short description, starting from the kind's default and changing the
-        fields given.  A string: the kind ("c", "host", "cuda", "cuda:sm_80", "cuda-emu"), then
-        `field=value` items (sizes may end in K, M or G) and `+feature` / `-feature`, separated by
-        spaces or commas: `"c l2=256K vector_bytes=32 cores=8 -avx512f"`.  A dict: `kind` plus any
-        fields, as in `to_dict` (missing ones from the kind's default)."""
-        if isinstance(description, Mapping):
-            return _from_partial_dict(dict(description))
-        if not isinstance(description, str):
-            raise TargetError(f"a target description is a string or a dict, not {type(description).__name__}",
-                              "description")
-        if len(description) > 4096:
-            raise TargetError("the target description is longer than 4096 characters", "description")
-        parts = [p for p in re.split(r"[\s,]+", description.strip()) if p]
-        if not parts:
-            raise TargetError("the target description is empty", "kind")
-        head, rest = parts[0], parts[1:]
-        arch = None
-        if head.startswith("cuda:"):
-            head, arch = "cuda", head[len("cuda:"):]
-        base = _base_for(head if head != "host" else "c", arch)
-        changes: Dict[str, Any] = {}
-        features = set(base.features)
-        for part in rest:
-            if part[0] in "+-" and "=" not in part:
-                _check_word(part[1:], "features")
-                (features.add if part[0] == "+" else features.discard)(part[1:])
-                continue
-            field, eq, value = part.partition("=")
-            if not eq or field not in _DESCRIPTION_FIELDS:
-                raise TargetError(f"{part!r} is not `field=value` with a field among "
-                                  f"{', '.join(sorted(_DESCRIPTION_FIELDS))}, nor `+feature` / `-feature`", field)
-            changes[field] = _description_value(field, value)
-        return base.with_(features=frozenset(features), **changes)
+        fields given (`target_text.target_from_description`): `"c l2=256K vector_bytes=32 cores=8
+        -avx512f"`, `"cuda:sm_80"`, or a dict of `kind` plus fields."""
+        return target_from_description(Target, KINDS, description)
 
     def with_(self, **changes: Any) -> "Target":
         """A copy with the given fields changed (validated): `Target.host().with_(l2=256 * 1024)`."""
@@ -221,34 +193,25 @@ class Target:
 
     @staticmethod
     def from_dict(data: Any) -> "Target":
-        """The Target `to_dict` wrote; every field required and checked (untrusted input)."""
-        if not isinstance(data, dict):
-            raise TargetError(f"a saved target is a JSON object, not {type(data).__name__}", "target")
-        unknown = sorted(set(data) - set(_FIELDS), key=str)
-        if unknown:
-            raise TargetError(f"unknown field {unknown[0]!r}", str(unknown[0])[:64])
-        missing = [f for f in _FIELDS if f not in data]
-        if missing:
-            raise TargetError(f"field {missing[0]!r} is missing", missing[0])
-        return _checked_saved(Target(**{f: _loaded(f, data[f]) for f in _FIELDS}))
+        """The Target `to_dict` wrote; every field required and checked (untrusted input, read by
+        `target_text.target_from_dict`)."""
+        return target_from_dict(Target, data)
 
     @staticmethod
     def from_json(text: Union[str, bytes]) -> "Target":
         """The Target `to_json` wrote (a TargetError for anything malformed)."""
-        if isinstance(text, bytes):
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise TargetError(f"not UTF-8 text ({e})", "target") from None
-        if not isinstance(text, str):
-            raise TargetError(f"from_json takes JSON text, not {type(text).__name__}", "target")
-        if len(text) > 1 << 16:
-            raise TargetError("the saved target is longer than 64 KiB", "target")
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as e:
-            raise TargetError(f"not valid JSON ({e})", "target") from None
-        return Target.from_dict(data)
+        return target_from_json(Target, text)
+
+    @staticmethod
+    def for_kind(kind: str, arch: Optional[str] = None) -> "Target":
+        """The default Target of a kind: "c" (this machine), "cuda" (`arch` or the GPU found), "cuda-emu"."""
+        if kind == "c":
+            return Target.host()
+        if kind == "cuda":
+            return Target.cuda(arch)
+        if kind == "cuda-emu":
+            return Target.cuda_emu()
+        raise TargetError(f"unknown target kind {kind!r}; choose one of {', '.join(KINDS)} (or 'host')", "kind")
 
     def fingerprint(self) -> str:
         """A stable hex digest (sha256) of every field: equal for equal targets, on any machine.
@@ -318,7 +281,6 @@ class Target:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Target))
-_DESCRIPTION_FIELDS = frozenset(_FIELDS) - {"kind", "features"}
 
 
 # -- validation ---------------------------------------------------------------------------------------
@@ -327,7 +289,7 @@ def _validate(t: Target) -> None:
     """Check every field of `t` (types, ranges, known kinds); TargetError with the field at fault."""
     if not isinstance(t.kind, str) or t.kind not in KINDS:
         raise TargetError(f"kind must be one of {', '.join(KINDS)}, not {t.kind!r}", "kind")
-    _check_word(t.isa, "isa")
+    check_word(t.isa, "isa")
     for name, (lo, hi) in _LIMITS.items():
         value = getattr(t, name)
         if not isinstance(value, int) or isinstance(value, bool):
@@ -349,7 +311,7 @@ def _validate(t: Target) -> None:
     if not isinstance(t.features, frozenset) or len(t.features) > 256:
         raise TargetError("features must be a set of at most 256 names", "features")
     for f in t.features:
-        _check_word(f, "features")
+        check_word(f, "features")
     if t.cuda_arch is not None and (not isinstance(t.cuda_arch, str) or not _ARCH.match(t.cuda_arch)):
         raise TargetError(f"cuda_arch must look like 'sm_90' (sm_ and the compute capability), not "
                           f"{t.cuda_arch!r}", "cuda_arch")
@@ -364,76 +326,6 @@ def _validate(t: Target) -> None:
         if t.max_threads_per_block < MIN_GPU_THREADS:
             raise TargetError(f"max_threads_per_block must be at least {MIN_GPU_THREADS} (polyc's tree reductions "
                               f"use blocks of that many threads)", "max_threads_per_block")
-
-
-def _checked_saved(t: Target) -> Target:
-    """`t`, read from a file (a target JSON, a saved schedule's target): its compiler and flags
-    become a command line polyc runs (`compile_flags.saved_command_problem`)."""
-    problem = saved_command_problem(t.compiler, t.flags)
-    if problem is not None:
-        raise TargetError(problem[1], problem[0])
-    return t
-
-
-def _check_word(value: Any, field: str) -> None:
-    if not isinstance(value, str) or not _WORD.match(value):
-        raise TargetError(f"{field}: {value!r} is not a plain name (letters, digits, '_.:+-', at most 64)", field)
-
-
-def _loaded(field: str, value: Any) -> Any:
-    """A JSON value converted to the field's type (lists to tuples/sets), types checked later."""
-    if field == "flags":
-        if not isinstance(value, list):
-            raise TargetError(f"flags must be a list of strings, not {type(value).__name__}", "flags")
-        return tuple(value)
-    if field == "features":
-        if not isinstance(value, list):
-            raise TargetError(f"features must be a list of names, not {type(value).__name__}", "features")
-        for f in value:
-            _check_word(f, "features")
-        return frozenset(value)
-    return value
-
-
-def _flags(value: Any) -> Tuple[str, ...]:
-    try:
-        return normalise_flags(value, "the target's flags") or ()
-    except CompileFlagsError as e:
-        raise TargetError(str(e), "flags") from None
-
-
-def _from_partial_dict(data: Dict[str, Any]) -> Target:
-    kind = data.pop("kind", "c")
-    if not isinstance(kind, str) or kind not in KINDS:
-        raise TargetError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", "kind")
-    unknown = sorted(set(data) - set(_FIELDS), key=str)
-    if unknown:
-        raise TargetError(f"unknown field {unknown[0]!r}", str(unknown[0])[:64])
-    base = _base_for(kind, data.get("cuda_arch"))
-    return base.with_(**{f: _loaded(f, v) for f, v in data.items()})
-
-
-def _base_for(kind: str, arch: Optional[str]) -> Target:
-    if kind == "c":
-        return Target.host()
-    if kind == "cuda":
-        return Target.cuda(arch)
-    if kind == "cuda-emu":
-        return Target.cuda_emu()
-    raise TargetError(f"unknown target kind {kind!r}; choose one of {', '.join(KINDS)} (or 'host')", "kind")
-
-
-def _description_value(field: str, text: str) -> Any:
-    if field == "flags":
-        return _flags(text.replace(";", " "))
-    if field in ("isa", "compiler"):
-        return text
-    if field == "cuda_arch":
-        return None if text in ("", "none") else text
-    m = re.fullmatch(r"([0-9]{1,15})([KMG]?)(?:i?B)?", text, re.IGNORECASE)
-    if not m:
-        raise TargetError(f"{field}={text!r}: expected an integer, optionally with K, M or G", field)
-    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
 
 
 def _size(n: int) -> str:
@@ -476,7 +368,7 @@ def _host_facts() -> Dict[str, Any]:
         vbytes = 16
     isa = platform.machine() or "unknown"
     isa = {"AMD64": "x86_64", "arm64": "aarch64"}.get(isa, isa)
-    if not _WORD.match(isa):
+    if not WORD.match(isa):
         isa = "unknown"
     return {"isa": isa, "vector_bytes": vbytes, "l1": l1, "l2": l2, "l3": l3, "cores": _cores(),
             "features": frozenset(f for f in _CPU_FEATURES if f in cpu_flags),

@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Set
 ROOT = Path(__file__).resolve().parent.parent / "polyc"
 
 #: Package layers, lowest first: a package may import only packages of a lower or equal layer.
-#: `target`, `compile_flags`, `display` and `errors` are leaves every layer may use.
+#: `target` (and `target_text`, its reader), `compile_flags`, `display` and `errors` are leaves every layer may use.
 LAYERS: Dict[str, int] = {"leaf": 0, "ir": 1, "frontend": 2, "poly": 3, "schedule": 4, "codegen": 5,
                           "runtime": 6, "top": 7, "tune": 8, "grad": 8, "program": 8, "viz": 9, "testing": 9, "cli": 10}
 #: Users of the public API: they may import it (`polyc`, `polyc.api`); nothing of the pipeline
@@ -107,7 +107,7 @@ def package_of(module: str) -> str:
         return "top"
     if parts[1] in ("cli", "__main__"):
         return "cli"     # the command line: a user of everything, like a script
-    if parts[1] in ("errors", "target", "display", "compile_flags"):
+    if parts[1] in ("errors", "target", "target_text", "display", "compile_flags"):
         return "leaf"
     return parts[1]
 
