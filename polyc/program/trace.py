@@ -169,7 +169,7 @@ class Tracer:
                 mapping = self._rescale(multiple, scale, kernel.name, t_name, axis, where)
                 sizes = {v: e.substitute(mapping) for v, e in sizes.items()}
                 multiple = multiple.substitute(mapping)
-            sizes[var] = Affine.from_dict({v: c // scale for v, c in multiple.terms}, multiple.constant // scale)
+            sizes[var] = _quotient(multiple, scale)
         pending = [(t_name, axis, mine, self.handles[kwargs[t_name].name].shape[axis])
                    for t_name, axis, mine, _ in pending]
         for t_name, axis, mine, theirs in pending:
@@ -265,6 +265,11 @@ def _divisible(e: Affine, k: int) -> bool:
     return e.constant % k == 0 and all(c % k == 0 for _, c in e.terms)
 
 
+def _quotient(e: Affine, k: int) -> Affine:
+    """`e / k` for `e` whose coefficients `k` divides (its constant floored)."""
+    return Affine.from_dict({v: c // k for v, c in e.terms}, e.constant // k)
+
+
 def _user_location(tracer: Optional[Tracer]) -> Optional[SourceLocation]:
     """The line of the traced program function currently executing (the user's call site)."""
     if tracer is None:
@@ -321,7 +326,7 @@ def _derived(kernel: Any, sizes: Mapping[str, Affine], where: Optional[SourceLoc
                                f"time, which is floor(({n}) / {d}) here; inside a program every size is affine in "
                                f"the program's: declare the program input's extent so that {n} is a multiple "
                                f"of {d} plus a constant (e.g. pc.f32[\"{d}*H\"])", where)
-        out[name] = Affine.from_dict({v: c // d for v, c in n.terms}, n.constant // d)
+        out[name] = _quotient(n, d)       # the coefficients divide exactly; the constant floors
     return out
 
 
@@ -367,8 +372,8 @@ def inline_program(name: str, function: Callable, declared: Mapping[str, TensorH
             if len(free) == 1:               # `2*D` against the caller's `2*E`: D is E
                 v, c = free[0], mine.coeff(free[0])
                 rest = theirs - (mine - Affine.var(v, c)).substitute(sizes)
-                if all(k % c == 0 for _, k in rest.terms) and rest.constant % c == 0:
-                    sizes[v] = Affine.from_dict({u: k // c for u, k in rest.terms}, rest.constant // c)
+                if _divisible(rest, c):
+                    sizes[v] = _quotient(rest, c)
             if not all(v in sizes for v in mine.variables):
                 raise ProgramError(f"program {name} needs {x}.shape[{d}] = {mine}, which {given[x].name}.shape[{d}] "
                                    f"= {theirs} need not be; declare the calling program's extent as {mine} "
