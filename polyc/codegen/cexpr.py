@@ -20,7 +20,7 @@ from ..ir.literals import INT_RANGE as _INT_RANGE
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from .loop_ast import strip_parens
 from .names import INTERNAL
-from .typing import BOOL, Typing, common_type, comparison_type, is_integer, literal_type
+from .typing import BOOL, Typing, is_integer, literal_type
 
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "fabs", "floor": "floor",
              "ceil": "ceil", "sin": "sin", "cos": "cos", "fmax": "fmax", "fmin": "fmin", "pow": "pow"}
@@ -215,13 +215,9 @@ class CExprPrinter:
             if e.op in ("and", "or"):
                 op = "&&" if e.op == "and" else "||"
                 return f"({self.expr(e.lhs, None)} {op} {self.expr(e.rhs, None)})"
-            a_t, b_t = t.operand_types(e, want)
+            common = t.operation_type(e, want)
             if e.op in ("<", "<=", ">", ">=", "==", "!="):
-                common = comparison_type(e, a_t, b_t)
                 return f"({self.expr(e.lhs, common)} {e.op} {self.expr(e.rhs, common)})"
-            common = common_type(a_t, b_t) or want
-            if e.op in ("%", "//") and (common is None or common == BOOL):
-                common = literal_type(e.lhs, e.rhs)
             lhs, rhs = self.expr(e.lhs, common), self.expr(e.rhs, common)
             if e.op == "/" and common is not None and not common.is_float:
                 return f"((double)({lhs}) / (double)({rhs}))"

@@ -143,6 +143,19 @@ class Typing:
             other = promote(other, u)
         return [t if t is not None else self.type_of(x, other) for x, t in zip(args, strong)]
 
+    def operation_type(self, e: Binary, hint: Optional[DType]) -> Optional[DType]:
+        """The type a comparison or arithmetic `e` converts both operands to and computes in: the
+        C printer and `kernel.reference` both ask here, so they cannot disagree.  A comparison
+        compares in `comparison_type`; arithmetic in the operands' `common_type`, else `hint`;
+        `%` and `//` of literals alone in `literal_type` (int64 for integers)."""
+        a, b = self.operand_types(e, hint)
+        if e.op in ("<", "<=", ">", ">=", "==", "!="):
+            return comparison_type(e, a, b)
+        common = common_type(a, b) or hint
+        if e.op in ("%", "//") and (common is None or common == BOOL):
+            common = literal_type(e.lhs, e.rhs)
+        return common
+
     def weak(self, e: Expr) -> bool:
         """Whether `e` adopts the other operand's type: a literal, or an index value where
         `weak_indices` holds."""

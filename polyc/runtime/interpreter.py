@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import islpy as isl
 import numpy as np
 
-from ..codegen.typing import BOOL, common_type, comparison_type, is_integer, literal_type
+from ..codegen.typing import BOOL, is_integer, literal_type
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select, Statement,
                   Unary, dtype_of_numpy, promote)
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
@@ -35,7 +35,6 @@ _NUMPY_FN = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "ab
 _BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod, "//": np.floor_divide,
         "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
         "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
-_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _UPDATE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
@@ -166,14 +165,9 @@ class _Evaluator:
             with self.guard():
                 return _BIN[e.op](a, self.expr(e.rhs, env, None))
         if isinstance(e, Binary):
-            # Operands in the type the generated code combines them in (`common_type`), not numpy's
-            # promotion: float32 + int32 is float32 in a kernel (README "Types"), float64 in numpy.
-            a_t, b_t = self.typing.operand_types(e, hint)
-            common = comparison_type(e, a_t, b_t) if e.op in _COMPARISONS else common_type(a_t, b_t)
-            if e.op not in _COMPARISONS:
-                common = common or hint
-                if e.op in ("%", "//") and common is None:
-                    common = literal_type(e.lhs, e.rhs)
+            # Operands in the type the generated code combines them in (`Typing.operation_type`), not
+            # numpy's promotion: float32 + int32 is float32 in a kernel (README "Types"), float64 in numpy.
+            common = self.typing.operation_type(e, hint)
             a, b = (_typed(self.expr(x, env, common), common) for x in (e.lhs, e.rhs))
             with np.errstate(all="ignore"):
                 return _BIN[e.op](a, b)
