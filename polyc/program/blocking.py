@@ -26,13 +26,29 @@ then read row by row, its other inputs whole.  An operator one of whose results 
 runs once, whole, before the blocks (with everything it reads); that includes re-layouts of a
 product's right operand.  Nothing is recomputed: every operator runs exactly once per row.
 Blocks pay only when some intermediate is produced and consumed inside them.
+
+Accumulations across blocks.  A gradient sums over the rows: `dV[j, d] += P[i, j] * dO[i, d]`
+reads `P` and `dO` by rows but writes no row, so it is not row-wise, and it used to keep the whole
+`S x S` matrix `P` alive (the attention head's backward held 12 MiB of intermediates, more than
+unfused).  Such an operator is *row-accumulating* in its size `I` (`row_accumulation`) when its
+statements are
+- starts: `T[..] = constant`, mentioning neither `I` nor a row tensor, all before
+- updates: `T[..] op= value` (`+ * max min`), whose domain bounds one iterator `i` by
+  `0 <= i <= I - 1` only, `i` the first of the statement's reduction iterators, row tensors read
+  at row `i` and `i`, `I` mentioned nowhere else; no value reads a tensor the operator writes,
+and what it writes is a program output nobody reads, written whole, with no `I` in its shape.
+Then running the starts once, before the blocks, and the updates on each block in order (an
+operator of its own, `T` updated in place: kernel role "inout") performs every update instance
+once, and each element's updates in the order of `i`, the source's: the result is the whole
+operator's.  Blocks then run one after another on the caller's thread (two threads adding into
+the same `dV` would race); each kernel keeps its own OpenMP threads.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..ir import Affine, Constraint, IndexExpr, ScalarRef
+from ..ir import Affine, Constraint, IndexExpr, ScalarRef, Statement
 from ..schedule.rewrite import fresh_name
 from .trace import Node, TensorHandle
 
@@ -95,6 +111,88 @@ def row_form(program) -> Optional[RowForm]:
     return RowForm(size, frozenset(rows))
 
 
+def _row_iterator(st: Statement, size: str) -> Optional[str]:
+    """The one iterator of `st` whose domain bounds it by `size` only (`0 <= it <= size - 1`)."""
+    found = [it for it in st.iterators if all(_bound_only(conj, it, size) for conj in st.domain)]
+    return found[0] if len(found) == 1 else None
+
+
+def row_accumulation(kernel, size: str) -> Optional[Tuple[RowForm, Tuple[Statement, ...], Tuple[Statement, ...]]]:
+    """(form, starts, updates) when `kernel` is row-accumulating in its size `size` (see the
+    module docstring), else None; `form.tensors`: the tensors it reads by rows."""
+    program = kernel.program
+    if program.derived_sizes or program.int_params or size in program.int_params:
+        return None
+    written = {st.target.tensor for st in program.statements}
+    decls = program.tensor_map
+    if not written or any(decls[t].role != "output" for t in written) or not written <= kernel.model.fully_written:
+        return None
+    if any(t.role == "temp" for t in program.tensors):
+        return None
+    row = Affine.var(size)
+    rows = {t.name for t in program.tensors if t.shape and t.shape[0] == row}
+    for t in program.tensors:
+        dims = tuple(t.shape or ())
+        if any(size in d.variables for d in dims[1:]) or (dims and t.name not in rows and size in dims[0].variables):
+            return None
+    if rows & written:
+        return None
+    starts: List[Statement] = []
+    updates: List[Statement] = []
+    for st in program.statements:
+        if st.update is None:
+            if updates or st.value.accesses() or any(size in i.variables for i in st.target.indices) or \
+                    any(size in c.expr.variables for conj in st.domain for c in conj):
+                return None
+            starts.append(st)
+            continue
+        it = _row_iterator(st, size)
+        if st.update not in ("+", "*", "max", "min") or it is None or not st.reduction or \
+                st.reduction[0] != it or it in st.divisions:
+            return None
+        if any(a.tensor in written for a in st.value.accesses()):
+            return None
+        for acc in (st.target,) + st.value.accesses():
+            first, rest = (acc.indices[0], acc.indices[1:]) if acc.tensor in rows else (None, acc.indices)
+            if first is not None and first != Affine.var(it):
+                return None
+            if any(it in i.variables or size in i.variables for i in rest):
+                return None
+        for e in st.value.walk():
+            if isinstance(e, IndexExpr) and ({it, size} & set(e.value.variables)):
+                return None
+            if isinstance(e, ScalarRef) and e.name in (it, size):
+                return None
+        updates.append(st)
+    if not updates:
+        return None
+    return RowForm(size, frozenset(rows)), tuple(starts), tuple(updates)
+
+
+def split_accumulation(n: Node, starts: Sequence[Statement], updates: Sequence[Statement],
+                       indices: Tuple[int, int], names: Set[str]) -> Tuple[Node, Node]:
+    """Node `n` (row-accumulating) as two operators: its starts alone, run once (their outputs
+    are `n`'s), and its updates alone, run per block on the outputs in place (role "inout")."""
+    from ..api import Kernel
+    program = n.kernel.program
+    written = {st.target.tensor for st in program.statements}
+    kept = [t for t in program.tensors if t.name in written]
+    sizes = {v for t in kept for d in t.shape or () for v in d.variables}
+    start_program = program.with_(
+        name=f"{program.name}_start", statements=tuple(starts), tensors=tuple(kept), scalars=(),
+        sizes=tuple(x for x in program.sizes if x in sizes),
+        assumptions=tuple(c for c in program.assumptions if set(c.expr.variables) <= sizes), defaults=())
+    update_program = program.with_(
+        name=f"{program.name}_update", statements=tuple(updates),
+        tensors=tuple(replace(t, role="inout") if t.name in written else t for t in program.tensors))
+    start = replace(n, index=indices[0], kernel=Kernel(start_program), scalars=(),
+                    bindings=tuple((k, p) for k, p in n.bindings if k in written),
+                    sizes=tuple((x, a) for x, a in n.sizes if x in sizes),
+                    name=fresh_name(f"{n.name}_start", names))
+    update = replace(n, index=indices[1], kernel=Kernel(update_program))
+    return start, update
+
+
 @dataclass(frozen=True)
 class RowBlocks:
     """How a program runs in row blocks.
@@ -105,7 +203,9 @@ class RowBlocks:
       row sizes rewritten to `size` and their row reads of whole tensors bound to `<name>_rows`;
     - `sliced`: `<name>_rows` -> `name` for tensors computed whole (inputs, results of `before`)
       and read row by row: rows `r0:r1` of `name`;
-    - `handles`: every tensor of the blocked nodes, shaped per block where it flows by rows.
+    - `handles`: every tensor of the blocked nodes, shaped per block where it flows by rows;
+    - `accumulated`: program outputs the blocks add into, in block order (see the module
+      docstring): the blocks then run one after another.
     """
 
     extent: Affine
@@ -114,6 +214,7 @@ class RowBlocks:
     blocked: Tuple[Node, ...]
     sliced: Tuple[Tuple[str, str], ...]
     handles: Mapping[str, TensorHandle]
+    accumulated: Tuple[str, ...] = ()
 
     @property
     def intermediates(self) -> Tuple[str, ...]:
@@ -124,15 +225,33 @@ class RowBlocks:
 
 def row_blocks(nodes: Sequence[Node], handles: Mapping[str, TensorHandle], outputs: Sequence[str],
                sizes: Sequence[str]) -> Optional[RowBlocks]:
-    """The row blocks of a program (see the module docstring), or None when none pay."""
+    """The row blocks of a program (see the module docstring), or None when none pay.  The rows
+    are the first extent of an output, else of an input (a program returning only column sums
+    still works row by row), the first that gives blocks."""
     if not outputs:
         return None
-    extent = handles[outputs[0]].shape[0] if handles[outputs[0]].shape else None
-    if extent is None:
-        return None
-    forms = {n.index: row_form(n.kernel.program) for n in nodes}
+    tried = []
+    for h in [handles[p] for p in outputs] + [h for h in handles.values() if h.producer is None]:
+        extent = h.shape[0] if h.shape else None
+        if extent is None or extent in tried:
+            continue
+        tried.append(extent)
+        found = _row_blocks_over(extent, nodes, handles, outputs, sizes)
+        if found is not None:
+            return found
+    return None
+
+
+def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str, TensorHandle],
+                     outputs: Sequence[str], sizes: Sequence[str]) -> Optional[RowBlocks]:
+    """`row_blocks` with rows `extent`."""
+    forms: Dict[int, Optional[RowForm]] = {n.index: row_form(n.kernel.program) for n in nodes}
     whole: Set[str] = set()          # tensors some operator (or nothing but a whole run) needs whole
     by_rows: Set[str] = set(outputs)
+    read = {p for n in nodes for p in n.inputs}
+    names = {n.name for n in nodes}
+    fresh = max((n.index for n in nodes), default=0) + 1
+    accumulated: List[str] = []
     blocked: List[Node] = []
     before: List[Node] = []
     for n in reversed(nodes):
@@ -141,16 +260,27 @@ def row_blocks(nodes: Sequence[Node], handles: Mapping[str, TensorHandle], outpu
         ok = (form is not None and not (set(n.outputs) & whole)
               and all(kernel_of[p] in form.tensors for p in n.outputs)
               and dict(n.sizes).get(form.size) == extent)
+        if not ok and set(n.outputs) <= set(outputs) and not set(n.outputs) & read:
+            found = next((f for f in (row_accumulation(n.kernel, x) for x, a in n.sizes if a == extent) if f), None)
+            if found is not None:
+                start, n = split_accumulation(n, found[1], found[2], (fresh, fresh + 1), names)
+                fresh += 2
+                before.append(start)
+                form = forms[n.index] = found[0]
+                ok = True
+                accumulated += n.updates
         if not ok:
             before.append(n)
             whole.update(n.inputs)
             continue
+        assert form is not None
         blocked.append(n)
         for k, p in n.bindings:
             if p in n.inputs:
                 (by_rows if k in form.tensors else whole).add(p)
     blocked.reverse()
     before.reverse()
+    by_rows -= set(accumulated)
     produced_in = {p for n in blocked for p in n.outputs}
     if not blocked or not any(p in produced_in for n in blocked for p in n.inputs):
         return None
@@ -174,7 +304,7 @@ def row_blocks(nodes: Sequence[Node], handles: Mapping[str, TensorHandle], outpu
         sizes_of = tuple((s, Affine.var(size) if s == form.size else a) for s, a in n.sizes)
         rewritten.append(replace(n, bindings=bindings, sizes=sizes_of))
     return RowBlocks(extent, size, tuple(before), tuple(rewritten),
-                     tuple((alias, p) for p, alias in rows_of_whole.items()), out_handles)
+                     tuple((alias, p) for p, alias in rows_of_whole.items()), out_handles, tuple(sorted(accumulated)))
 
 
 def block_rows(total: int, m_block: int, threads: int) -> int:

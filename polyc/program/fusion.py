@@ -41,7 +41,8 @@ class Group:
     - `unfused`: the same statements in call order with full storage (what `fuse` was proven on).
     - `fused_schedule`: the proven `fuse` of `unfused` (None when nothing was fused).
     - `contracted`: (tensor, dropped dimension, full shape) for every contracted intermediate.
-    - `inputs`/`outputs`: program tensors the group reads from / hands to the rest of the program.
+    - `inputs`/`outputs`: program tensors the group reads from / hands to the rest of the program
+      (a tensor it updates in place, an accumulation across row blocks, is among the inputs).
     """
 
     name: str
@@ -67,6 +68,8 @@ def _roles(nodes: Sequence[Node], needed_after: Sequence[str]) -> Dict[str, str]
             roles.setdefault(p, "input" if p not in produced else "temp")
         for p in n.outputs:
             roles[p] = "output" if p in needed_after else "temp"
+        for p in n.updates:
+            roles[p] = "inout"
     return roles
 
 
@@ -122,7 +125,7 @@ def build_group(name: str, nodes: Sequence[Node], handles: Mapping[str, TensorHa
     kernel = Kernel(program) if program is not unfused.program else unfused
     if fused_schedule is not None and not _same_order(kernel.model.schedule_map, fused_schedule.schedule_map):
         raise PolycError(f"internal: the fused order of group {name} differs from the proven fuse schedule")
-    inputs = tuple(t.name for t in program.tensors if t.role == "input")
+    inputs = tuple(t.name for t in program.tensors if t.role in ("input", "inout"))
     outputs = tuple(t.name for t in program.tensors if t.role == "output")
     return Group(name, tuple(nodes), kernel, unfused, fused_schedule, tuple(contracted), inputs, outputs, note)
 

@@ -137,6 +137,8 @@ class OperatorProgram:
         self._block_rows = blocks if type(blocks) is int else None
         self._blocked_gemms = ({n.index: recognise_gemm(n) for n in self.blocks.blocked}
                                if self.blocks is not None else {})
+        for n in self.blocks.before if self.blocks is not None else ():   # accumulations' starts
+            self._gemms.setdefault(n.index, None)
         self._plans: Dict[tuple, Plan] = {}
         self._dtypes: Dict[tuple, Dict[str, np.dtype]] = {}
         self._groupings: Dict[Tuple[int, ...], Tuple[Tuple[Unit, ...], Tuple[str, ...]]] = {}
@@ -303,6 +305,7 @@ class OperatorProgram:
                 if not run:
                     return
                 apart = {n.index for n in run if gemms[n.index] is not None} if self.products_apart else set()
+                apart |= {n.index for n in run if n.updates}   # accumulations across row blocks
                 for members in group_nodes(self.name, run, handles, sizes, needed, fuse=self.fuse, apart=apart):
                     gname = f"{self.name}_g{first + len(units)}"
                     g = build_group(gname, members, handles, sizes, needed[members[-1].index],
@@ -335,6 +338,8 @@ class OperatorProgram:
         from ..target import Target
         host = Target.host()
         threads = host.cores    # the threads OpenMP runs (`target.openmp_threads`)
+        if b.accumulated:
+            threads = 1         # blocks add into the same outputs: in order, each kernel's own threads
         total = b.extent.evaluate(sizes)
         if self._block_rows is not None:
             rows = self._block_rows
@@ -374,7 +379,8 @@ class OperatorProgram:
                 + (f" on {threads} threads, a run of blocks each" if threads > 1 else "")
                 + (", in one C loop" if in_c else ", from Python (a vendor call among them)")
                 + (f"; {', '.join(u.name for u in before)} once before" if before else "")
-                + (f"; intermediates per block: {', '.join(b.intermediates)}" if b.intermediates else ""))
+                + (f"; intermediates per block: {', '.join(b.intermediates)}" if b.intermediates else "")
+                + (f"; {', '.join(b.accumulated)} summed over the blocks in order" if b.accumulated else ""))
         memory = self._memory(units, sizes, itemsize, loop)
         return Plan(units, memory, d_before + d_blocked + n_before + n_blocked + (line,), dict(sizes), loop)
 

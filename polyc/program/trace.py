@@ -81,6 +81,13 @@ class Node:
         roles = {t.name: t.role for t in self.kernel.program.tensors}
         return tuple(p for k, p in self.bindings if roles[k] == "output")
 
+    @property
+    def updates(self) -> Tuple[str, ...]:
+        """Tensors the operator reads and updates in place (kernel role "inout"): only the
+        accumulating halves that row blocks make (`blocking.split_accumulation`) have any."""
+        roles = {t.name: t.role for t in self.kernel.program.tensors}
+        return tuple(p for k, p in self.bindings if roles[k] == "inout")
+
 
 class Tracer:
     """Records the nodes of one trace; every handle it makes has a program-unique name."""

@@ -1,0 +1,121 @@
+"""Row blocks that add into outputs: operators summing over the rows (a gradient's `dV += P^T dO`)
+run per block on the outputs in place, so what they read by rows shrinks to one block too."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyc as pc
+from kernels import programs as P
+from kernels.nn import softmax
+from polyc.program.blocking import row_accumulation
+
+column_sum = pc.kernel("C[j] +=! X[i, j]", name="column_sum")
+column_max = pc.kernel("C[j] max=! X[i, j]", name="column_max")
+
+
+@pytest.mark.parametrize("text, accepted", [
+    ("C[k] +=! A[i, k]", True),
+    ("C[k] max=! A[i, k]", True),
+    ("C[k] *=! A[i, k] + A[i, 0]", True),
+    ("C[k] +=! A[i, k] * B[j, k]", True),           # i, the rows, is the outer reduction loop
+    ("C[k] +=! B[j, k] * A[i, k]", False),          # j first: each C[k] would add j-major, not i-major
+    ("C[k] +=! A[i, k] / I", False),                # the row count as a value changes per block
+    ("C[k] +=! A[i, k] * i", False),                # so does the row index
+    ("C[k, i] +=! A[i, k]", False),                 # writes rows: row-wise, not an accumulation
+])
+def test_row_accumulation_accepts_only_what_blocks_in_order_compute_exactly(text, accepted):
+    k = pc.kernel(text, A=pc.tensor["I", "K"], B=pc.tensor["J", "K"])
+    found = row_accumulation(k, "I")
+    assert (found is not None) == accepted
+    if found is not None:
+        form, starts, updates = found
+        assert "A" in form.tensors and len(starts) == 1 and len(updates) == 1
+
+
+def _attention_backward(**options):
+    return P.attention(**options).grad(of="out", wrt=["Q", "K", "V"])
+
+
+def _backward_inputs(S, D=16, seed=0):
+    a = P.inputs(P.attention(), dict(S=S, D=D), seed=seed)
+    a["out_grad"] = np.random.default_rng(seed + 1).standard_normal((S, D)).astype(np.float32)
+    return a
+
+
+def test_attention_backward_runs_in_row_blocks_summing_the_key_and_value_gradients(threads):
+    prog = _attention_backward()
+    b = prog.blocks
+    assert b is not None and len(b.accumulated) == 2
+    grads = dict(prog.outputs)
+    assert set(b.accumulated) == {grads["K_grad"], grads["V_grad"]}
+    assert {n.name for n in b.before} >= {f"{n.name}_start" for n in prog.nodes if n.outputs[0] in b.accumulated}
+    # the scores, probabilities and their gradients flow by rows
+    assert {"softmax2_Y", "scale_grad7_X_grad"} <= set(b.intermediates)
+
+
+def test_blocked_attention_backward_equals_the_whole_program_bit_for_bit(threads):
+    blocked, whole = _attention_backward(blocks=64), _attention_backward(blocks=False)
+    a = _backward_inputs(200)                         # 64 + 64 + 64 + 8 rows
+    got, want = blocked(**a), whole(**a)
+    for name in ("Q_grad", "K_grad", "V_grad"):       # every element adds its rows in source order
+        np.testing.assert_array_equal(got[name], want[name])
+    loop = blocked._last.loop
+    assert loop is not None and loop.rows == 64 and loop.threads == 1 and loop.in_c
+    assert "summed over the blocks in order" in blocked.explain()
+    again = blocked(**a)                              # the outputs start again at every call
+    np.testing.assert_array_equal(again["K_grad"], want["K_grad"])
+    ref = P.attention().grad(of="out", wrt=["Q", "K", "V"]).reference(**a)
+    np.testing.assert_allclose(got["V_grad"], ref["V_grad"], rtol=1e-4, atol=1e-5)
+
+
+def test_blocked_attention_backward_shrinks_its_intermediates_3x(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    prog = _attention_backward()
+    zeros = {k: np.zeros((1024, 64), np.float32) for k in ("Q", "K", "V", "out_grad")}
+    plan = prog.plan(**zeros)
+    assert plan.loop is not None and plan.loop.blocks.accumulated
+    whole = _attention_backward(blocks=False).plan(**zeros)
+    assert whole.memory.planned_peak > 12 * 2**20          # S x S scores, probabilities and gradients
+    assert plan.memory.planned_peak * 3 < whole.memory.planned_peak
+
+
+def test_accumulation_beside_a_vendor_call_runs_blocks_from_python():
+    blocked, whole = _attention_backward(blocks=64, vendor=True), _attention_backward(blocks=False, vendor=True)
+    a = _backward_inputs(150)
+    got, want = blocked(**a), whole(**a)
+    assert not blocked._last.loop.in_c
+    for name in ("Q_grad", "K_grad", "V_grad"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduce, combine", [(column_sum, np.sum), (column_max, np.max)])
+def test_a_program_returning_only_column_reductions_runs_over_the_input_rows(reduce, combine):
+    @pc.program(blocks=16)
+    def probabilities_per_column(X: pc.f32["N", "M"]):
+        return reduce(X=softmax.kernel(X=X))
+    b = probabilities_per_column.blocks
+    assert b is not None and b.extent == pc.ir.Affine.var("N") and b.accumulated
+    x = np.random.default_rng(3).standard_normal((45, 7)).astype(np.float32)
+    x[5, 2] = np.nan                                  # NaN survives max=! in blocks as in one run
+    got = probabilities_per_column(X=x)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    want = combine(e / e.sum(axis=1, keepdims=True), axis=0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    plain = pc.program(probabilities_per_column.function, blocks=False)
+    np.testing.assert_array_equal(got, plain(X=x))
+
+
+def test_an_accumulation_another_operator_reads_runs_whole():
+    from kernels.program_ops import bias_add
+
+    @pc.program(blocks=16)
+    def shifted(X: pc.f32["N", "M"]):
+        p = softmax.kernel(X=X)
+        return bias_add.kernel(X=p, b=column_sum(X=p))   # every row needs every row's sum
+    b = shifted.blocks
+    assert b is None or not b.accumulated
+    x = np.random.default_rng(4).standard_normal((40, 6)).astype(np.float32)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(shifted(X=x), p + p.sum(axis=0), rtol=1e-5, atol=1e-6)
