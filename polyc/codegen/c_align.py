@@ -28,7 +28,7 @@ import cgen as c
 from ..ir import Program
 from .cexpr import CExprPrinter
 from ..schedule.packing_paths import consecutive_along
-from .loop_ast import Call, Loop, flat_block, ids, strip_parens
+from .loop_ast import Call, Loop, flat_block, ids, operand, strip_parens
 
 #: Whether vector loops are peeled at all (a switch for measuring the peel against none).
 ENABLED = True
@@ -94,6 +94,6 @@ def peeled_loop(emitter, n: Loop, body, pragmas: List) -> Optional[List]:
     return [c.Block([
         c.Line(f"const int64_t {LOW} = {strip_parens(emitter._c(n.init))};"),
         c.Line(f"const int64_t {SPLIT} = {LOW} + pc_align_peel(&{address}, sizeof({ctype}));"),
-        c.For(f"int64_t {it} = {LOW}", f"{it} < {SPLIT} && {cond}", f"{it}++", body),
+        c.For(f"int64_t {it} = {LOW}", f"{it} < {SPLIT} && {operand(cond)}", f"{it}++", body),
         *pragmas,
         c.For(f"int64_t {it} = {SPLIT}", cond, f"{it}++", body)])]

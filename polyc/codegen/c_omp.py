@@ -20,7 +20,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import cgen as c
 
-from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, ids, walk
+from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, ids, operand, walk
 
 #: Estimated operations below which a parallel loop runs on one thread (its `if()` clause).  A
 #: wake-up of the OpenMP pool costs some microseconds on an idle machine, far more on a loaded one.
@@ -61,7 +61,7 @@ def trip_count(loop: Loop, text: Callable[[LExpr], str]) -> Optional[str]:
     if bound is None:
         return None
     ub, inclusive = bound
-    span = text(ub) if loop.init == LExpr("int", value=0) else f"{text(ub)} - {text(loop.init)}"
+    span = text(ub) if loop.init == LExpr("int", value=0) else f"{operand(text(ub))} - {operand(text(loop.init))}"
     if inclusive:
         span = f"{span} + 1"
     return f"({span})" if loop.step == 1 else f"(({span} + {loop.step - 1}) / {loop.step})"

@@ -18,7 +18,7 @@ from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexE
                   Statement, Unary, i64)
 from ..ir.literals import INT_RANGE as _INT_RANGE
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
-from .loop_ast import strip_parens
+from .loop_ast import operand
 from .names import INTERNAL
 from .typing import BOOL, Typing, is_integer, literal_type
 
@@ -163,8 +163,7 @@ class CExprPrinter:
         parts = []
         for v, c in a.terms:
             term = self.index_text[v] if v in self.index_text else self._size(v)
-            if any(ch in term for ch in " +-*/?") and strip_parens(term) == term:
-                term = f"({term})"
+            term = operand(term)
             parts.append(term if c == 1 else f"-{term}" if c == -1 else f"{c} * {term}")
         if a.constant or not parts:
             parts.append(str(a.constant))

@@ -28,7 +28,7 @@ from .cexpr import CExprPrinter, expression_helpers, literal, wrapping
 from .cuda_contraction import with_tiled_contractions
 from .cuda_ir import (REDUCE_THREADS, Barrier, GPUKernel, GPUProgram, IdxGuard, IdxGuardU, KNode, Mapped, Raw, Reduce,
                       Region, UGuard, ULoop, USeq, build_gpu_program, flat_index)
-from .loop_ast import Block, Call, Guard, Loop, c_text, strip_parens
+from .loop_ast import Block, Call, Guard, Loop, c_text, operand, strip_parens
 from .names import CNames
 from .typing import Typing
 
@@ -139,7 +139,7 @@ class _Printer:
             idx, dim = idx.format(a=a), dim.format(a=a)
             scale = f" * {lp.step}" if lp.step != 1 else ""
             start = self._c(lp.init)
-            init = f"{idx}{scale}" if start == "0" else f"{start} + {idx}{scale}"
+            init = f"{idx}{scale}" if start == "0" else f"{operand(start)} + {idx}{scale}"
             return [self.loop(lp.iterator, init, self._c(lp.cond), f"{dim}{scale}", self.node(n.body))]
         if isinstance(n, ULoop):
             lp = n.loop
@@ -192,7 +192,7 @@ class _Printer:
         lp, red, nt = n.loop, n.scratch, REDUCE_THREADS
         scale = f" * {lp.step}" if lp.step != 1 else ""
         start = self._c(lp.init)
-        start = f"$tid{scale}" if start == "0" else f"{start} + $tid{scale}"
+        start = f"$tid{scale}" if start == "0" else f"{operand(start)} + $tid{scale}"
         it = self.names.id(lp.iterator)
         if _converts_each_step(self.typing, st, dt):
             # `T op= e` converts to T's type after every step (README "Types"): not associative,

@@ -80,6 +80,14 @@ def strip_parens(s: str) -> str:
         return s[1:-1]
     return s
 
+
+def operand(s: str) -> str:
+    """`s` (C text) safe as an operand of a larger expression: parenthesized unless it is one
+    token or already parenthesized as a whole (`c ? a : b` + 1 would add to `b` alone)."""
+    if any(ch in s for ch in " +-*/%?<>=&|!") and strip_parens(s) == s:
+        return f"({s})"
+    return s
+
 # -- statements --------------------------------------------------------------------------------
 
 def ids(e: LExpr) -> Set[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 
 import kernels
@@ -102,3 +103,30 @@ def test_math_functions_of_integers_compile_with_nvcc(dtype):
     np.testing.assert_allclose(got["sqrt_"], np.sqrt(a.astype(np.float64)))
     np.testing.assert_array_equal(got["floor_"], a)
     np.testing.assert_allclose(got["G"], np.exp(-np.arange(5.0) ** 2))
+
+
+def test_a_thread_loop_starting_at_a_conditional_bound_adds_the_thread_to_the_whole_bound():
+    """isl writes some loop starts as `c ? 0 : e`; `+ threadIdx.x` must add to all of it, not to
+    `e` alone (every thread then started at 0 where `c` held: 512 sums of one element)."""
+    @pc.kernel
+    def spread_back(Yg: pc.f64["2*N"], Xg: pc.f64["N"]):
+        for i in range(2 * N):
+            for q in range(N):
+                if 2 * q <= i and i <= 2 * q + 1:
+                    Xg[q] += Yg[i]
+    for target in ("c", "cuda-emu"):
+        xg = np.zeros(4)
+        pc.compile(spread_back, target=target)(Yg=np.arange(1.0, 9.0), Xg=xg)
+        np.testing.assert_array_equal(xg, [3.0, 7.0, 11.0, 15.0])
+    upsample = pc.kernel("Y[i] = X[i // 2]")
+    grad = pc.grad(upsample, of="Y", wrt=["X"])
+    np.testing.assert_array_equal(pc.compile(grad, target="cuda-emu")(Y_grad=np.ones(8)), [2.0] * 4)
+
+
+def test_operand_parenthesizes_what_a_larger_expression_would_split():
+    from polyc.codegen.loop_ast import operand
+    assert operand("c ? 0 : e") == "(c ? 0 : e)"
+    assert operand("a - b") == "(a - b)"
+    assert operand("(a - b)") == "(a - b)"
+    assert operand("(a) - (b)") == "((a) - (b))"
+    assert operand("x_1") == "x_1"
