@@ -331,7 +331,8 @@ class _Emitter:
             dtype = self.typing.tensors[st.target.tensor]
             varying = {i for i, a in zip(st.iterators, call.args) if ids(a) & loops}
             if st.update not in OMP_OPERATOR or any(set(e.variables) & varying for e in st.target.indices) \
-                    or any(a.tensor == st.target.tensor for a in st.value.accesses()):
+                    or any(a.tensor == st.target.tensor for a in st.value.accesses()) \
+                    or self.typing.converts_each_step(st):       # rounds every step: in order
                 continue
             if st.target.tensor in self._racing and not reduction_here:
                 continue      # other threads update the element too: each update stays atomic

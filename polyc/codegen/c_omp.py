@@ -20,6 +20,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import cgen as c
 
+from .cexpr import wrapping
 from .loop_ast import Block, Call, Guard, LExpr, Loop, Node, ids, operand, walk
 
 #: Estimated operations below which a parallel loop runs on one thread (its `if()` clause).  A
@@ -231,8 +232,8 @@ class Accumulator:
 
     def update_line(self, value: str) -> str:
         acc = self.name
-        if self.update in ("+", "*"):
-            return f"{acc} {self.update}= {value};"
+        if self.update in ("+", "*"):     # integers wrap as numpy's (a signed overflow is undefined in C)
+            return f"{acc} = {wrapping(acc, self.update, f'({value})', self.ctype)};"
         cmp = ">" if self.update == "max" else "<"
         nan = f"{acc}_nan |= (pc_v != pc_v); " if self.nan_flag else ""
         return f"{{ {self.ctype} pc_v = {value}; {nan}{acc} = pc_v {cmp} {acc} ? pc_v : {acc}; }}"

@@ -262,17 +262,24 @@ class CExprPrinter:
 
     def _statement(self, st: Statement) -> str:
         dtype = self.typing.tensors[st.target.tensor]
-        target = self.access(st.target)
-        value = self.expr(st.value, dtype)
-        value_type = self.typing.type_of(st.value, dtype)
-        to_int = is_integer(dtype) and value_type is not None and value_type.is_float
-        if st.update is None:
-            return f"{target} = {f'pc_f2i_{dtype.name}({value})' if to_int else value};"
-        if st.update in ("+", "*") and to_int:     # in the float type, then converted (README "Types")
-            return f"{target} = pc_f2i_{dtype.name}({target} {st.update} {value});"
-        if st.update in ("+", "*"):
-            return wrapping_update(target, st.update, value, dtype.c_name, value_type)
-        return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
+        return assignment(self.typing, st, self.access(st.target), self.expr(st.value, dtype))
+
+
+def assignment(typing: Typing, st: Statement, target: str, value: str) -> str:
+    """`st` as a C assignment of the printed `value` (in the target's type, `CExprPrinter.expr`)
+    to the C lvalue `target` (the statement's element, or a register holding it): a float stored
+    into an integer converts as numpy does (`pc_f2i_*`), after every step of an update; integer
+    updates wrap; max/min propagate NaN."""
+    dtype = typing.tensors[st.target.tensor]
+    value_type = typing.type_of(st.value, dtype)
+    to_int = is_integer(dtype) and value_type is not None and value_type.is_float
+    if st.update is None:
+        return f"{target} = {f'pc_f2i_{dtype.name}({value})' if to_int else value};"
+    if st.update in ("+", "*") and to_int:     # in the float type, then converted (README "Types")
+        return f"{target} = pc_f2i_{dtype.name}({target} {st.update} {value});"
+    if st.update in ("+", "*"):
+        return wrapping_update(target, st.update, value, dtype.c_name, value_type)
+    return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
 
 
 #: The unsigned C type integer arithmetic is done in (wrapping, as numpy's).

@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 
 import cgen as c
 
-from ..ir import Access, DType, Program, promote
+from ..ir import Access, Program
 from .signature import KernelSignature
 from ..schedule.auto_gpu import gpu_contraction_plans
 from ..schedule.schedule import Schedule
@@ -140,7 +140,12 @@ class _Printer:
             scale = f" * {lp.step}" if lp.step != 1 else ""
             start = self._c(lp.init)
             init = f"{idx}{scale}" if start == "0" else f"{operand(start)} + {idx}{scale}"
-            return [self.loop(lp.iterator, init, self._c(lp.cond), f"{dim}{scale}", self.node(n.body))]
+            body = self.node(n.body)
+            if n.kind == "block" and d.barrier and _reductions(n.body):
+                # a block running several rows (a clamped grid): the next row's tree must not write
+                # the shared partials while this row's last stage may still read them
+                body.append(c.Line(d.barrier))
+            return [self.loop(lp.iterator, init, self._c(lp.cond), f"{dim}{scale}", body)]
         if isinstance(n, ULoop):
             lp = n.loop
             body = self.node(n.body)
@@ -194,7 +199,7 @@ class _Printer:
         start = self._c(lp.init)
         start = f"$tid{scale}" if start == "0" else f"{operand(start)} + $tid{scale}"
         it = self.names.id(lp.iterator)
-        if _converts_each_step(self.typing, st, dt):
+        if self.typing.converts_each_step(st):
             # `T op= e` converts to T's type after every step (README "Types"): not associative,
             # so no tree; thread 0 folds the terms in order, as the serial code does.
             return [Region(Raw(("if ($tid == 0)",
@@ -297,15 +302,6 @@ class _Printer:
         params += [c.Value("int64_t", f"pc_g{a}") for a in "xyz"] + [c.Value("int64_t", f"pc_n{a}") for a in "xyz"]
         decl = c.FunctionDeclaration(c.Value("void", kernel.symbol + "_emu"), params)
         return str(c.FunctionBody(decl, c.Block(inner)))
-
-
-def _converts_each_step(typing, st, target: DType) -> bool:
-    """Whether the `+=`/`*=` update `st` combines in a type wider than its target's (an integer
-    target of a float value, float32 of float64) and so converts, and rounds, at every step."""
-    if st.update not in ("+", "*"):
-        return False
-    vt = typing.type_of(st.value, target)
-    return vt is not None and vt.name != "bool" and promote(target, vt) != target
 
 
 def _reductions(n) -> List[Reduce]:

@@ -30,7 +30,7 @@ from ..errors import PolycError
 from ..ir import Access, Affine, Program
 from ..poly.islutil import isl_name
 from ..schedule.auto_gpu import GPUContractionPlan, k_step, threads_of
-from .cexpr import CExprPrinter, literal
+from .cexpr import CExprPrinter, assignment, literal
 from .cuda_ir import (Barrier, GPUKernel, GPUProgram, HNode, HostGuard, HostLoop, HostSeq, Launch, Mapped, Raw,
                       Region, UGuard, ULoop, USeq, flat_index)
 from .loop_ast import LExpr, Loop
@@ -269,7 +269,7 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
                   else {op.group[0]: op.origin, m.k[0]: "1"})
         stride = f"(({offset(op.access, beside)}) - ({corner}))"     # between consecutive vectors' rows
         conditions += [f"((uintptr_t)({data(op.access)} + {corner}) % 16 == 0)", f"({stride} % {lanes} == 0)"]
-    conditions.append(f"{EK} % {BK} == 0")
+    conditions += [f"{EK} > 0", f"{EK} % {BK} == 0"]   # K = 0: nothing to load (an empty operand)
 
     def load_tile(k0: str, vector: bool) -> List[str]:
         """Registers <- the K tile at k0 (16-byte vectors on the fast path)."""
@@ -302,7 +302,7 @@ def contraction_kernel(plan: GPUContractionPlan, program: Program, typing: Typin
             f"  for (int pc_m = 0; pc_m < {TM}; pc_m++)",
             "    #pragma unroll",
             f"    for (int pc_n = 0; pc_n < {TN}; pc_n++)",
-            f"      pc_acc[pc_m][pc_n] += {value};"]
+            f"      {assignment(typing, st, 'pc_acc[pc_m][pc_n]', value)}"]
     whole = ["#pragma unroll", f"for (int pc_kk = 0; pc_kk < {BK}; pc_kk++) {{"] + step + ["}"]
     k_loop = Loop("pc_k0", LExpr("int", value=0), LExpr("<", (LExpr("id", value="pc_k0"), _group_lexpr(m.k, ext))),
                   BK, None, None)  # type: ignore[arg-type]

@@ -156,6 +156,16 @@ class Typing:
             common = literal_type(e.lhs, e.rhs)
         return common
 
+    def converts_each_step(self, st) -> bool:
+        """Whether the `+=`/`*=` update `st` combines in a type wider than its target's (an integer
+        target of a float value, float32 of float64) and so converts, and rounds, at every step:
+        such a reduction is not associative, and no accumulator or tree may reorder it."""
+        if st.update not in ("+", "*"):
+            return False
+        target = self.tensors[st.target.tensor]
+        vt = self.type_of(st.value, target)
+        return vt is not None and vt.name != "bool" and promote(target, vt) != target
+
     def weak(self, e: Expr) -> bool:
         """Whether `e` adopts the other operand's type: a literal, or an index value where
         `weak_indices` holds."""

@@ -21,7 +21,7 @@ from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 import islpy as isl
 
-from ..errors import PolycError
+from ..errors import PolycError, ScheduleArgumentError
 from ..ir import Const
 from ..poly.dependences import Dependences
 from ..poly.islutil import fixed_value, isl_budget
@@ -50,10 +50,14 @@ def _map(schedule: Schedule, loops: Sequence[str], mark: str) -> Schedule:
         dim = schedule.dims[schedule.dim_index(loop)]
         other = {LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD} - {LoopKind(mark)}
         if dim.kinds & other:
-            raise PolycError(f"loop {loop!r} is already mapped to {'threads' if mark == 'block' else 'blocks'}; "
-                             f"a loop maps to blocks or to threads, not both (tile it first)")
+            raise ScheduleArgumentError(f"loop {loop!r} is already mapped to {'threads' if mark == 'block' else 'blocks'}; "
+                                        f"a loop maps to blocks or to threads, not both (tile it first)")
         check_parallel(schedule, deps, loop, f"mapping loop {loop!r} to CUDA {mark}s")
         schedule = schedule.with_mark(loop, LoopKind(mark), f"map_to_{mark}s({loop!r})")
+    mapped = [d.name for d in schedule.dims if LoopKind(mark) in d.kinds]
+    if len(mapped) > 3:
+        raise ScheduleArgumentError(f"map_to_{mark}s would map {len(mapped)} nested loops to CUDA {mark}s "
+                                    f"({', '.join(map(str, mapped))}); at most 3 fit (x, y, z)")
     from .rewrite import check_blocks_enclose_threads
     check_blocks_enclose_threads(schedule, f"map_to_{mark}s({', '.join(map(repr, loops))})")
     return schedule

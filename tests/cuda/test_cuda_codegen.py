@@ -130,3 +130,53 @@ def test_operand_parenthesizes_what_a_larger_expression_would_split():
     assert operand("(a - b)") == "(a - b)"
     assert operand("(a) - (b)") == "((a) - (b))"
     assert operand("x_1") == "x_1"
+
+
+@pytest.mark.parametrize("ctype", ["i32", "u8"])
+def test_tiled_integer_products_of_floats_convert_every_step_as_numpy(ctype):
+    """A GPU's float-to-int conversion saturates where numpy's (and x86's) wraps: the tiled
+    contraction's register update converts through `pc_f2i_*` like every other path."""
+    k = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", C=getattr(pc, ctype)["I", "J"], A=pc.f32["I", "K"],
+                  B=pc.f32["K", "J"])
+    src = pc.codegen(k, "auto", target="cuda")
+    assert f"pc_acc[pc_m][pc_n] = pc_f2i_{ctype}(pc_acc[pc_m][pc_n] + " in src
+    assert "pc_acc[pc_m][pc_n] +=" not in src
+    a = np.array([[3e9, 1.0], [300.0, 0.0], [-5.0, 0.0]], np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(pc.compile(k, "auto", target="cuda-emu")(A=a, B=np.ones((2, 1), np.float32)),
+                                      k.reference(A=a, B=np.ones((2, 1), np.float32)))
+
+
+@needs_nvcc
+def test_tiled_integer_products_compile_with_nvcc():
+    k = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", C=pc.i32["I", "J"], A=pc.f32["I", "K"], B=pc.f32["K", "J"])
+    compile_cuda_check(pc.codegen(k, "auto", target="cuda"), "sm_90")
+
+
+def test_tiled_products_take_no_vector_path_over_an_empty_reduction():
+    """K = 0 passed `K % 16 == 0`: the 16-byte fast path then loaded a tile of the empty operands."""
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]")
+    src = pc.codegen(mm, "auto", target="cuda")
+    assert "((n_K)) > 0 && ((n_K)) % 16 == 0" in src
+    out = pc.compile(mm, "auto", target="cuda-emu")(A=np.zeros((64, 0), np.float32), B=np.zeros((0, 64), np.float32))
+    np.testing.assert_array_equal(out, np.zeros((64, 64), np.float32))
+
+
+def test_a_block_loop_running_several_rows_waits_for_its_tree_before_the_next_row():
+    """A block runs several rows when the grid is smaller than the rows (a clamped grid): the next
+    row's warps must not write the shared partials while warp 0 still reads this row's."""
+    k = pc.kernel("O[i] +=! A[i, k]")
+    src = pc.codegen(k, "auto", target="cuda")
+    body = src[src.index("for (int64_t i_i = (int64_t)blockIdx.x"):]
+    last_stage = body.rindex("__shfl_down_sync(0xffffffffu, pc_w, 1)")
+    assert body[last_stage:].split("\n")[-4:] == ["    __syncthreads();", "  }", "}", ""]
+
+
+def test_at_most_three_loops_map_to_blocks_or_threads():
+    mm = pc.kernel("C[i, j] +=! A[i, k] * B[k, j]")
+    s = mm.schedule().tile(i=4, j=4)
+    for mapping in ("map_to_blocks", "map_to_threads"):
+        with pytest.raises(pc.ScheduleArgumentError, match="at most 3 fit"):
+            getattr(s, mapping)("i_outer", "j_outer", "i_inner", "j_inner")
+    with pytest.raises(pc.ScheduleArgumentError, match="already mapped to blocks"):
+        s.map_to_blocks("i_outer").map_to_threads("i_outer")

@@ -102,3 +102,26 @@ def test_a_condition_with_literals_counts_as_0_or_1(src, want, dtype):
     for got in (pc.compile(k)(A=a), pc.compile(k, target="cuda-emu")(A=a), k.reference(A=a)):
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("schedule", [None, "auto"])
+def test_an_integer_reduction_of_float_terms_converts_after_every_step_under_every_schedule(schedule):
+    """`C_i32 +=! A_f32`: each step adds in float32 and converts back (README "Types"), which is
+    not associative: "auto" keeps it out of its vector accumulators (it held an int32 and added
+    floats to it, converting once: INT_MIN where numpy gives 852516352)."""
+    k = pc.kernel("C[i] +=! A[i, k]", C=pc.i32["I"], A=pc.f32["I", "K"])
+    a = np.full((3, 2), 3e9, np.float32)
+    want = np.zeros(3, np.int32)
+    with np.errstate(all="ignore"):
+        for kk in range(2):
+            want = (want.astype(np.float32) + a[:, kk]).astype(np.int32)
+    assert want[0] == 852516352
+    np.testing.assert_array_equal(pc.compile(k, schedule)(A=a), want)
+
+
+def test_integer_accumulators_wrap_as_numpy_does():
+    k = pc.kernel("C[i] +=! A[i, k]", C=pc.i32["I"], A=pc.i32["I", "K"])
+    a = np.random.default_rng(0).integers(-2**31, 2**31 - 1, size=(5, 300), dtype=np.int32)
+    f = pc.compile(k, "auto")
+    assert "pc_acc = (int32_t)((uint32_t)(pc_acc) + " in f.source
+    np.testing.assert_array_equal(f(A=a), a.sum(axis=1, dtype=np.int32))
