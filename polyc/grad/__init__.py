@@ -72,6 +72,8 @@ def grad(kernel, of: str, wrt: Union[str, Sequence[str]], checkpoint: Optional[s
                         f"{' or '.join(map(repr, CHECKPOINTS))} (or None)")
     if not isinstance(of, str):
         raise GradError(f"of must be the name of one tensor, not {of!r}")
+    if not isinstance(wrt, str) and not isinstance(wrt, (list, tuple)):
+        raise GradError(f"wrt must be a tensor name or a list of them, not {wrt!r}")
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not all(isinstance(x, str) for x in wrt):
         raise GradError(f"wrt must be tensor names, not {wrt!r}")

@@ -67,9 +67,11 @@ def classify_writes(program: Program) -> Dict[str, Writes]:
     by_tensor: Dict[str, List[Statement]] = {}
     for st in program.statements:
         if st.target.tensor in tensors_read(st.value):
-            raise GradError(f"{describe(st)} reads {st.target.tensor}, the tensor it writes (a recurrence); "
-                            f"pc.grad differentiates kernels whose statements read only other tensors: write "
-                            f"the values to a new tensor")
+            way_out = ("; or pass checkpoint='store', which keeps every value it overwrites"
+                       if program.frontend == "python" else "")
+            raise GradError(f"{describe(st)} reads {st.target.tensor}, the value it writes (a recurrence); "
+                            f"pc.grad differentiates kernels whose statements read only other values: write "
+                            f"the values to a new tensor{way_out}")
         by_tensor.setdefault(st.target.tensor, []).append(st)
     roles = {t.name: t.role for t in program.tensors}
     out: Dict[str, Writes] = {}

@@ -69,6 +69,23 @@ def _as_f64(inputs: Mapping[str, Any], kernel) -> Dict[str, Any]:
     return out
 
 
+def _call_sizes(kernel, arrays: Mapping[str, Any]) -> Dict[str, int]:
+    """The sizes a call of `kernel` with `arrays` binds (`J` of `Y[i] +=! X[i + j, j]`, which its
+    gradient, reading no X, cannot infer); {} where they cannot be told."""
+    from ..errors import PolycError
+    from ..ir import f64
+    from ..runtime.arguments import bind_arguments
+    program = getattr(kernel, "program", None)
+    if program is None or not hasattr(program, "tensors"):
+        return {}
+    try:
+        bound = bind_arguments(program, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()},
+                               dtypes={t.name: f64 for t in program.tensors if t.dtype is None})
+    except (PolycError, TypeError, ValueError):
+        return {}
+    return {k: int(v) for k, v in bound.sizes.items()}
+
+
 def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional[Mapping[str, Any]] = None, *,
                directions: int = 3, seed: int = 0, rtol: Optional[float] = None, step: Optional[float] = None,
                target: str = "c", schedule: Any = None, checkpoint: Optional[str] = None,
@@ -91,6 +108,11 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     options = dict(checkpoint=checkpoint) if checkpoint else {}
     if saved:
         options["saved"] = saved
+    for x in wrt:
+        if x in given and np.asarray(given[x]).dtype.kind != "f":
+            raise GradError(f"check_grad: {x} is an array of {np.asarray(given[x]).dtype}, and finite differences "
+                            f"need values that can move a little: pass {x} as floats (the gradient is with "
+                            f"respect to real values)")
     g = pc.grad(kernel, of=of, wrt=wrt, **options)
     rng = np.random.default_rng(seed)
     first = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in given.items()}
@@ -109,6 +131,9 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
                  if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
                  | set(g.program.sizes)}
     grad_args[g.grad_names.seed] = ybar
+    for name, value in _call_sizes(kernel, first).items():   # sizes no array of the gradient carries
+        if name in g.program.sizes:
+            grad_args.setdefault(name, value)
     for t in saved:
         grad_args[t] = result[t] if isinstance(result, dict) else result
     compiled = pc.compile(g, schedule, target=target)

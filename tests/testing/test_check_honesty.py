@@ -142,3 +142,35 @@ def test_check_grad_judges_a_float32_result_by_float32_tolerances():
 def test_check_grad_judges_a_kernel_that_rounds_to_float32_inside_by_float32():
     x = np.random.default_rng(0).standard_normal((6, 5))
     check_grad(pc.kernel("Y[i, j] = float32(X[i, j]) * exp(X[i, j])", name="f32_inside"), "Y", "X", dict(X=x))
+
+
+def test_check_grad_refuses_integer_arrays_it_would_differentiate():
+    """`A=np.arange(3)` passed with both values 0: the seed and the steps truncated to int64."""
+    k = pc.kernel("Y[i] = A[i] * X[i]")
+    with pytest.raises(pc.GradError, match="A is an array of int64"):
+        check_grad(k, of="Y", wrt=["A"], A=np.arange(3), X=np.ones(3))
+
+
+def test_check_grad_passes_the_sizes_only_the_forward_call_binds():
+    """The gradient of `Y[i] +=! X[i + j, j]` reads no X, so `X_dim0` and `J` come from the call."""
+    k = pc.kernel("Y[i] +=! X[i + j, j]")
+    r = check_grad(k, of="Y", wrt="X", X=np.random.default_rng(0).standard_normal((5, 3)))
+    assert len(r.analytic) == 3
+
+
+def test_grad_refuses_a_wrt_that_is_no_name_with_its_own_error():
+    with pytest.raises(pc.GradError, match="wrt must be a tensor name"):
+        pc.grad(pc.kernel("Y[i] = X[i] * X[i]"), of="Y", wrt=3)
+
+
+def test_a_loop_recurrence_refusal_names_the_way_out():
+    @pc.kernel
+    def row_max(X: pc.f64["N", "M"], Y: pc.f64["N"]):
+        for i in range(N):
+            m = X[i, 0]
+            for j in range(M):
+                m = max(m, X[i, j])
+            Y[i] = m
+    with pytest.raises(pc.GradError, match="checkpoint='store'"):
+        pc.grad(row_max, of="Y", wrt="X")
+    check_grad(row_max, of="Y", wrt="X", checkpoint="store", X=np.random.default_rng(1).standard_normal((3, 4)))
