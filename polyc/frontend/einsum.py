@@ -24,7 +24,7 @@ from ..ir.depth import ensure_recursion_room, tree_depth
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
-from ..ir.expr import ARITHMETIC_OPS
+from ..ir.expr import ARITHMETIC_OPS, condition_arithmetic
 from ..ir.types import f32, f64, i32, i64, u8, u16
 
 #: Conversions as Tensor Comprehensions and C write them: `int32(x)`, `float(x)`.  TC's `float`
@@ -239,7 +239,11 @@ class _Lowering:
         if k == "bin" and node.value == "**":
             return Call("pow", (args[0], args[1]))
         if k == "bin":
-            return Binary(node.value, args[0], args[1])  # type: ignore[arg-type]
+            try:        # numpy's rule for two conditions: `+` is or, `*` is and
+                combined = condition_arithmetic(str(node.value), args[0], args[1])
+            except ValueError as e:
+                raise ParseError(str(e), node.loc) from None
+            return combined or Binary(node.value, args[0], args[1])  # type: ignore[arg-type]
         fn = node.value
         if fn in CAST_FUNCTIONS:
             if len(args) != 1:

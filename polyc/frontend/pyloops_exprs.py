@@ -16,13 +16,14 @@ import ast
 import builtins
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 import numpy as np
 
-from ..errors import LiteralRangeError, ParseError
+from ..errors import LiteralRangeError, ParseError, PolycError
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   ScalarRef, Select, TensorType, Unary, f32, f64, i32, i64, stop_gradient)
+from ..ir.expr import condition_arithmetic, is_condition
 from .einsum_affine import Divisions, Extremes  # noqa: F401  (Extremes re-exported)
 from .pyloops_source import Source, int_literal, short_text
 
@@ -36,8 +37,39 @@ ALLOWED_CALLS = ("math/numpy sqrt, exp, log, tanh, sin, cos, floor, ceil, fabs, 
                  "int")
 
 
+#: The most alternatives an `if` test may expand to (its DNF): `i != 0 and ... and i != 15` is
+#: 2**16 before pruning, which took minutes; pruned it stays 17.
+MAX_ALTERNATIVES = 4096
+
+
+def _bounded(conj: Sequence[Constraint]) -> bool:
+    """False when the conjunction's one-variable bounds contradict (`i <= -1` and `i >= 1`): a
+    cheap test that prunes most products of `!=` tests; True when it cannot tell."""
+    lo: Dict[str, int] = {}
+    hi: Dict[str, int] = {}
+    for c in conj:
+        if c.kind == "eq" and len(c.expr.terms) == 1 and abs(c.expr.terms[0][1]) == 1:
+            v, k = c.expr.terms[0]
+            at = -c.expr.constant * k        # k * v + constant == 0
+            lo[v], hi[v] = max(lo.get(v, at), at), min(hi.get(v, at), at)
+        elif c.kind == "ge" and len(c.expr.terms) == 1:
+            v, k = c.expr.terms[0]
+            if k > 0:                        # v >= ceil(-constant / k)
+                lo[v] = max(lo.get(v, -(c.expr.constant // k)), -(c.expr.constant // k))
+            else:                            # v <= floor(constant / -k)
+                hi[v] = min(hi.get(v, c.expr.constant // -k), c.expr.constant // -k)
+        if any(v in hi and lo[v] > hi[v] for v in lo):
+            return False
+    return True
+
+
 def dnf_and(a: DNF, b: DNF) -> DNF:
-    return [x + y for x in a for y in b]
+    out = [x + y for x in a for y in b if _bounded(x + y)]
+    if len(out) > MAX_ALTERNATIVES:
+        raise PolycError(f"an `if` test expands to more than {MAX_ALTERNATIVES} alternatives (each `!=`, "
+                         f"`or` and `else` of an earlier test doubles them); write it with fewer `!=` "
+                         f"tests, or as ranges (`lo <= i < hi`)")
+    return out
 
 
 def dnf_or(a: DNF, b: DNF) -> DNF:
@@ -396,9 +428,17 @@ class ExprLowering:
             raise self.src.error(node, "bitwise inversion `~` is not supported")
         if isinstance(node, ast.BoolOp):
             op = "and" if isinstance(node.op, ast.And) else "or"
-            out = self.value(node.values[0])
-            for v in node.values[1:]:
-                out = Binary(op, out, self.value(v))
+            values = [self.value(v) for v in node.values]
+            if all(is_condition(v) for v in values):
+                out = values[0]
+                for v in values[1:]:
+                    out = Binary(op, out, v)
+                return out
+            # Python's `and`/`or` of numbers give an operand: `x or y` is x when x is truthy
+            out = values[-1]
+            for v in reversed(values[:-1]):
+                truthy = Binary("!=", v, Const(0))
+                out = Select(truthy, v, out) if op == "or" else Select(truthy, out, v)
             return out
         if isinstance(node, ast.Compare):
             return self._compare(node)
@@ -465,6 +505,13 @@ class ExprLowering:
         ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%", ast.FloorDiv: "//"}
         lhs, rhs = self.value(node.left), self.value(node.right)
         if isinstance(node.op, ast.Pow):
+            python_ints = all(isinstance(x, IndexExpr) or (isinstance(x, Const) and type(x.value) is int)
+                              for x in (lhs, rhs))
+            if python_ints and not (isinstance(rhs, Const) and rhs.value >= 0):
+                # Python's int ** int is a float where the exponent is negative (2 ** -1 == 0.5):
+                # an exponent that may be is computed as a float power (numpy's integer rule is
+                # for array elements, which are numpy integers)
+                return Call("pow", (Cast(f64, lhs), rhs))
             return Call("pow", (lhs, rhs))
         if type(node.op) not in ops:
             raise self.src.error(node, f"the operator in `{short_text(node)}` is not supported")
@@ -474,6 +521,15 @@ class ExprLowering:
             # code give inf, nan or 0; so the kernel is refused where the mistake is written.
             raise self.src.error(node.right, f"`{short_text(node)}` divides by the literal zero (Python raises "
                                              "ZeroDivisionError on Python numbers; numpy gives inf, nan or 0)")
+        if any(isinstance(x, Access) for side in (lhs, rhs) for x in side.walk()):
+            # conditions on array elements are numpy bools: `+` is or, `*` is and (Python's own
+            # bools, of indices and scalars, add as the integers 0 and 1)
+            try:
+                combined = condition_arithmetic(op, lhs, rhs)
+            except ValueError as e:
+                raise self.src.error(node, str(e)) from None
+            if combined is not None:
+                return combined
         if op == "/" and self._is_integer(lhs) and self._is_integer(rhs):
             # Python's `/` on integers is true division: make that explicit for C and CUDA.
             lhs = Cast(f64, lhs)

@@ -160,3 +160,28 @@ def rebuild(e: Expr, leaf) -> Expr:
     if isinstance(e, Select):
         return Select(rebuild(e.cond, leaf), rebuild(e.if_true, leaf), rebuild(e.if_false, leaf))
     return e
+
+
+def is_condition(e: Expr) -> bool:
+    """`e` is a truth value by its form: a comparison, `and`/`or`/`not`, or True/False."""
+    if isinstance(e, Binary):
+        return e.op in COMPARISON_OPS or e.op in LOGICAL_OPS
+    if isinstance(e, Unary):
+        return e.op == "not"
+    return isinstance(e, Const) and isinstance(e.value, bool)
+
+
+def condition_arithmetic(op: str, lhs: Expr, rhs: Expr) -> Optional[Expr]:
+    """numpy's arithmetic of two truth values (boolean arrays): `+` is a logical or (True + True
+    is True, not 2) and `*` a logical and; None for any other operands.  `-` of two conditions,
+    which numpy refuses, raises `ValueError` for the front end to report where it is written."""
+    if not (is_condition(lhs) and is_condition(rhs)):
+        return None
+    if op == "+":
+        return Binary("or", lhs, rhs)
+    if op == "*":
+        return Binary("and", lhs, rhs)
+    if op == "-":
+        raise ValueError("numpy refuses `-` between two conditions (boolean subtract); write "
+                         "select(a, 1.0, 0.0) - select(b, 1.0, 0.0), or `a != b` for their exclusive or")
+    return None
