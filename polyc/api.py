@@ -6,7 +6,7 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
-from .errors import ArgumentError, PolycError, ProgramError
+from .errors import ArgumentError, ParseError, PolycError, ProgramError
 from .ir import DType, Program, TensorType
 from .poly import Dependences, PolyModel, check_bounds, check_initialized, empty_size_requirements, infer_shapes
 from .poly.checks import derived_size_constraints
@@ -14,6 +14,17 @@ from .schedule.schedule import Schedule
 from .target import Target
 
 TARGETS = ("c", "cuda", "cuda-emu")
+
+
+def _check_integer_range(program: Program) -> None:
+    """Refuse, where it is written, a subscript or bound whose integers no call could keep inside
+    64-bit arithmetic (`ir.magnitude.oversized_statement`), before isl meets its constants."""
+    from .ir.magnitude import SAFE_MAGNITUDE, oversized_statement
+    st = oversized_statement(program)
+    if st is not None:
+        raise ParseError(f"`{st.text}` computes subscripts or loop bounds beyond {SAFE_MAGNITUDE} (2**60) times "
+                         f"its sizes: a coefficient, constant or divisor this large cannot be computed in the "
+                         f"64-bit integers of the generated loops", st.location)
 
 
 class Kernel:
@@ -26,7 +37,9 @@ class Kernel:
 
     def __init__(self, program: Program, function: Optional[Callable] = None):
         self.source_program = program
+        _check_integer_range(program)
         self.program: Program = infer_shapes(program)
+        _check_integer_range(self.program)      # with the ranges inferred
         self.model = PolyModel(self.program)
         floors: list = []   # floors of per-call sizes that requirements use: derived sizes
         requirements = check_bounds(self.model, floors)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..errors import ArgumentError, PolycError
+from ..errors import ArgumentError, ParseError, PolycError
 from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
                   Unary, f32, f64, i64, promote)
 
@@ -282,7 +282,8 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
             if t is None:
                 continue
             if t == BOOL:
-                raise PolycError(f"statement `{st.text}` stores a condition; write select(cond, 1.0, 0.0)")
+                raise ParseError(f"statement `{st.text}` stores a condition into {name}, whose type is not "
+                                 f"declared; write select(cond, 1.0, 0.0), or declare {name}", st.location)
             tensors[name] = t
             changed = True
         if not changed:

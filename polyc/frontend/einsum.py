@@ -456,8 +456,11 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
         decl = declared[k]
         if isinstance(decl, TensorType) and any(v in sizes_used for e in decl.shape for v in e.variables):
             continue   # TC's `S=f32(N)` only binds N: an input whose shape is checked at call time
+        constant = (f" ({k} in a kernel is the constant {'infinity' if k == 'inf' else 'not-a-number'}; "
+                    f"name the scalar otherwise)" if k in ("inf", "nan") else "")
         raise ParseError(f"{k!r} is declared but the kernel never uses it"
-                         + (" (nor any size of its shape)" if isinstance(decl, TensorType) else ""))
+                         + (" (nor any size of its shape)" if isinstance(decl, TensorType) else "") + constant,
+                         statements[0].loc if statements else None)     # the kernel, in the user's file
     return program
 
 

@@ -140,6 +140,14 @@ class _Parser:
         lower = self.arith()
         self.expect(":", "between the lower and upper bound (write 'where i in lo:hi')")
         upper = self.arith()
+        stack = [lower, upper]
+        while stack:
+            n = stack.pop()
+            if n.kind == "name" and n.value == tok.text:
+                hint = f" (did you mean {tok.text.upper()}?)" if tok.text.upper() != tok.text else ""
+                raise ParseError(f"the range of {tok.text} is bounded by {tok.text} itself; a range is "
+                                 f"written in sizes and other indices{hint}", n.loc)
+            stack.extend(n.args)
         return WhereRange(tok.text, lower, upper, self.loc(tok))
 
     def comma_list(self, close: str) -> List[Node]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -50,6 +51,8 @@ def tokenize(source: str, filename: str = "<kernel>") -> List[Token]:
                 raise ParseError(f"unexpected character {text[0]!r}" if not text[0].isidentifier()
                                  else f"{text!r} is not an identifier", SourceLocation(line, col, lines[line - 1],
                                                                                      filename))
+            if kind == "name":      # as Python reads identifiers: `ﬁ` is `fi` (NFKC), so keywords match
+                text = unicodedata.normalize("NFKC", text)
             if text in "([":
                 depth += 1
             elif text in ")]":

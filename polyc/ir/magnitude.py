@@ -50,3 +50,20 @@ def index_scale(program: Program) -> int:
     domain: Iterable[Affine] = (c.expr for st in program.statements for conj in st.domain for c in conj)
     p = max((_parts(e, iterators)[1] for e in domain), default=1) or 1
     return max(1, max((s * p + q for s, q in (_parts(e, iterators) for e in _expressions(program))), default=1))
+
+
+#: What a kernel's integers may reach for a call's sizes: int64 with room for the few extra terms
+#: a schedule's loop bounds add (tile corners, skews).  `runtime.arguments` checks each call.
+SAFE_MAGNITUDE = 2 ** 60
+
+
+def oversized_statement(program: Program):
+    """The first statement whose subscripts or bounds reach `SAFE_MAGNITUDE` times the sizes
+    already at size 1 (`A[i // 10**12]`, a coefficient of 10**18): no call could run it in 64-bit
+    arithmetic.  None when every statement fits."""
+    if index_scale(program) < SAFE_MAGNITUDE:
+        return None
+    for st in program.statements:
+        if index_scale(program.with_(statements=(st,))) >= SAFE_MAGNITUDE:
+            return st
+    return None

@@ -125,6 +125,9 @@ def tensor_shape(shape) -> Tuple[Affine, ...]:
                 raise ArgumentError(f"tensor extent {extent!r} is not an affine expression of sizes "
                                     f"(write e.g. 'N', '2*H + 1' or an integer)") from None
         elif isinstance(extent, (int, np.integer)) and not isinstance(extent, (bool, np.bool_)):
+            if extent < 1:
+                raise ArgumentError(f"tensor extent {int(extent)} must be at least 1 (an extent that "
+                                    f"is 0 at some call is a size: write it as a name, 'N')")
             out.append(Affine.const(int(extent)))
         else:
             raise ArgumentError(f"tensor extent {extent!r} must be an integer or a string naming sizes "

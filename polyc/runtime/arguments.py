@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..ir import Affine, DType, Program, ScalarDecl, TensorDecl, dtype_of_numpy, DTYPES, f64
 from ..ir.text import with_floors
+from ..ir.magnitude import SAFE_MAGNITUDE
 from ..codegen.signature import KernelSignature
 from .aligned import aligned_empty
 from .dlpack import contiguous_hint, host_view
@@ -497,9 +498,8 @@ def _check_assumptions(program: Program, sizes: Mapping[str, int], origins: Mapp
                                 f"{with_floors(str(c), program.derived_sizes)} ({_explain(c.expr, sizes, origins)})")
 
 
-#: What `_check_magnitude` lets a kernel's integers reach: int64 with room for the few extra
-#: terms a schedule's loop bounds add (tile corners, skews).
-_SAFE_MAGNITUDE = 2 ** 60
+#: What `_check_magnitude` lets a kernel's integers reach (`ir.magnitude`).
+_SAFE_MAGNITUDE = SAFE_MAGNITUDE
 
 
 def _check_magnitude(program: Program, sizes: Mapping[str, int], origins: Mapping[str, str]) -> None:

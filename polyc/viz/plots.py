@@ -12,7 +12,8 @@ a Jacobi time step).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+import functools
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import PolycError
 from .points import (Point, Slice, make_slice, model_of, schedule_times, slice_dependences,
@@ -49,6 +50,17 @@ def figure_class():
 
         _FIGURE_CLASS = PolycFigure
     return _FIGURE_CLASS
+
+
+def _plain_text(plot: Callable) -> Callable:
+    """Run `plot` with matplotlib's mathtext off: names and statements are the user's text, and a
+    `$` in them (a kernel named `cost $x$`) is not TeX to typeset, or to fail on when drawn."""
+    @functools.wraps(plot)
+    def plain(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+    return plain
 
 
 def _axes(ax, figsize=(5.5, 4.5)):
@@ -125,6 +137,7 @@ def _draw_arrows(ax, sl: Slice, pairs) -> Dict[str, int]:
     return drawn
 
 
+@_plain_text
 def plot_domain(kernel_or_model, statement: Optional[str] = None, sizes: Optional[Mapping[str, int]] = None,
                 dims: Optional[Sequence[str]] = None, fix: Optional[Mapping[str, int]] = None, ax=None,
                 dependences: Union[bool, str, Sequence[str]] = True):
@@ -200,6 +213,7 @@ def _wavefront_dim(schedule, times) -> Optional[int]:
     return None
 
 
+@_plain_text
 def plot_schedule(schedule, sizes: Optional[Mapping[str, int]] = None, dims: Optional[Sequence[str]] = None,
                   statement: Optional[str] = None, fix: Optional[Mapping[str, int]] = None,
                   color_by: str = "auto", tile_dims: Optional[Sequence[str]] = None, ax=None,
@@ -275,6 +289,7 @@ def plot_schedule(schedule, sizes: Optional[Mapping[str, int]] = None, dims: Opt
     return fig
 
 
+@_plain_text
 def plot_dependence_graph(kernel, ax=None, kinds: Sequence[str] = ("flow", "anti", "output")):
     """The dependence graph between statements, as an arc diagram.
 

@@ -239,7 +239,7 @@ def test_unusable_directory_falls_back(tmp_path, monkeypatch):
 
 _READ_ONLY = textwrap.dedent("""\
     import os, stat, sys, warnings, numpy as np, polyc as pc
-    import polyc.runtime.ckernel, polyc.codegen.c, polyc.schedule.auto  # before dropping privileges
+    import polyc.runtime.ckernel, polyc.codegen.c, polyc.schedule.auto, polyc.frontend.tokens  # before dropping privileges
     from polyc.errors import CacheWarning
     from polyc.runtime import cache
     if len(sys.argv) > 1:  # the interpreter's own files may be unreadable to that user: import first

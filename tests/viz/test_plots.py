@@ -145,3 +145,12 @@ def test_draws_into_a_given_axes():
     out = plot_domain(wave, sizes={"N": 4}, ax=ax1)
     plot_schedule(wave.schedule(), sizes={"N": 4}, ax=ax2)
     assert out is fig and len(ax1.collections) >= 1 and len(ax2.collections) >= 1
+
+
+def test_names_with_dollar_signs_are_drawn_as_text_not_typeset():
+    k = pc.kernel("B[i] = A[i] * 2.0\nC[i] = B[i] + B[i + 1]", name="cost $\\foo{$")
+    fig = plot_dependence_graph(k)
+    fig = getattr(fig, "figure", fig)
+    assert fig._repr_png_().startswith(b"\x89PNG")          # matplotlib's mathtext raised here
+    texts = [t for ax in fig.axes for t in ax.texts] + [ax.title for ax in fig.axes]
+    assert texts and not any(t.get_parse_math() for t in texts)
