@@ -145,6 +145,8 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
     filename = "<kernel>"
     frame = inspect.currentframe()
     caller = frame.f_back if frame is not None else None
+    while caller is not None and caller.f_code.co_filename == __file__:   # `pc.kernel(name=...)("...")`
+        caller = caller.f_back
     if caller is not None:
         filename = f"<kernel defined at {caller.f_code.co_filename}:{caller.f_lineno}>"
     program = program_from_einsum(source, name or "kernel", declared, filename=filename, outputs=outputs)

@@ -45,3 +45,9 @@ def test_storing_a_condition_into_an_undeclared_tensor_names_the_statement():
 def test_a_constant_extent_below_one_is_refused_at_the_declaration(extent):
     with pytest.raises(pc.ArgumentError, match="must be at least 1"):
         pc.f64[extent]
+
+
+def test_a_kernel_made_by_a_configured_pc_kernel_points_at_the_users_line():
+    with pytest.raises(pc.ParseError) as e:
+        pc.kernel(name="bad")("B[i] = A[i] +")
+    assert f"{__file__}:" in e.value.location.filename
