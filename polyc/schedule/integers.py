@@ -52,10 +52,11 @@ def schedule_int(value: object, what: str, *, minimum: int = -MAX_SCHEDULE_INT,
     if not minimum <= value <= maximum or (nonzero and value == 0):
         allowed = (f"a positive int no larger than {maximum}" if minimum == 1 else
                    f"a non-negative int no larger than {maximum}" if minimum == 0 else
-                   f"an int between {minimum} and {maximum}") + (", not 0," if nonzero else "")
+                   f"an int between {minimum} and {maximum}") + (" other than 0" if nonzero else "")
         shown = value if abs(value) < 10**12 else f"{'-' if value < 0 else ''}~2**{abs(value).bit_length() - 1}"
-        raise ScheduleArgumentError(f"{what} must be {allowed} (larger magnitudes could overflow the "
-                                    f"generated code's 64-bit loop arithmetic), not {shown}", what)
+        why = "" if minimum <= value <= maximum else (" (larger magnitudes could overflow the generated "
+                                                      "code's 64-bit loop arithmetic)")
+        raise ScheduleArgumentError(f"{what} must be {allowed}{why}, not {shown}", what)
     return value
 
 

@@ -28,6 +28,7 @@ from ..poly.islutil import fixed_value, isl_budget  # noqa: F401  (fixed_value r
 from ..poly.model import PolyModel
 from ..poly.reduction import is_reduction_dependence as reduction_rule
 from .integers import map_coefficients_fit
+from .loop_names import derived_from, loop_name_problem
 from .state import Dim, LoopKind, ScheduleState as Schedule, StatementMaps, _fresh
 
 #: Largest trip count a fully unrolled loop may have.
@@ -114,8 +115,9 @@ def check_new_names(s: Schedule, names: Sequence[str], replacing: Sequence[str] 
 
     seen: Set[str] = set()
     for n in names:
-        if not isinstance(n, str) or not n.isidentifier():
-            raise PolycError(f"loop name {n!r} is not an identifier")
+        problem = loop_name_problem(n) if isinstance(n, str) else "is not a string"
+        if problem and not derived_from(n, s.loop_names):   # the rule saved schedules are read with
+            raise NameClashError(f"cannot name a new loop {n!r}: the name {problem}")
         if n in seen:
             raise NameClashError(f"the name {n!r} is given to two new loops; loop names must be unique")
         for kind, taken in kinds:

@@ -22,8 +22,6 @@ accepts a map that runs every update twice (an extra dimension `0 <= t <= 1`), s
 from __future__ import annotations
 
 import json
-import keyword
-import re
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import islpy as isl
@@ -32,6 +30,7 @@ from ..errors import PolycError, ScheduleFileError
 from ..poly.islutil import isl_budget, isl_name
 from ..poly.model import PolyModel
 from .integers import MAX_SCHEDULE_INT, MAX_UNROLL_FACTOR, map_coefficients_fit
+from .loop_names import derived_from, loop_name_problem
 from .state import LABELS as MARKS, Dim, Unroll
 
 #: Limits that keep a hostile file from costing unbounded time or memory.
@@ -39,18 +38,8 @@ MAX_FILE_CHARS = 4_000_000
 MAX_MAP_CHARS = 200_000
 MAX_DIMS = 256
 MAX_STEPS = 10_000
-MAX_NAME_CHARS = 64
 MAX_HISTORY_CHARS = 2_000
 
-_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-#: C keywords and the type names generated code declares; a loop of that name would not compile
-#: or would change what a declaration means.
-_C_RESERVED = frozenset("""
-    auto break case char const continue default do double else enum extern float for goto if inline
-    int long register restrict return short signed sizeof static struct switch typedef union unsigned
-    void volatile while asm typeof bool true false NULL size_t int8_t int16_t int32_t int64_t uint8_t
-    uint16_t uint32_t uint64_t ptrdiff_t intptr_t uintptr_t main
-""".split())
 
 
 def fail(where: str, message: str) -> ScheduleFileError:
@@ -115,13 +104,11 @@ def check_identifier(value: Any, where: str, what: str, existing: Sequence[str] 
     """`value` if it is a name polyc may print into C: one of `existing` (names the kernel itself
     has), or a plain ASCII identifier that is no C keyword and not polyc's own (`_`, `polyc_`)."""
     expect(value, (str,), where, what)
-    if value in existing:
+    if value in existing or derived_from(value, existing):
         return value
-    if not _PLAIN_IDENTIFIER.match(value) or len(value) > MAX_NAME_CHARS:
-        raise fail(where, f"{what} {_show(value)} is not a plain identifier (letters, digits and '_', "
-                          f"starting with a letter, at most {MAX_NAME_CHARS} characters)")
-    if value in _C_RESERVED or keyword.iskeyword(value) or value.lower().startswith("polyc"):
-        raise fail(where, f"{what} {value!r} is reserved (a C keyword or type, or polyc's own prefix)")
+    problem = loop_name_problem(value)
+    if problem:
+        raise fail(where, f"{what} {_show(value)} {problem}")
     return value
 
 
@@ -133,6 +120,7 @@ def check_dims(model: PolyModel, doc: Dict[str, Any]) -> Tuple[Dim, ...]:
     if not entries or len(entries) > MAX_DIMS:
         raise fail("dims", f"needs between 1 and {MAX_DIMS} dimensions, not {len(entries)}")
     reserved = reserved_names(model)
+    iterators = {i for st in model.program.statements for i in st.iterators}
     seen: Dict[str, int] = {}
     dims: List[Dim] = []
     for k, entry in enumerate(entries):
@@ -143,7 +131,7 @@ def check_dims(model: PolyModel, doc: Dict[str, Any]) -> Tuple[Dim, ...]:
             raise fail(where, f"unknown fields {sorted(unknown)}")
         name = entry.get("name")
         if name is not None:
-            check_identifier(name, f"{where}.name", "the loop name")
+            check_identifier(name, f"{where}.name", "the loop name", existing=sorted(iterators))
             if name in reserved:
                 raise fail(f"{where}.name", f"loop name {name!r} is already a tensor, scalar or size of "
                                             f"kernel {model.program.name!r}")
@@ -166,7 +154,6 @@ def check_dims(model: PolyModel, doc: Dict[str, Any]) -> Tuple[Dim, ...]:
             raise fail(f"{where}.unroll", "a scalar (ordering) dimension cannot be unrolled")
         origin = entry.get("origin")
         if origin is not None:
-            iterators = {i for st in model.program.statements for i in st.iterators}
             check_identifier(origin, f"{where}.origin", "the origin", existing=sorted(iterators))
         dim = Dim(name, unroll=Unroll.from_legacy(unroll) if name is not None else Unroll.none(), origin=origin)
         for mark in marks:
@@ -353,7 +340,7 @@ def check_steps(model: PolyModel, doc: Dict[str, Any], replayable: Sequence[str]
             _check_argument(a, f"{where}.args[{j}]", known, reserved)
         tensor_params = _tensor_params(name)
         for key, a in kwargs.items():
-            if key.startswith("_"):
+            if key.startswith("_") and key not in known and not derived_from(key, known):
                 raise fail(f"{where}.kwargs", f"{name} takes no argument {key!r}")
             check_identifier(key, f"{where}.kwargs", "an argument name", existing=known)
             if key in tensor_params:

@@ -78,6 +78,10 @@ def tile(s: ScheduleState, sizes: Optional[Mapping[str, int]] = None, /, **kw_si
         raise ScheduleArgumentError(f"tile takes loop sizes as keywords (tile(i=32)) or a dict, not {sizes!r}",
                                     "sizes")
     all_sizes = dict(sizes or {})
+    unnamed = [loop for loop in all_sizes if not isinstance(loop, str)]
+    if unnamed:
+        raise ScheduleArgumentError(f"tile's dict maps loop names to sizes; {unnamed[0]!r} is no loop name "
+                                    f"(the loops are {', '.join(s.loop_names)})", "sizes")
     twice = sorted(set(all_sizes) & set(kw_sizes))
     if twice:
         raise ScheduleArgumentError(f"tile gives loop {twice[0]!r} a size twice, in the dict and as a keyword",
