@@ -205,7 +205,11 @@ class RowBlocks:
       and read row by row: rows `r0:r1` of `name`;
     - `handles`: every tensor of the blocked nodes, shaped per block where it flows by rows;
     - `accumulated`: program outputs the blocks add into, in block order (see the module
-      docstring): the blocks then run one after another.
+      docstring);
+    - `combine`: (output, operator) for each of them when all are Einstein reductions, which
+      are unordered (Tensor Comprehensions' meaning): threads may then each add their run of
+      blocks into a copy of their own, combined at the end; otherwise the blocks run one after
+      another.
     """
 
     extent: Affine
@@ -215,6 +219,7 @@ class RowBlocks:
     sliced: Tuple[Tuple[str, str], ...]
     handles: Mapping[str, TensorHandle]
     accumulated: Tuple[str, ...] = ()
+    combine: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def intermediates(self) -> Tuple[str, ...]:
@@ -252,6 +257,7 @@ def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str
     names = {n.name for n in nodes}
     fresh = max((n.index for n in nodes), default=0) + 1
     accumulated: List[str] = []
+    operators: Dict[str, Set[str]] = {}     # accumulated output -> its update operators (None: in order)
     blocked: List[Node] = []
     before: List[Node] = []
     for n in reversed(nodes):
@@ -269,6 +275,10 @@ def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str
                 form = forms[n.index] = found[0]
                 ok = True
                 accumulated += n.updates
+                written = dict(n.bindings)
+                for st in found[2]:
+                    operators.setdefault(written[st.target.tensor], set()).add(
+                        st.update if n.kernel.program.frontend == "einsum" else "in order")
         if not ok:
             before.append(n)
             whole.update(n.inputs)
@@ -304,7 +314,15 @@ def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str
         sizes_of = tuple((s, Affine.var(size) if s == form.size else a) for s, a in n.sizes)
         rewritten.append(replace(n, bindings=bindings, sizes=sizes_of))
     return RowBlocks(extent, size, tuple(before), tuple(rewritten),
-                     tuple((alias, p) for p, alias in rows_of_whole.items()), out_handles, tuple(sorted(accumulated)))
+                     tuple((alias, p) for p, alias in rows_of_whole.items()), out_handles, tuple(sorted(accumulated)),
+                     _combinable(operators))
+
+
+def _combinable(operators: Mapping[str, Set[str]]) -> Tuple[Tuple[str, str], ...]:
+    """(output, operator) of the accumulations threads may split (`RowBlocks.combine`): all or none."""
+    if any(len(ops) != 1 or "in order" in ops for ops in operators.values()):
+        return ()
+    return tuple(sorted((t, next(iter(ops))) for t, ops in operators.items()))
 
 
 def block_rows(total: int, m_block: int, threads: int) -> int:

@@ -338,8 +338,8 @@ class OperatorProgram:
         from ..target import Target
         host = Target.host()
         threads = host.cores    # the threads OpenMP runs (`target.openmp_threads`)
-        if b.accumulated:
-            threads = 1         # blocks add into the same outputs: in order, each kernel's own threads
+        if b.accumulated and not b.combine:
+            threads = 1         # sums kept in order: blocks one after another, each kernel's own threads
         total = b.extent.evaluate(sizes)
         if self._block_rows is not None:
             rows = self._block_rows
@@ -362,6 +362,8 @@ class OperatorProgram:
         if not handed:
             return None          # one fused group already: blocks would only add calls
         in_c = all(isinstance(u, Group) for u in blocked)
+        if b.accumulated and not in_c:
+            threads = 1         # only the C loop gives each thread copies of the sums
         if self._block_rows is None and threads > 1 and not in_c:
             # Measured: blocks side by side on Python threads (a vendor call among them, so no C
             # loop) ran the attention head in 1.1-2.1 ms against 0.9 ms whole; ask with blocks=N.
@@ -373,14 +375,8 @@ class OperatorProgram:
             kept = sum(self._bytes(b.handles[t].shape, block_sizes, itemsize) for t in handed)
             if again > kept:
                 return None
-        loop = RowLoop(b, rows, len(before), threads, itemsize, handed, in_c)
-        names = ", ".join(u.name for u in blocked)
-        line = (f"rows {b.extent} in blocks of {rows} ({b.size}): {names} run per block"
-                + (f" on {threads} threads, a run of blocks each" if threads > 1 else "")
-                + (", in one C loop" if in_c else ", from Python (a vendor call among them)")
-                + (f"; {', '.join(u.name for u in before)} once before" if before else "")
-                + (f"; intermediates per block: {', '.join(b.intermediates)}" if b.intermediates else "")
-                + (f"; {', '.join(b.accumulated)} summed over the blocks in order" if b.accumulated else ""))
+        loop = RowLoop(b, rows, len(before), threads, itemsize, handed, in_c, b.combine if threads > 1 else ())
+        line = loop.describe([u.name for u in blocked], [u.name for u in before])
         memory = self._memory(units, sizes, itemsize, loop)
         return Plan(units, memory, d_before + d_blocked + n_before + n_blocked + (line,), dict(sizes), loop)
 
@@ -433,8 +429,8 @@ class OperatorProgram:
             before = {t for st in steps[:loop.first] for t in st.produces}
             keep = tuple(sorted({t for st in steps[loop.first:] for t in st.reads if t in before}))
         plan = plan_buffers(steps, planned_bytes, outs, unfused, tensor_bytes, keep)
-        if loop is not None and loop.threads > 1:   # each other thread's set of one block's buffers
-            extra = (loop.threads - 1) * sum(planned_bytes[t] for t in loop.buffers)
+        if loop is not None and loop.threads > 1:   # each other thread's block buffers and sums
+            extra = (loop.threads - 1) * sum(planned_bytes[t] for t in loop.buffers + tuple(t for t, _ in loop.combine))
             plan = replace(plan, planned_peak=plan.planned_peak + extra)
         return plan
 
@@ -519,7 +515,8 @@ class OperatorProgram:
         if driver is not None:
             at = dict(sizes)
             at[loop.blocks.size] = loop.rows
-            planned = {t: buffer(t, at, loop.blocks.handles) for t in driver.buffers}
+            sums = dict(loop.combine)   # thread 0 adds into the output itself
+            planned = {t: env[t] if t in sums else buffer(t, at, loop.blocks.handles) for t in driver.buffers}
             driver.run(env, loop.blocks.extent.evaluate(sizes), planned)
             return
 

@@ -162,6 +162,7 @@ class RowDriver:
         """Every block of the loop on the arrays of `env` (the outputs already there, whole);
         `planned`: thread 0's intermediates (the program's planned buffers at a full block)."""
         owned = self._owned(planned)
+        copies = self._sum_copies(env, owned)
         local: List[int] = []
         for t in range(self.loop.threads):
             mine = [data_pointer(planned[b]) for b in self.buffers] if t == 0 else []
@@ -170,6 +171,36 @@ class RowDriver:
         local_ptr = (ctypes.c_void_p * max(1, len(local)))(*local)
         self._function(env_ptr, self._row, local_ptr, self.nlocal, self._int, self._fn,
                        total, self.loop.rows, self.loop.threads)
+        for copy, name, op in copies:           # each thread's part of a sum, in thread order
+            _COMBINE[op](env[name], copy, out=env[name])
+
+    def _sum_copies(self, env: Mapping[str, np.ndarray], owned: List[List[np.ndarray]]) -> List[tuple]:
+        """Each further thread's copy of every split sum (`RowLoop.combine`; thread 0 adds into the
+        output itself), set to the operator's identity: (copy, output, operator)."""
+        out = []
+        for name, op in self.loop.combine:
+            k = self.buffers.index(name)
+            target = env[name]
+            for t in range(1, self.loop.threads):
+                copy = owned[t][k][:target.nbytes].view(target.dtype).reshape(target.shape)
+                copy.fill(_identity(op, target.dtype))
+                out.append((copy, name, op))
+        return out
+
+
+#: How two threads' parts of a sum combine (in place into the first).
+_COMBINE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _identity(op: str, dtype: np.dtype):
+    """The value `op` leaves unchanged, in `dtype` (a copy's start: the output holds the start value)."""
+    if op in ("+", "*"):
+        return 0 if op == "+" else 1
+    big = np.inf if dtype.kind == "f" else None
+    if big is None:
+        info = np.iinfo(dtype)
+        return info.min if op == "max" else info.max
+    return -big if op == "max" else big
 
 
 class _Recorder:
@@ -211,7 +242,7 @@ def record(loop: RowLoop, units: Sequence[Group], env: Mapping[str, np.ndarray],
     total = b.extent.evaluate(sizes)
     rec = _Recorder(env)
     sliced = dict(b.sliced)
-    made = {t for u in units for t in u.outputs}
+    made = {t for u in units for t in u.outputs} | {t for t, _ in loop.combine}
 
     def arg(name: str, ctype: str) -> Arg:
         """Where tensor `name` of a block comes from (see `block_arrays`)."""
@@ -219,7 +250,7 @@ def record(loop: RowLoop, units: Sequence[Group], env: Mapping[str, np.ndarray],
             return Arg("rows", rec.array(sliced[name]), ctype)
         if name in outputs:
             return Arg("rows", rec.array(name), ctype)
-        if name in made:                        # an intermediate: the running thread's buffer
+        if name in made:        # an intermediate, or a sum split by thread: the running thread's own
             if name not in rec.buffers:
                 rec.buffers.append(name)
             return Arg("local", rec.buffers.index(name), ctype)

@@ -35,6 +35,21 @@ class RowLoop:
     buffers: Tuple[str, ...] = ()
     #: every unit of the loop is a compiled C group, so the blocks can run in one C loop (`row_driver`)
     in_c: bool = False
+    #: (output, operator) of the sums each thread beyond the first adds its blocks into a copy of,
+    #: combined into the output after the loop (`blocking.RowBlocks.combine`; C loop only)
+    combine: Tuple[Tuple[str, str], ...] = ()
+
+    def describe(self, blocked: Sequence[str], before: Sequence[str]) -> str:
+        """The plan's line for the loop (`explain()`)."""
+        b = self.blocks
+        sums = ", ".join(b.accumulated)
+        return (f"rows {b.extent} in blocks of {self.rows} ({b.size}): {', '.join(blocked)} run per block"
+                + (f" on {self.threads} threads, a run of blocks each" if self.threads > 1 else "")
+                + (", in one C loop" if self.in_c else ", from Python (a vendor call among them)")
+                + (f"; {', '.join(before)} once before" if before else "")
+                + (f"; intermediates per block: {', '.join(b.intermediates)}" if b.intermediates else "")
+                + (f"; each thread sums its blocks into a copy of {sums}, added into it at the end"
+                   if self.combine else f"; {sums} summed over the blocks in order" if sums else ""))
 
 
 def block_arrays(loop: RowLoop, env: Mapping[str, Any], sizes: Mapping[str, int], r0: int, r1: int, *,

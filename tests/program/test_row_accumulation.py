@@ -54,22 +54,29 @@ def test_attention_backward_runs_in_row_blocks_summing_the_key_and_value_gradien
     assert {"softmax2_Y", "scale_grad7_X_grad"} <= set(b.intermediates)
 
 
-def test_blocked_attention_backward_equals_the_whole_program_bit_for_bit(threads):
+def test_blocked_attention_backward_equals_the_whole_program(threads):
     blocked, whole = _attention_backward(blocks=64), _attention_backward(blocks=False)
     a = _backward_inputs(200)                         # 64 + 64 + 64 + 8 rows
     got, want = blocked(**a), whole(**a)
-    for name in ("Q_grad", "K_grad", "V_grad"):       # every element adds its rows in source order
-        np.testing.assert_array_equal(got[name], want[name])
     loop = blocked._last.loop
-    assert loop is not None and loop.rows == 64 and loop.threads == 1 and loop.in_c
-    assert "summed over the blocks in order" in blocked.explain()
-    again = blocked(**a)                              # the outputs start again at every call
-    np.testing.assert_array_equal(again["K_grad"], want["K_grad"])
+    assert loop is not None and loop.rows == 64 and loop.in_c and loop.threads == int(threads)
+    if loop.threads == 1:       # every element adds its rows in source order: bit for bit
+        assert not loop.combine and "summed over the blocks in order" in blocked.explain()
+        for name in ("Q_grad", "K_grad", "V_grad"):
+            np.testing.assert_array_equal(got[name], want[name])
+    else:                       # each thread's run of rows into a copy, added at the end (unordered sums)
+        assert {t for t, _ in loop.combine} == set(blocked.blocks.accumulated)
+        assert "into a copy of" in blocked.explain()
+        np.testing.assert_array_equal(got["Q_grad"], want["Q_grad"])
+        for name in ("K_grad", "V_grad"):
+            np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=1e-6)
+    again = blocked(**a)                              # the outputs and copies start again at every call
+    np.testing.assert_array_equal(again["K_grad"], got["K_grad"])
     ref = P.attention().grad(of="out", wrt=["Q", "K", "V"]).reference(**a)
     np.testing.assert_allclose(got["V_grad"], ref["V_grad"], rtol=1e-4, atol=1e-5)
 
 
-def test_blocked_attention_backward_shrinks_its_intermediates_3x(monkeypatch):
+def test_blocked_attention_backward_shrinks_its_intermediates(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     prog = _attention_backward()
     zeros = {k: np.zeros((1024, 64), np.float32) for k in ("Q", "K", "V", "out_grad")}
@@ -78,6 +85,10 @@ def test_blocked_attention_backward_shrinks_its_intermediates_3x(monkeypatch):
     whole = _attention_backward(blocks=False).plan(**zeros)
     assert whole.memory.planned_peak > 12 * 2**20          # S x S scores, probabilities and gradients
     assert plan.memory.planned_peak * 3 < whole.memory.planned_peak
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")              # block buffers and sums per thread
+    two = _attention_backward().plan(**zeros)
+    assert two.loop.threads == 2 and two.loop.combine
+    assert two.memory.planned_peak * 2.5 < whole.memory.planned_peak
 
 
 def test_accumulation_beside_a_vendor_call_runs_blocks_from_python():
@@ -119,3 +130,25 @@ def test_an_accumulation_another_operator_reads_runs_whole():
     e = np.exp(x - x.max(axis=1, keepdims=True))
     p = e / e.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(shifted(X=x), p + p.sum(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_sums_split_by_thread_only_where_every_one_is_unordered():
+    from polyc.program.blocking import _combinable
+    assert _combinable({"dV": {"+"}, "m": {"max"}}) == (("dV", "+"), ("m", "max"))
+    assert _combinable({"dV": {"+"}, "L": {"in order"}}) == ()      # a loop kernel's sum: in order
+    assert _combinable({"dV": {"+", "max"}}) == ()
+
+
+def test_column_maxima_split_by_thread_keep_nan_and_integer_extremes(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    imax = pc.kernel("C[j] max=! X[i, j]", name="imax", X=pc.i32["N", "M"], C=pc.i32["M"])
+    twice = pc.kernel("Y[i, j] = X[i, j] * 2", name="twice", X=pc.i32["N", "M"], Y=pc.i32["N", "M"])
+
+    @pc.program(blocks=16)
+    def column_max(X: pc.i32["N", "M"]):
+        return imax(X=twice(X=X))
+    x = np.full((70, 3), -2**30, np.int32)            # every value below the float-free identity 0
+    x[65, 1] = -5
+    got = column_max(X=x)
+    assert column_max._last.loop.combine == ((column_max.blocks.accumulated[0], "max"),)
+    np.testing.assert_array_equal(got, (x * 2).max(axis=0))
