@@ -74,6 +74,35 @@ def _bound_only(conj: Sequence[Constraint], it: str, size: str) -> bool:
     return len(seen) == 2
 
 
+def _row_tensors(program, size: str) -> Optional[Set[str]]:
+    """The tensors whose first extent is exactly `size` (the rows), or None when `size` appears in
+    any other extent."""
+    row = Affine.var(size)
+    rows = {t.name for t in program.tensors if t.shape and t.shape[0] == row}
+    for t in program.tensors:
+        dims = tuple(t.shape or ())
+        if any(size in d.variables for d in dims[1:]) or (dims and t.name not in rows and size in dims[0].variables):
+            return None
+    return rows
+
+
+def _row_local(st: Statement, it: str, size: str, rows: Set[str]) -> bool:
+    """`st` reads and writes the `rows` tensors at row `it` only, and mentions `it` and `size`
+    nowhere else in its subscripts and value."""
+    for acc in (st.target,) + st.value.accesses():
+        first, rest = (acc.indices[0], acc.indices[1:]) if acc.tensor in rows else (None, acc.indices)
+        if first is not None and first != Affine.var(it):
+            return False
+        if any(it in i.variables or size in i.variables for i in rest):
+            return False
+    for e in st.value.walk():
+        if isinstance(e, IndexExpr) and ({it, size} & set(e.value.variables)):
+            return False
+        if isinstance(e, ScalarRef) and e.name in (it, size):
+            return False
+    return True
+
+
 def row_form(program) -> Optional[RowForm]:
     """The kernel's row form (see the module docstring), or None when it is not row-wise."""
     written = {st.target.tensor for st in program.statements}
@@ -83,29 +112,13 @@ def row_form(program) -> Optional[RowForm]:
     size = decls[next(iter(sorted(written)))].shape[0].as_single_var()
     if size is None:
         return None
-    row = Affine.var(size)
-    rows = {t.name for t in program.tensors if t.shape and t.shape[0] == row}
-    if not written <= rows:
+    rows = _row_tensors(program, size)
+    if rows is None or not written <= rows:
         return None
-    for t in program.tensors:
-        dims = tuple(t.shape or ())
-        if any(size in d.variables for d in dims[1:]) or (dims and t.name not in rows and size in dims[0].variables):
-            return None
     for st in program.statements:
         it = st.target.indices[0].as_single_var() if st.target.indices else None
-        if it is None or it not in st.iterators or it in st.divisions:
+        if it is None or it not in st.iterators or it in st.divisions or not _row_local(st, it, size, rows):
             return None
-        for acc in (st.target,) + st.value.accesses():
-            first, rest = (acc.indices[0], acc.indices[1:]) if acc.tensor in rows else (None, acc.indices)
-            if first is not None and first != Affine.var(it):
-                return None
-            if any(it in i.variables or size in i.variables for i in rest):
-                return None
-        for e in st.value.walk():
-            if isinstance(e, IndexExpr) and ({it, size} & set(e.value.variables)):
-                return None
-            if isinstance(e, ScalarRef) and e.name in (it, size):
-                return None
         if not all(_bound_only(conj, it, size) for conj in st.domain):
             return None
     return RowForm(size, frozenset(rows))
@@ -129,13 +142,8 @@ def row_accumulation(kernel, size: str) -> Optional[Tuple[RowForm, Tuple[Stateme
         return None
     if any(t.role == "temp" for t in program.tensors):
         return None
-    row = Affine.var(size)
-    rows = {t.name for t in program.tensors if t.shape and t.shape[0] == row}
-    for t in program.tensors:
-        dims = tuple(t.shape or ())
-        if any(size in d.variables for d in dims[1:]) or (dims and t.name not in rows and size in dims[0].variables):
-            return None
-    if rows & written:
+    rows = _row_tensors(program, size)
+    if rows is None or rows & written:
         return None
     starts: List[Statement] = []
     updates: List[Statement] = []
@@ -150,19 +158,8 @@ def row_accumulation(kernel, size: str) -> Optional[Tuple[RowForm, Tuple[Stateme
         if st.update not in ("+", "*", "max", "min") or it is None or not st.reduction or \
                 st.reduction[0] != it or it in st.divisions:
             return None
-        if any(a.tensor in written for a in st.value.accesses()):
+        if any(a.tensor in written for a in st.value.accesses()) or not _row_local(st, it, size, rows):
             return None
-        for acc in (st.target,) + st.value.accesses():
-            first, rest = (acc.indices[0], acc.indices[1:]) if acc.tensor in rows else (None, acc.indices)
-            if first is not None and first != Affine.var(it):
-                return None
-            if any(it in i.variables or size in i.variables for i in rest):
-                return None
-        for e in st.value.walk():
-            if isinstance(e, IndexExpr) and ({it, size} & set(e.value.variables)):
-                return None
-            if isinstance(e, ScalarRef) and e.name in (it, size):
-                return None
         updates.append(st)
     if not updates:
         return None
