@@ -20,6 +20,10 @@ PRIMITIVES: Dict[str, int] = {
     "fuse": 2, "distribute": 2, "peel": 1, "index_split": 1, "unroll": 1, "unroll_and_jam": 1, "parallel": 3,
     "vectorize": 2,
 }
+#: Drawn besides on the C target: packing a contraction (refused on anything else).
+C_PRIMITIVES: Dict[str, int] = {"pack": 1}
+#: Drawn besides on the CUDA targets: loops mapped to blocks and threads (`target="cuda-emu"`).
+GPU_PRIMITIVES: Dict[str, int] = {"map_to_blocks": 3, "map_to_threads": 3}
 
 Call = Tuple[str, Tuple[Any, ...], Dict[str, Any]]
 
@@ -106,6 +110,11 @@ def random_call(schedule, rng: random.Random, primitives: Optional[Mapping[str, 
         return name, (loop, rng.choice([2, 3])), {}
     if name == "parallel":
         return name, (loop,), ({"reduction": True} if rng.random() < 0.3 else {})
+    if name == "pack":
+        blocking = rng.choice([{}, {"mr": rng.choice([2, 3, 4])}, {"nv": 1, "kc": rng.choice([3, 8])}])
+        return name, (rng.choice(statements),), blocking
+    if name in ("map_to_blocks", "map_to_threads"):
+        return name, tuple(rng.sample(loops, k=min(len(loops), rng.choice([1, 1, 2])))), {}
     return name, (loop,), {}
 
 
@@ -119,8 +128,13 @@ def fuzz_schedules(kernel, n: int = 20, seed: int = 0, sizes: Optional[Mapping[s
                    reference: Optional[Callable[..., Any]] = None, dtype: str = "f64",
                    rtol: Optional[float] = None, atol: Optional[float] = None,
                    primitives: Optional[Mapping[str, int]] = None, roundtrip: bool = True,
-                   raise_on_mismatch: bool = True, flags: Optional[Sequence[str]] = None) -> FuzzSummary:
+                   raise_on_mismatch: bool = True, flags: Optional[Sequence[str]] = None,
+                   target: str = "c") -> FuzzSummary:
     """Apply `n` random sequences of 1..`max_steps` primitives to `kernel`'s source-order schedule.
+
+    `target` is where the schedules run (`"c"`, or `"cuda-emu"` to fuzz the CUDA mapping: block
+    and thread mappings are drawn too, and `pack` on the C target); `primitives` overrides the
+    weights.
 
     Refused steps are counted and skipped (the sequence continues from the last accepted
     schedule); the final schedule of each sequence, when it differs from source order, is run
@@ -136,6 +150,8 @@ def fuzz_schedules(kernel, n: int = 20, seed: int = 0, sizes: Optional[Mapping[s
     rng = random.Random(seed)
     summary = FuzzSummary(kernel.name)
     args = dict(inputs) if inputs is not None else random_inputs(kernel, sizes, dtype, seed)
+    if primitives is None:
+        primitives = {**PRIMITIVES, **(GPU_PRIMITIVES if target.startswith("cuda") else C_PRIMITIVES)}
     for _ in range(n):
         s = kernel.schedule()
         chain: List[str] = []
@@ -165,7 +181,7 @@ def fuzz_schedules(kernel, n: int = 20, seed: int = 0, sizes: Optional[Mapping[s
                 if back.maps != s.maps or back.dims != s.dims:
                     raise AssertionError(f"to_json/from_json changed the schedule {text}")
             check_kernel(kernel, s, inputs=args, reference=reference, dtype=dtype, rtol=rtol, atol=atol,
-                         flags=flags)
+                         flags=flags, target=target)
         except (AssertionError, PolycError) as e:
             summary.mismatches += 1
             summary.failures.append(f"{kernel.name}.{text}: {e}")
