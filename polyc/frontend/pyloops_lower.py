@@ -305,18 +305,19 @@ class BodyLowering:
 
 
 def _extreme_update(target: Access, value: Expr, dtypes: Mapping[str, Any]) -> Tuple[Optional[str], Expr]:
-    """`X[i] = max(X[i], e)` on integers is the update `X[i] max= e` (`min` likewise), so a
+    """`X[i] = max(X[i], e)` on integers (the builtin, or `np.maximum`) is the update `X[i] max= e`
+    (`min` likewise), so a
     schedule may treat it as the reduction it is (`vectorize(.., reduction=True)`); Python's
     builtin and `max=` agree on integers (on floats they differ at NaN: those stay as written).
     Only where `e` reads arrays of X's own type and nothing else: an int32 maximum stored into a
     uint8 `X` wraps after the comparison, which `max=` in uint8 would not.  (None, value) else."""
     dtype = dtypes.get(target.tensor)
-    if dtype is None or dtype.is_float or not isinstance(value, Call) or value.fn not in ("pymax", "pymin") \
-            or len(value.args) != 2:
+    if dtype is None or dtype.is_float or not isinstance(value, Call) \
+            or value.fn not in ("pymax", "pymin", "max", "min") or len(value.args) != 2:
         return None, value
     a, b = value.args
     other = b if a == target else a if b == target else None
     if other is None or any(isinstance(n, (ScalarRef, IndexExpr)) for n in other.walk()) \
             or any(x.tensor == target.tensor or dtypes.get(x.tensor) != dtype for x in other.accesses()):
         return None, value
-    return value.fn[2:], other
+    return value.fn.replace("py", ""), other

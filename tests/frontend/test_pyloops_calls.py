@@ -112,6 +112,22 @@ def test_an_integer_max_of_itself_is_a_reduction_update():
         np.testing.assert_array_equal(x, a.max(axis=1))
 
 
+@pc.kernel
+def _row_min_numpy(X: pc.i32["N"], A: pc.i32["N", "M"]):
+    for i in range(N):
+        for j in range(M):
+            X[i] = np.minimum(X[i], A[i, j])
+
+
+def test_numpys_integer_minimum_of_itself_is_a_reduction_update_too():
+    assert _row_min_numpy.program.statements[0].update == "min"
+    a = np.random.default_rng(1).integers(-100, 100, (4, 29)).astype(np.int32)
+    for schedule in (None, _row_min_numpy.schedule().parallel("j", reduction=True)):
+        x = np.full(4, 1000, np.int32)
+        pc.compile(_row_min_numpy, schedule)(X=x, A=a)
+        np.testing.assert_array_equal(x, a.min(axis=1))
+
+
 def _int_math_pow(a: pc.i32["n"], out: pc.f64["n"]):
     for i in range(n):  # noqa: F821
         out[i] = math.pow(a[i], 2)
