@@ -17,7 +17,7 @@ adjoint is a reverse recurrence, which polyc does not build yet.  isl proves the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import GradError
 from ..ir import Binary, Const, Program, Statement, Unary
@@ -62,8 +62,18 @@ def as_updates(program: Program) -> Program:
     return program.with_(statements=tuple(out))
 
 
-def classify_writes(program: Program) -> Dict[str, Writes]:
-    """The write shape of every written tensor, or `GradError` for anything else."""
+def _disjoint_writes(model: PolyModel, sts: Sequence[Statement]) -> bool:
+    """No two of `sts` write one element (isl, for every size): a piecewise definition
+    (`if i < 2: Y[i] = a else: Y[i] = b`), each element defined once."""
+    with isl_budget("checking that a tensor's definitions write disjoint elements"):
+        written = [model.access_map(st, st.target).range() for st in sts]
+        return all(written[a].intersect(written[b]).intersect_params(model.context).is_empty()
+                   for a in range(len(sts)) for b in range(a + 1, len(sts)))
+
+
+def classify_writes(program: Program, model: Optional[PolyModel] = None) -> Dict[str, Writes]:
+    """The write shape of every written tensor, or `GradError` for anything else.  With `model`,
+    several plain statements writing disjoint elements of a tensor define it piecewise."""
     by_tensor: Dict[str, List[Statement]] = {}
     for st in program.statements:
         if st.target.tensor in tensors_read(st.value):
@@ -78,8 +88,8 @@ def classify_writes(program: Program) -> Dict[str, Writes]:
     for name, sts in by_tensor.items():
         plain = [s for s in sts if s.update is None]
         ups = [s for s in sts if s.update is not None]
-        if not ups and len(plain) == 1:
-            out[name] = Writes("define", "", "", (plain[0].name,))
+        if not ups and (len(plain) == 1 or (model is not None and _disjoint_writes(model, plain))):
+            out[name] = Writes("define", "", "", tuple(s.name for s in plain))
             continue
         ops = {s.update for s in ups}
         if ups and ups[0].update == "*" and ops == {"*", "+"} and not plain and roles.get(name) == "inout" \

@@ -65,7 +65,7 @@ def recoveries(program: Program, model: PolyModel, writes: Mapping[str, Writes],
     taken = set(saved)
     for v in saved:
         w = writes.get(v)
-        if w is None or w.kind != "define":
+        if w is None or w.kind != "define" or len(w.updates) != 1:
             continue
         st = program.statement(w.updates[0])
         value = st.value
@@ -74,7 +74,8 @@ def recoveries(program: Program, model: PolyModel, writes: Mapping[str, Writes],
         num, den = value.lhs, value.rhs
         t = num.tensor
         tw = writes.get(t)
-        if t in taken or t in out or tw is None or tw.kind != "define" or num.indices != st.target.indices:
+        if t in taken or t in out or tw is None or tw.kind != "define" or len(tw.updates) != 1 \
+                or num.indices != st.target.indices:
             continue
         if t in recomputed(program, tensors_read(den), taken, {}):
             continue                      # W needs T: no way round
