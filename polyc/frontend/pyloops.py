@@ -43,7 +43,8 @@ from ..errors import ParseError, SourceLocation
 from ..ir.depth import ensure_recursion_room, tree_depth
 from ..ir import (Access, Affine, Constraint, DType, Expr, IndexExpr, Program, ScalarDecl, Statement,
                   TensorDecl, TensorType, f64)
-from .pyloops_exprs import DNF, ExprLowering, Scope
+from .pyloops_dnf import DNF
+from .pyloops_exprs import ExprLowering, Scope
 from .pyloops_source import Source
 from .pyloops_locals import LocalStorage, local_dtypes, raw_statements, replace_locals, temp_decls
 from .pyloops_lower import BodyLowering

@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import PolycError, SourceLocation
 from ..ir import Access, Affine, Binary, Call, Constraint, Expr, IndexExpr, ScalarRef, Unary
-from .pyloops_exprs import DNF, TRUE, ExprLowering, LocalRef, dnf_and
+from .pyloops_dnf import DNF, TRUE, dnf_and
+from .pyloops_exprs import ExprLowering, LocalRef
 from .pyloops_source import Source, int_literal
 
 _UPDATES = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
