@@ -59,8 +59,10 @@ def invert_access(st: Statement, acc: Access, shape: Sequence[Affine], taken: Se
         coord = Affine.var(f"{_TEMP}{d}")
         if var is None:
             if any(v in remaining for v in expr.variables):
+                shown = (f"{acc.tensor} (a floor division)" if set(sub.variables) & set(st.divisions)
+                         else f"{acc} ({sub})")      # a division's iterator is polyc's name, not the user's
                 raise GradError(
-                    f"{where}: subscript {d + 1} of {acc} ({sub}) has no loop index with coefficient +1 or -1, "
+                    f"{where}: subscript {d + 1} of {shown} has no loop index with coefficient +1 or -1, "
                     f"so the elements it reads cannot be mapped back to the instances reading them by an "
                     f"affine function (a strided read); pc.grad supports reads whose every subscript has "
                     f"such an index, e.g. X[2*h + r]")

@@ -253,3 +253,16 @@ def test_a_nan_extreme_gives_its_row_a_nan_gradient_as_torch_amax(op):
         got = pc.compile(g, schedule)(A=a, m_grad=np.ones(2))
         assert np.isnan(got[0]).all() and got[1:].tolist() == want      # not a silent zero row
     assert np.isnan(g.reference(A=a, m_grad=np.ones(2))[0]).all()
+
+
+@pc.kernel
+def _blockwise(X: pc.f64["N"], Y: pc.f64["N"]):
+    for i in range(N):
+        base = (i // 4) * 4
+        Y[i] = X[i] * X[base]
+
+
+def test_a_strided_read_through_a_floor_division_is_refused_in_the_users_terms():
+    with pytest.raises(pc.GradError) as e:
+        pc.grad(_blockwise, of="Y", wrt="X")
+    assert "of X (a floor division)" in str(e.value) and "_q" not in str(e.value)
