@@ -33,7 +33,7 @@ reads `P` and `dO` by rows but writes no row, so it is not row-wise, and it used
 unfused).  Such an operator is *row-accumulating* in its size `I` (`row_accumulation`) when its
 statements are
 - starts: `T[..] = constant`, mentioning neither `I` nor a row tensor, all before
-- updates: `T[..] op= value` (`+ * max min`), whose domain bounds one iterator `i` by
+- updates: `T[..] op= value` (`+ * max min`), one per output, whose domain bounds one iterator `i` by
   `0 <= i <= I - 1` only, `i` the first of the statement's reduction iterators, row tensors read
   at row `i` and `i`, `I` mentioned nowhere else; no value reads a tensor the operator writes,
 and what it writes is a program output nobody reads, written whole, with no `I` in its shape.
@@ -161,8 +161,8 @@ def row_accumulation(kernel, size: str) -> Optional[Tuple[RowForm, Tuple[Stateme
         if any(a.tensor in written for a in st.value.accesses()) or not _row_local(st, it, size, rows):
             return None
         updates.append(st)
-    if not updates:
-        return None
+    if not updates or len({st.target.tensor for st in updates}) != len(updates):
+        return None     # two updates of one output would alternate block by block, not run one by one
     return RowForm(size, frozenset(rows)), tuple(starts), tuple(updates)
 
 
@@ -175,14 +175,17 @@ def split_accumulation(n: Node, starts: Sequence[Statement], updates: Sequence[S
     written = {st.target.tensor for st in program.statements}
     kept = [t for t in program.tensors if t.name in written]
     sizes = {v for t in kept for d in t.shape or () for v in d.variables}
+    named = {e.name for st in starts for e in st.value.walk() if isinstance(e, ScalarRef)}
     start_program = program.with_(
-        name=f"{program.name}_start", statements=tuple(starts), tensors=tuple(kept), scalars=(),
+        name=f"{program.name}_start", statements=tuple(starts), tensors=tuple(kept),
+        scalars=tuple(x for x in program.scalars if x.name in named),
         sizes=tuple(x for x in program.sizes if x in sizes),
         assumptions=tuple(c for c in program.assumptions if set(c.expr.variables) <= sizes), defaults=())
     update_program = program.with_(
         name=f"{program.name}_update", statements=tuple(updates),
         tensors=tuple(replace(t, role="inout") if t.name in written else t for t in program.tensors))
-    start = replace(n, index=indices[0], kernel=Kernel(start_program), scalars=(),
+    start = replace(n, index=indices[0], kernel=Kernel(start_program),
+                    scalars=tuple((x, v) for x, v in n.scalars if x in named),
                     bindings=tuple((k, p) for k, p in n.bindings if k in written),
                     sizes=tuple((x, a) for x, a in n.sizes if x in sizes),
                     name=fresh_name(f"{n.name}_start", names))

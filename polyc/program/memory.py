@@ -41,6 +41,7 @@ class MemoryPlan:
             return "intermediates: none"
         ratio = self.ratio
         compared = (f"{ratio:.1f}x smaller" if ratio >= 1 else
+                    "larger: re-laid-out operands or buffers fusion adds" if ratio == 0 else
                     f"{1 / ratio:.1f}x larger: re-laid-out operands or buffers fusion adds")
         return (f"intermediates: planned peak {_mib(self.planned_peak)} in {len(self.slot_bytes)} buffer(s) "
                 f"vs unfused {_mib(self.unfused_peak)} ({compared}; {_mib(self.no_reuse_bytes)} with no reuse)")

@@ -378,6 +378,8 @@ class OperatorProgram:
         loop = RowLoop(b, rows, len(before), threads, itemsize, handed, in_c, b.combine if threads > 1 else ())
         line = loop.describe([u.name for u in blocked], [u.name for u in before])
         memory = self._memory(units, sizes, itemsize, loop)
+        if self._block_rows is None and memory.planned_peak >= memory.unfused_peak:
+            return None          # small sizes: every thread's block and sums outweigh what blocks save
         return Plan(units, memory, d_before + d_blocked + n_before + n_blocked + (line,), dict(sizes), loop)
 
     def _whole_reads(self, units: Sequence[Unit], b: RowBlocks, sizes: Mapping[str, int], itemsize: int) -> int:
@@ -430,7 +432,8 @@ class OperatorProgram:
             keep = tuple(sorted({t for st in steps[loop.first:] for t in st.reads if t in before}))
         plan = plan_buffers(steps, planned_bytes, outs, unfused, tensor_bytes, keep)
         if loop is not None and loop.threads > 1:   # each other thread's block buffers and sums
-            extra = (loop.threads - 1) * sum(planned_bytes[t] for t in loop.buffers + tuple(t for t, _ in loop.combine))
+            own = tuple(t for t in loop.buffers if t not in outs) + tuple(t for t, _ in loop.combine)
+            extra = (loop.threads - 1) * sum(planned_bytes[t] for t in own)
             plan = replace(plan, planned_peak=plan.planned_peak + extra)
         return plan
 

@@ -48,8 +48,8 @@ class RowLoop:
                 + (", in one C loop" if self.in_c else ", from Python (a vendor call among them)")
                 + (f"; {', '.join(before)} once before" if before else "")
                 + (f"; intermediates per block: {', '.join(b.intermediates)}" if b.intermediates else "")
-                + (f"; each thread sums its blocks into a copy of {sums}, added into it at the end"
-                   if self.combine else f"; {sums} summed over the blocks in order" if sums else ""))
+                + (f"; each thread reduces its blocks into a copy of {sums}, combined into it at the end"
+                   if self.combine else f"; {sums} reduced over the blocks in order" if sums else ""))
 
 
 def block_arrays(loop: RowLoop, env: Mapping[str, Any], sizes: Mapping[str, int], r0: int, r1: int, *,

@@ -61,7 +61,7 @@ def test_blocked_attention_backward_equals_the_whole_program(threads):
     loop = blocked._last.loop
     assert loop is not None and loop.rows == 64 and loop.in_c and loop.threads == int(threads)
     if loop.threads == 1:       # every element adds its rows in source order: bit for bit
-        assert not loop.combine and "summed over the blocks in order" in blocked.explain()
+        assert not loop.combine and "reduced over the blocks in order" in blocked.explain()
         for name in ("Q_grad", "K_grad", "V_grad"):
             np.testing.assert_array_equal(got[name], want[name])
     else:                       # each thread's run of rows into a copy, added at the end (unordered sums)
@@ -152,3 +152,51 @@ def test_column_maxima_split_by_thread_keep_nan_and_integer_extremes(monkeypatch
     got = column_max(X=x)
     assert column_max._last.loop.combine == ((column_max.blocks.accumulated[0], "max"),)
     np.testing.assert_array_equal(got, (x * 2).max(axis=0))
+
+
+_exp = pc.kernel("Y[i, j] = exp(X[i, j])", name="elementwise_exp")
+
+
+def _over_exp(reduce, blocks, **scalars):
+    @pc.program(blocks=blocks)
+    def p(X: pc.f64["N", "M"]):
+        return reduce(X=_exp(X=X), **scalars)
+    return p
+
+
+def test_two_updates_of_one_output_are_not_interleaved_block_by_block(threads):
+    """`C max= X` then `C += X` over all rows is not (max, +) per block: such a kernel runs whole."""
+    both = pc.kernel("C[j] = 0.0\nC[j] max= X[i, j]\nC[j] += X[i, j]", name="max_then_sum")
+    prog = _over_exp(both, 16)
+    assert prog.blocks is None or not prog.blocks.accumulated
+    x = np.random.default_rng(0).uniform(-1, 1, (40, 3))
+    np.testing.assert_allclose(prog(X=x), np.exp(x).max(axis=0) + np.exp(x).sum(axis=0), rtol=1e-12)
+
+
+def test_a_start_value_may_be_a_scalar(threads):
+    started = pc.kernel("C[j] = alpha\nC[j] += X[i, j]", name="from_alpha", alpha=pc.f64)
+    prog = _over_exp(started, 16, alpha=2.5)
+    assert prog.blocks is not None and prog.blocks.accumulated
+    x = np.random.default_rng(1).uniform(-1, 1, (40, 3))
+    np.testing.assert_allclose(prog(X=x), 2.5 + np.exp(x).sum(axis=0), rtol=1e-12)
+
+
+def test_an_output_read_by_a_blocked_sum_costs_no_thread_buffer(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+
+    @pc.program(blocks=16)
+    def values_and_sums(X: pc.f64["N", "M"]):
+        y = _exp(X=X)
+        return y, column_sum(X=y)
+    x = np.random.default_rng(2).uniform(-1, 1, (40, 5))
+    y, s = values_and_sums(X=x)
+    np.testing.assert_allclose(s, np.exp(x).sum(axis=0), rtol=1e-12)
+    assert values_and_sums.memory.planned_peak == 5 * 8          # thread 1's copy of the sums
+    assert "intermediates:" in values_and_sums.explain()         # a zero unfused peak divided by zero
+
+
+def test_auto_takes_no_blocks_where_they_would_hold_more_than_unfused(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    prog = _attention_backward()
+    plan = prog.plan(**{k: np.zeros((70, 16), np.float32) for k in ("Q", "K", "V", "out_grad")})
+    assert plan.loop is None and plan.memory.planned_peak <= plan.memory.unfused_peak * 1.1
