@@ -40,8 +40,11 @@ and what it writes is a program output nobody reads, written whole, with no `I` 
 Then running the starts once, before the blocks, and the updates on each block in order (an
 operator of its own, `T` updated in place: kernel role "inout") performs every update instance
 once, and each element's updates in the order of `i`, the source's: the result is the whole
-operator's.  Blocks then run one after another on the caller's thread (two threads adding into
-the same `dV` would race); each kernel keeps its own OpenMP threads.
+operator's.  Two threads adding into the same `dV` would race: where every such sum is an
+Einstein reduction (unordered, as Tensor Comprehensions defines them) each thread adds its run of
+blocks into a copy of its own, combined into the output after the loop in thread order
+(`RowBlocks.combine`, `row_driver`); otherwise the blocks run one after another on the caller's
+thread, each kernel with its own OpenMP threads.
 """
 from __future__ import annotations
 
@@ -257,7 +260,7 @@ def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str
     names = {n.name for n in nodes}
     fresh = max((n.index for n in nodes), default=0) + 1
     accumulated: List[str] = []
-    operators: Dict[str, Set[str]] = {}     # accumulated output -> its update operators (None: in order)
+    operators: Dict[str, Set[str]] = {}     # accumulated output -> its update operators ("in order": a loop kernel's)
     blocked: List[Node] = []
     before: List[Node] = []
     for n in reversed(nodes):

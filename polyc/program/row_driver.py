@@ -196,11 +196,10 @@ def _identity(op: str, dtype: np.dtype):
     """The value `op` leaves unchanged, in `dtype` (a copy's start: the output holds the start value)."""
     if op in ("+", "*"):
         return 0 if op == "+" else 1
-    big = np.inf if dtype.kind == "f" else None
-    if big is None:
-        info = np.iinfo(dtype)
-        return info.min if op == "max" else info.max
-    return -big if op == "max" else big
+    if dtype.kind == "f":
+        return -np.inf if op == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if op == "max" else info.max
 
 
 class _Recorder:
