@@ -12,11 +12,11 @@ exactly, float results within their type's tolerances.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..ir import DType, dtype_of_numpy
+from ..ir import Call, DType, dtype_of_numpy
 from ..codegen.typing import resolve_typing
 from ..runtime.loader import parallel_threshold
 from ..ir import types as _types
@@ -326,13 +326,52 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
         fn = compiled
     else:
         fn = compile_kernel(kernel, schedule, target=target, **({"flags": flags} if flags is not None else {}))
-    mine, theirs = _copy(args), _copy(args)
-    with parallel_threshold(0):         # parallel loops run in parallel at test sizes too
-        got = _written(kernel, fn(**mine), mine)
-    want = _written(kernel, (reference or kernel.reference)(**theirs), theirs)
-    problems = []
     scaled = reassociates(getattr(fn, "schedule", schedule), target)
     known_sizes = dict(sizes or default_sizes(kernel)) if inputs is None else _sizes_of(kernel, args)
+
+    def run(arrays: Mapping[str, Any]) -> Tuple[Dict[str, np.ndarray], List[str]]:
+        """The compiled kernel's written tensors on `arrays`, and how they differ from the reference's."""
+        mine, theirs = _copy(arrays), _copy(arrays)
+        with parallel_threshold(0):         # parallel loops run in parallel at test sizes too
+            got = _written(kernel, fn(**mine), mine)
+        want = _written(kernel, (reference or kernel.reference)(**theirs), theirs)
+        return got, _differences(kernel, got, want, arrays, rtol, atol, scaled, known_sizes)
+
+    got, problems = run(args)
+    if inputs is None and not problems:
+        problems += _allocated_outputs_problems(kernel, fn, args, got)
+    if inputs is None and not problems:
+        for extreme in _one_signed(kernel, args):   # a max=! started from 0 shows on all-negative data
+            problems += run(extreme)[1]
+    if problems:
+        what = getattr(fn, "schedule", schedule)
+        size_text = ", ".join(f"{k}={v}" for k, v in (sizes or default_sizes(kernel)).items()) \
+            if inputs is None else _shapes_text(args)
+        raise AssertionError(f"{kernel.name} with schedule {what!r} ({target}, {size_text}) does not match "
+                             f"the reference:\n  " + "\n  ".join(problems))
+    return got
+
+
+def _one_signed(kernel, args: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """For a kernel with `max`/`min` (reductions or calls), the inputs made all negative (all
+    positive): a
+    reduction started from 0 instead of its identity passes on inputs of both signs, as the
+    extreme of every row then has the right sign anyway."""
+    out = []
+    for op, sign in (("max", -1), ("min", 1)):
+        calls = (op, f"py{op}", f"f{op}")
+        if any(st.update == op or any(isinstance(e, Call) and e.fn in calls for e in st.value.walk())
+               for st in kernel.program.statements):
+            out.append({k: np.array(sign * np.abs(v), dtype=v.dtype)
+                        if isinstance(v, np.ndarray) and v.dtype.kind in "fi" else v for k, v in args.items()})
+    return out
+
+
+def _differences(kernel, got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray], args: Mapping[str, Any],
+                 rtol: Optional[float], atol: Optional[float], scaled: bool,
+                 known_sizes: Optional[Mapping[str, int]]) -> List[str]:
+    """How each written tensor of `got` differs from `want` beyond its tolerances (integers exactly)."""
+    problems: List[str] = []
     for name, w in want.items():
         if name not in got:
             problems.append(f"{name}: not returned by the compiled kernel")
@@ -351,12 +390,4 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
             r = max(r, reassociation_rtol(n, g))
         if g.shape != w.shape or not np.allclose(g, w, rtol=r, atol=a, equal_nan=True):
             problems.append(_diff_message(name, g, w, r, a))
-    if inputs is None and not problems:
-        problems += _allocated_outputs_problems(kernel, fn, args, got)
-    if problems:
-        what = getattr(fn, "schedule", schedule)
-        size_text = ", ".join(f"{k}={v}" for k, v in (sizes or default_sizes(kernel)).items()) \
-            if inputs is None else _shapes_text(args)
-        raise AssertionError(f"{kernel.name} with schedule {what!r} ({target}, {size_text}) does not match "
-                             f"the reference:\n  " + "\n  ".join(problems))
-    return got
+    return problems

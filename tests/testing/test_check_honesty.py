@@ -174,3 +174,21 @@ def test_a_loop_recurrence_refusal_names_the_way_out():
     with pytest.raises(pc.GradError, match="checkpoint='store'"):
         pc.grad(row_max, of="Y", wrt="X")
     check_grad(row_max, of="Y", wrt="X", checkpoint="store", X=np.random.default_rng(1).standard_normal((3, 4)))
+
+
+@pc.kernel
+def _max_from_zero(X: pc.f64["N"], m: pc.f64[1]):
+    m[0] = 0.0
+    for i in range(N):
+        m[0] = max(m[0], X[i])
+
+
+def test_a_full_max_started_from_zero_shows_on_all_negative_inputs():
+    """Inputs of both signs leave a 1-D maximum positive, so a maximum started from 0 instead of
+    -inf passed; kernels with max/min also run on inputs of one sign."""
+    def true_max(X, m):
+        m[0] = X.max()
+        return {"m": m}
+    with pytest.raises(AssertionError, match="m \\(float64\\)"):
+        check_kernel(_max_from_zero, reference=true_max)
+    check_kernel(pc.kernel("m max=! X[i]", name="full_max"))
