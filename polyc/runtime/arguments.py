@@ -498,21 +498,17 @@ def _check_assumptions(program: Program, sizes: Mapping[str, int], origins: Mapp
                                 f"{with_floors(str(c), program.derived_sizes)} ({_explain(c.expr, sizes, origins)})")
 
 
-#: What `_check_magnitude` lets a kernel's integers reach (`ir.magnitude`).
-_SAFE_MAGNITUDE = SAFE_MAGNITUDE
-
-
 def _check_magnitude(program: Program, sizes: Mapping[str, int], origins: Mapping[str, str]) -> None:
     """Refuse sizes and integer parameters so large that the kernel's int64 loop bounds or
     subscripts could overflow (`s + N` with `s = 2**63 - 2` wraps and the loop runs nowhere)."""
     if not sizes:
         return
     name = max(sizes, key=lambda v: abs(sizes[v]))
-    if abs(sizes[name]) * program.index_scale >= _SAFE_MAGNITUDE:
+    if abs(sizes[name]) * program.index_scale >= SAFE_MAGNITUDE:
         raise ArgumentError(f"{name} = {sizes[name]} ({origins.get(name, 'given')}) is too large: kernel "
                             f"{program.name!r} computes loop bounds and subscripts up to {program.index_scale} "
                             f"times its sizes and integer parameters in 64-bit integers, so each must stay below "
-                            f"{_SAFE_MAGNITUDE // program.index_scale} in magnitude")
+                            f"{SAFE_MAGNITUDE // program.index_scale} in magnitude")
 
 
 # -- aliasing ---------------------------------------------------------------------------------

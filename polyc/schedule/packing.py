@@ -324,17 +324,15 @@ def pack(s: Schedule, statement: Union[str, int], *, mr: Optional[int] = None, n
     optional_positive_int(vector_bytes, f"pack({name})'s vector_bytes", 256)
     d_mr, d_nv, d_kc, d_mc, d_nc = default_blocking(elem, target, len(c.terms))
     mr, nv, kc = (mr or d_mr), (nv or d_nv), (kc or d_kc)
-    given_nr = nv * max(1, (vector_bytes or _target(target).vector_bytes) // elem)
+    vbytes = vector_bytes or _target(target).vector_bytes
+    nr = nv * max(1, vbytes // elem)
     # default cache blocks round up to whole register tiles of the mr and nv asked for
-    mc, nc = (mc or -(-d_mc // mr) * mr), (nc or -(-d_nc // given_nr) * given_nr)
+    mc, nc = (mc or -(-d_mc // mr) * mr), (nc or -(-d_nc // nr) * nr)
     if mr * nv > MAX_ACCUMULATORS:
         raise ScheduleArgumentError(
             f"pack({name}): a register tile of mr x nv = {mr} x {nv} vectors ({mr * nv} accumulators) cannot "
             f"live in registers; keep mr * nv <= {MAX_ACCUMULATORS} (the defaults use {d_mr} x {d_nv})")
-    vbytes = vector_bytes or _target(target).vector_bytes
     st_call = step("pack", name, mr=mr, nv=nv, kc=kc, mc=mc, nc=nc, vector_bytes=vbytes, lanes=lanes)
-    lanes = max(1, vbytes // elem)
-    nr = nv * lanes
     if mc % mr or nc % nr:
         raise ScheduleArgumentError(f"pack({name}): mc must be a multiple of mr ({mr}) and nc of nv * lanes ({nr})")
     with isl_budget(f"checking {st_call.call_text()}"):
