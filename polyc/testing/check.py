@@ -260,7 +260,7 @@ def _shapes_text(args: Mapping[str, Any]) -> str:
     return "inputs " + ", ".join(arrays) if arrays else "no arrays"
 
 
-def _sizes_of(kernel, args: Mapping[str, Any]) -> Optional[Dict[str, int]]:
+def call_sizes(kernel, args: Mapping[str, Any]) -> Optional[Dict[str, int]]:
     """The sizes a call with `args` binds (None when they do not bind: the caller's problem)."""
     from ..errors import PolycError
     from ..frontend.reference import bind_sizes
@@ -327,7 +327,7 @@ def check_kernel(kernel, schedule: Any = None, sizes: Optional[Mapping[str, int]
     else:
         fn = compile_kernel(kernel, schedule, target=target, **({"flags": flags} if flags is not None else {}))
     scaled = reassociates(getattr(fn, "schedule", schedule), target)
-    known_sizes = dict(sizes or default_sizes(kernel)) if inputs is None else _sizes_of(kernel, args)
+    known_sizes = dict(sizes or default_sizes(kernel)) if inputs is None else call_sizes(kernel, args)
 
     def run(arrays: Mapping[str, Any]) -> Tuple[Dict[str, np.ndarray], List[str]]:
         """The compiled kernel's written tensors on `arrays`, and how they differ from the reference's."""

@@ -17,6 +17,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .check import call_sizes
+
 #: Relative tolerance of the directional derivative, by the dtype the gradient runs in.
 GRAD_TOLERANCES = {"float64": 1e-6, "float32": 2e-3}
 
@@ -69,23 +71,6 @@ def _as_f64(inputs: Mapping[str, Any], kernel) -> Dict[str, Any]:
     return out
 
 
-def _call_sizes(kernel, arrays: Mapping[str, Any]) -> Dict[str, int]:
-    """The sizes a call of `kernel` with `arrays` binds (`J` of `Y[i] +=! X[i + j, j]`, which its
-    gradient, reading no X, cannot infer); {} where they cannot be told."""
-    from ..errors import PolycError
-    from ..ir import f64
-    from ..runtime.arguments import bind_arguments
-    program = getattr(kernel, "program", None)
-    if program is None or not hasattr(program, "tensors"):
-        return {}
-    try:
-        bound = bind_arguments(program, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()},
-                               dtypes={t.name: f64 for t in program.tensors if t.dtype is None})
-    except (PolycError, TypeError, ValueError):
-        return {}
-    return {k: int(v) for k, v in bound.sizes.items()}
-
-
 def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional[Mapping[str, Any]] = None, *,
                directions: int = 3, seed: int = 0, rtol: Optional[float] = None, step: Optional[float] = None,
                target: str = "c", schedule: Any = None, checkpoint: Optional[str] = None,
@@ -131,7 +116,9 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
                  if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
                  | set(g.program.sizes)}
     grad_args[g.grad_names.seed] = ybar
-    for name, value in _call_sizes(kernel, first).items():   # sizes no array of the gradient carries
+    # sizes no array of the gradient carries (`J` of `Y[i] +=! X[i + j, j]`, whose gradient reads no X)
+    bound = call_sizes(kernel, first) if hasattr(getattr(kernel, "program", None), "sizes") else None
+    for name, value in (bound or {}).items():
         if name in g.program.sizes:
             grad_args.setdefault(name, value)
     for t in saved:
