@@ -24,7 +24,7 @@ from ..ir.depth import ensure_recursion_room, tree_depth
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, Constraint, DType, Expr, IndexExpr,
                   MATH_FUNCTIONS, Program, ScalarDecl, ScalarRef, Select, Statement, TensorDecl,
                   TensorType, Unary, lower_bound, upper_bound_exclusive)
-from ..ir.expr import ARITHMETIC_OPS, condition_arithmetic
+from ..ir.expr import ARITHMETIC_OPS, REDUCTION_IDENTITY, condition_arithmetic
 from ..ir.types import f32, f64, i32, i64, u8, u16
 
 #: Conversions as Tensor Comprehensions and C write them: `int32(x)`, `float(x)`.  TC's `float`
@@ -38,7 +38,6 @@ from .einsum_parser import Node, SourceStatement, parse_einsum
 
 Declaration = Union[TensorType, DType]
 
-_IDENTITY = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}
 
 
 def _walk(node: Node) -> List[Node]:
@@ -363,7 +362,7 @@ class _Lowering:
                 statements.append(Statement(
                     name=f"S{len(statements)}", iterators=init_iters,
                     domain=_domain(tuple(c for i in init_iters for c in ranges.get(i, ())), init_choices, init_iters),
-                    target=target, value=Const(_IDENTITY[op]), order=(len(statements),) + (0,) * len(init_iters),
+                    target=target, value=Const(REDUCTION_IDENTITY[op]), order=(len(statements),) + (0,) * len(init_iters),
                     inferred=tuple(i for i in lhs_iters if i not in ranges), divisions=init_divs, **common))
             if op is not None:
                 read_at.setdefault(st.target, []).append(n) if not bang else None

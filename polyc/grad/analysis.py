@@ -21,11 +21,11 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import GradError
 from ..ir import Binary, Const, Program, Statement, Unary
+from ..ir.expr import REDUCTION_IDENTITY
 from ..poly.model import PolyModel
 from ..poly.islutil import isl_budget
 from .exprs import tensors_differentiated, tensors_read
 
-_IDENTITY = {"+": 0, "max": float("-inf"), "min": float("inf")}
 
 
 def describe(st: Statement) -> str:
@@ -112,11 +112,11 @@ def classify_writes(program: Program, model: Optional[PolyModel] = None) -> Dict
             init = plain[0] if plain else None
             # A sum may start from any value (`T = A; T += B`: both receive T's adjoint); a max or a
             # min must start from its identity, or the tie rule would have to weigh the start value.
-            identity = isinstance(init.value, Const) and init.value.value == _IDENTITY[op] if init else True
+            identity = isinstance(init.value, Const) and init.value.value == REDUCTION_IDENTITY[op] if init else True
             if init is not None and not ((identity or op == "+")
                                          and program.statements.index(init) < program.statements.index(ups[0])):
                 raise GradError(f"{describe(init)} sets {name} before {describe(ups[0])} updates it with {op!r}; "
-                                f"pc.grad needs the update's identity there ({_IDENTITY[op]}), as `{op}=!` writes")
+                                f"pc.grad needs the update's identity there ({REDUCTION_IDENTITY[op]}), as `{op}=!` writes")
             if init is None and (op != "+" or roles.get(name) == "temp"):
                 raise GradError(f"{describe(ups[0])} updates {name} with {op!r} without initialising it; write "
                                 f"`{op}=!` so the reduction starts from its identity")

@@ -24,6 +24,9 @@ PYTHON_BUILTIN_FUNCTIONS = {"pymax": 2, "pymin": 2}
 ARITHMETIC_OPS = ("+", "-", "*", "/", "//", "%")
 COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
 LOGICAL_OPS = ("and", "or")
+#: The value each reduction starts from (`T op=! e` writes it first): infinities stand for an
+#: integer type's limits.
+REDUCTION_IDENTITY = {"+": 0, "*": 1, "max": float("-inf"), "min": float("inf")}
 
 
 class Expr:

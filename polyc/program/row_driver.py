@@ -19,14 +19,17 @@ every size and process (the compile cache keys it by its text); the addresses co
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ..ir.expr import REDUCTION_IDENTITY
 from ..runtime.arguments import bind_arguments
 from ..runtime.compiler import compile_c
+from ..runtime.interpreter import UPDATE_UFUNCS
 from ..runtime.loader import load_library
 from ..runtime.ready_call import data_pointer
 from .fusion import Group
@@ -172,7 +175,7 @@ class RowDriver:
         self._function(env_ptr, self._row, local_ptr, self.nlocal, self._int, self._fn,
                        total, self.loop.rows, self.loop.threads)
         for copy, name, op in copies:           # each thread's part of a sum, in thread order
-            _COMBINE[op](env[name], copy, out=env[name])
+            UPDATE_UFUNCS[op](env[name], copy, out=env[name])
 
     def _sum_copies(self, env: Mapping[str, np.ndarray], owned: List[List[np.ndarray]]) -> List[tuple]:
         """Each further thread's copy of every split sum (`RowLoop.combine`; thread 0 adds into the
@@ -188,18 +191,13 @@ class RowDriver:
         return out
 
 
-#: How two threads' parts of a sum combine (in place into the first).
-_COMBINE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
-
-
 def _identity(op: str, dtype: np.dtype):
     """The value `op` leaves unchanged, in `dtype` (a copy's start: the output holds the start value)."""
-    if op in ("+", "*"):
-        return 0 if op == "+" else 1
-    if dtype.kind == "f":
-        return -np.inf if op == "max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if op == "max" else info.max
+    value = REDUCTION_IDENTITY[op]
+    if dtype.kind != "f" and math.isinf(value):
+        info = np.iinfo(dtype)
+        return info.min if value < 0 else info.max
+    return value
 
 
 class _Recorder:

@@ -35,7 +35,8 @@ _NUMPY_FN = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "ab
 _BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod, "//": np.floor_divide,
         "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
         "!=": np.not_equal, "and": np.logical_and, "or": np.logical_or}
-_UPDATE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
+#: The numpy ufunc of each update operator (`T op= e`), for its `reduce`, `at` and plain calls.
+UPDATE_UFUNCS = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
 #: Points of one statement evaluated at once: the domain's bounding box is enumerated in chunks of
@@ -203,14 +204,14 @@ class _Evaluator:
             if st.update is None:
                 target[()] = value.reshape(-1)[-1] if value.size else target[()]
             else:
-                target[()] = _UPDATE[st.update].reduce(np.concatenate([[target[()]], np.broadcast_to(value, (n,))]))
+                target[()] = UPDATE_UFUNCS[st.update].reduce(np.concatenate([[target[()]], np.broadcast_to(value, (n,))]))
             return
         idx = tuple(np.broadcast_to(i, (n,)) for i in idx)
         value = np.broadcast_to(value, (n,))
         if st.update is None:
             target[idx] = value
         else:
-            _UPDATE[st.update].at(target, idx, value)
+            UPDATE_UFUNCS[st.update].at(target, idx, value)
 
     def update_type(self, st: Statement, dtype: np.dtype) -> Optional[np.dtype]:
         """The type `T op= e` computes in when it is not T's own, else None (README "Types").
@@ -235,7 +236,7 @@ class _Evaluator:
         n = len(next(iter(env.values()))) if env else 1
         value = np.broadcast_to(raw.astype(wide), (n,))
         idx = [np.broadcast_to(self.index(e, env), (n,)) for e in st.target.indices]
-        ufunc = _UPDATE[st.update]
+        ufunc = UPDATE_UFUNCS[st.update]
         with np.errstate(all="ignore"):
             for k in range(n):
                 at = tuple(int(i[k]) for i in idx)
