@@ -82,7 +82,7 @@ def size_class(sizes: Mapping[str, int]) -> str:
 
 def db_path(db: Union[str, Path, None] = None) -> Path:
     if db is not None:
-        if not isinstance(db, (str, os.PathLike)) or not isinstance(os.fspath(db), str):
+        if not _is_path(db):
             raise TuneError(f"db must be the path of a tuning database (a str or os.PathLike), not "
                             f"{type(db).__name__} {db!r}"[:300])
         return Path(db)
@@ -226,9 +226,14 @@ class Records:
         return len(rows)
 
 
+def _is_path(value: Any) -> bool:
+    """`value` is a str or os.PathLike naming a file (an int would be taken for a file descriptor)."""
+    return isinstance(value, (str, os.PathLike)) and isinstance(os.fspath(value), str)
+
+
 def _check_path(path: Any, what: str) -> None:
-    """A file path argument is a str or os.PathLike (an int would be taken for a file descriptor)."""
-    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+    """A file path argument is a path (`_is_path`)."""
+    if not _is_path(path):
         raise TuneError(f"{what} takes the path of a JSON-lines file (a str or os.PathLike), not "
                         f"{type(path).__name__}")
 
