@@ -17,6 +17,16 @@ from ..errors import ArgumentError
 from ..ir import Affine, Program
 
 
+def with_derived_sizes(program: Program, sizes: Mapping[str, int]) -> Dict[str, int]:
+    """`sizes` with the program's computed sizes (`floor(num / d)`: a strided extent) added where
+    not given and their numerators are known, as a call computes them."""
+    out = dict(sizes)
+    for name, num, d in program.derived_sizes:
+        if name not in out and all(v in out for v in num.variables):
+            out[name] = num.evaluate(out) // d
+    return out
+
+
 def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
                given: Dict[str, int]) -> Dict[str, int]:
     """Size values from the arrays' shapes (and `int` arguments); ArgumentError on disagreement."""
@@ -62,9 +72,7 @@ def bind_sizes(program: Program, arrays: Dict[str, np.ndarray],
             why = ", ".join(f"{v} is {sizes[v]} from {origin[v]}" for v in dim.variables)
             raise ArgumentError(f"{name}.shape[{axis}] is {actual} but {program.name} expects {dim} = {expected}"
                                 f"{f' ({why})' if why else ''}; {name} has shape {shape}")
-    for name, num, d in program.derived_sizes:   # `(N + 1) // 2` in a bound: computed, never passed
-        if name not in sizes and all(v in sizes for v in num.variables):
-            sizes[name] = num.evaluate(sizes) // d
+    sizes = with_derived_sizes(program, sizes)   # `(N + 1) // 2` in a bound: computed, never passed
     for s in program.sizes:
         if s not in sizes:
             raise ArgumentError(f"size {s} of {program.name} is not determined by any array shape; "

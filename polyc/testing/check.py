@@ -18,6 +18,7 @@ import numpy as np
 
 from ..ir import Call, DType, dtype_of_numpy
 from ..codegen.typing import resolve_typing
+from ..frontend.reference import with_derived_sizes
 from ..runtime.loader import parallel_threshold
 from ..ir import types as _types
 
@@ -61,16 +62,6 @@ def default_sizes(kernel) -> Dict[str, int]:
     return {name: 5 + k % 3 for k, name in enumerate(free)}
 
 
-def _with_derived(kernel, sizes: Mapping[str, int]) -> Dict[str, int]:
-    """`sizes` with the kernel's computed sizes (`floor(num / d)`, a strided extent) added where
-    not given, as a call computes them."""
-    out = dict(sizes)
-    for name, num, d in kernel.program.derived_sizes:
-        if name not in out and all(v in out for v in num.variables):
-            out[name] = num.evaluate(out) // d
-    return out
-
-
 def _np(d: DType) -> np.dtype:
     return d.numpy
 
@@ -80,7 +71,7 @@ def random_inputs(kernel, sizes: Optional[Mapping[str, int]] = None, dtype: Any 
     """Keyword arguments for one call: arrays for every non-temp tensor (outputs filled with
     `unwritten_value`), scalar values, and sizes no input shape determines."""
     program = kernel.program
-    sizes = _with_derived(kernel, default_sizes(kernel) if sizes is None else sizes)
+    sizes = with_derived_sizes(program, default_sizes(kernel) if sizes is None else sizes)
     derived = {name for name, _, _ in program.derived_sizes}
     rng = np.random.default_rng(seed)
     base = _dtype(dtype)
