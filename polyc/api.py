@@ -118,6 +118,9 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
 
     `pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="matmul", A=pc.f32["M", "K"])`, or as a
     decorator on a loop function whose array parameters are annotated `pc.f64["N", "N"]`.
+    Tensor Comprehensions' own form is read as written: `pc.kernel("def mm(float(M, K) A,
+    float(K, N) B) -> (C) { C(m, n) +=! A(m, k) * B(k, n) }")`; with several `def`s, `name`
+    picks one.
     `outputs=["O", ...]` (Einstein notation) names the tensors a call returns; the others it
     writes are intermediates.  By default a tensor is returned when no statement reads it after
     its last write.
@@ -149,6 +152,11 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
         caller = caller.f_back
     if caller is not None:
         filename = f"<kernel defined at {caller.f_code.co_filename}:{caller.f_lineno}>"
+    from .frontend.tc_def import is_tc_definition, tc_definition
+    if is_tc_definition(source):     # Tensor Comprehensions' `def name(float(M, K) A, ...) -> (C) { ... }`
+        tc = tc_definition(source, filename, name, declared, outputs)
+        return Kernel(program_from_einsum(tc.body, tc.name, tc.declared, filename=filename, outputs=tc.outputs,
+                                          display=source))
     program = program_from_einsum(source, name or "kernel", declared, filename=filename, outputs=outputs)
     return Kernel(program)
 

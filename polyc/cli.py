@@ -37,8 +37,9 @@ class UsageError(Exception):
 # -- kernels from files -----------------------------------------------------------------------
 
 def load_kernels(path: Path) -> Dict[str, Any]:
-    """The kernels a file defines, by name: module-level `Kernel`s of a Python file, or the one
-    Einstein-notation kernel of a text file (named after the file's stem)."""
+    """The kernels a file defines, by name: module-level `Kernel`s of a Python file, each
+    Tensor Comprehensions `def` of a text file, or else the one Einstein-notation kernel of a text
+    file (named after the file's stem)."""
     import polyc as pc
     if not path.is_file():
         raise UsageError(f"no such kernel file: {path}")
@@ -57,9 +58,15 @@ def load_kernels(path: Path) -> Dict[str, Any]:
             sys.path.pop(0)
         return _kernels_by_name(scope)
     from .frontend.einsum import program_from_einsum
+    from .frontend.tc_def import is_tc_definition, tc_definitions
+    text = read_text(path, "kernel file")
+    if is_tc_definition(text):      # Tensor Comprehensions' `def`s: each kernel under its own name
+        return {d.name: pc.Kernel(program_from_einsum(d.body, d.name, d.declared, filename=str(path),
+                                                      outputs=d.outputs, display=text))
+                for d in tc_definitions(text, str(path))}
     name = path.stem.replace("-", "_") or "kernel"
     # Built as pc.kernel does, but parse errors point into the file rather than into this module.
-    return {name: pc.Kernel(program_from_einsum(read_text(path, "kernel file"), name, {}, filename=str(path)))}
+    return {name: pc.Kernel(program_from_einsum(text, name, {}, filename=str(path)))}
 
 
 def _kernels_by_name(scope: Dict[str, Any]) -> Dict[str, Any]:
@@ -318,7 +325,8 @@ def cache_clear_text() -> str:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="polyc", description=__doc__.split("\n\n")[0],
                                  epilog="Kernel files: FILE.py (module-level pc.kernel objects; FILE.py::NAME "
-                                        "picks one) or Einstein-notation text in any other file.")
+                                        "picks one) or, in any other file, Einstein-notation text or "
+                                        "Tensor Comprehensions defs (FILE.tc::NAME picks one).")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def kernel_arg(p: argparse.ArgumentParser) -> None:

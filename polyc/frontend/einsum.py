@@ -35,6 +35,7 @@ from ..ir.program import EXTREME_ITERATOR
 from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
+from .tc_def import substitute_extents
 
 Declaration = Union[TensorType, DType]
 
@@ -137,7 +138,7 @@ class _Lowering:
     def _collect_tensors(self) -> None:
         for st in self.src:
             self._note_tensor(st.target, len(st.target_indices), st.target_loc)
-            for part in st.target_indices + (st.rhs,):
+            for part in st.target_indices + (st.rhs,) + st.exists:
                 for node in _walk(part):
                     if node.kind == "access":
                         self._note_tensor(node.value, len(node.args), node.loc)  # type: ignore[arg-type]
@@ -265,6 +266,17 @@ class _Lowering:
                              node.loc)
         return Call(fn, tuple(args))  # type: ignore[arg-type]
 
+    def _exists(self, node: Node, indices: List[str]) -> Access:
+        """A `where exists T[...]` access; its subscripts name the statement's own indices."""
+        for n in _names_in(node):
+            if n.value not in indices and n.value not in self.sizes and n.value not in self.int_params \
+                    and n.value != node.value:
+                raise ParseError(f"{n.value!r} in 'exists' is no index of this statement (nor a size)", n.loc)
+        access = self._expr(node, indices)
+        if not isinstance(access, Access):
+            raise ParseError("'exists' takes a tensor access (where exists A[i, j])", node.loc)
+        return access
+
     def _promote_int_params(self) -> None:
         """Declared integer scalars used in subscripts or `where` bounds become isl parameters.
 
@@ -307,7 +319,8 @@ class _Lowering:
         last_write: Dict[str, int] = {}
         read_at: Dict[str, List[int]] = {}
         accumulate_first: Set[str] = set()
-        reserved = {n.value for st in self.src for part in (st.rhs,) + st.target_indices for n in _names_in(part)}
+        reserved = {n.value for st in self.src for part in (st.rhs,) + st.target_indices + st.exists
+                    for n in _names_in(part)}
         reserved |= {w.index for st in self.src for w in st.wheres}
         for n, st in enumerate(self.src):
             indices = self._statement_indices(st)
@@ -315,6 +328,7 @@ class _Lowering:
             target_subs = tuple(to_affine(a, f"the subscripts of {st.target}", None) for a in st.target_indices)
             lhs_vars = [v for a in target_subs for v in a.variables if v in indices]
             value = self._expr(st.rhs, indices)
+            exists = tuple(self._exists(node, indices) for node in st.exists)
             rhs_only = [i for i in indices if i not in lhs_vars]
             for i in rhs_only:
                 self._check_reduction_index(st, i)
@@ -372,7 +386,7 @@ class _Lowering:
                 domain=_domain(tuple(c for i in iters for c in ranges.get(i, ())), choices, iters),
                 target=target, value=value, update=op, order=(len(statements),) + (0,) * len(iters),
                 reduction=tuple(rhs_only), inferred=tuple(i for i in iters if i not in ranges),
-                divisions=divs.names, **common))
+                divisions=divs.names, exists=exists, **common))
         return Program(name=self.name, tensors=self._tensors(first_write, read_at, accumulate_first, last_write),
                        statements=tuple(statements), sizes=tuple(self.sizes), scalars=self._scalars(),
                        source=self.source, frontend="einsum", int_params=tuple(dict.fromkeys(self.int_params)),
@@ -420,11 +434,13 @@ class _Lowering:
 
 
 def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Mapping[str, Declaration]] = None,
-                        filename: str = "<kernel>", outputs: Optional[Sequence[str]] = None) -> Program:
+                        filename: str = "<kernel>", outputs: Optional[Sequence[str]] = None,
+                        display: Optional[str] = None) -> Program:
     """Parse and lower Einstein-notation `source`; `declared` maps names to tensor or scalar types.
 
     `outputs` names the tensors a call returns; by default every written tensor that no statement
-    reads after its last write."""
+    reads after its last write.  `display`: the text the user wrote, line for line and column for
+    column where `source` was derived from it (a Tensor Comprehensions `def`), shown in messages."""
     if outputs is not None:
         if isinstance(outputs, str) or not all(isinstance(o, str) for o in outputs):
             raise ParseError(f"outputs must be a list of tensor names, like outputs=['O'], not {outputs!r}")
@@ -433,7 +449,9 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
         if not isinstance(v, (TensorType, DType)):
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
                              f"type (pc.f32)")
-    statements = parse_einsum(source, filename)
+    original = source if display is None else display
+    source = substitute_extents(source, declared, filename, display)      # TC's `T.d`: a declared extent
+    statements = parse_einsum(source, filename, None if source == original else original)
     for st in statements:   # deep right-hand sides: room for the recursive lowering and every later walker
         ensure_recursion_room(tree_depth(st.rhs, lambda n: n.args), f"the right-hand side of {st.target}", st.loc)
     lowering = _Lowering(statements, declared, name, source, outputs)
@@ -446,6 +464,7 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
                                  + ("" if o in program.tensor_map else " (no tensor has that name)"))
     used = {st.target.tensor for st in program.statements}
     used |= {a.tensor for st in program.statements for a, _ in guarded_accesses(st.value)}
+    used |= {a.tensor for st in program.statements for a in st.exists}
     used |= set(lowering.scalars)  # the scalars the statements read
     used |= set(program.int_params)
     sizes_used = _sizes_used(program, used)

@@ -2,7 +2,8 @@
 
 Grammar (one statement per line, or separated by `;`; `#` starts a comment)::
 
-    statement := target OP expr [where NAME in affine:affine {, NAME in affine:affine}]
+    statement := target OP expr [where item {, item}]
+    item      := NAME in affine:affine | exists NAME[affine, ...]
     target    := NAME [ '[' affine {, affine} ']' ]
     OP        := = | += | *= | max= | min= | +=! | *=! | max=! | min=!
     expr      := usual precedence: or < and < not < comparisons < + - < * / // % < unary - < ** < atoms
@@ -13,7 +14,7 @@ The syntax tree keeps every node's source location; `einsum.py` resolves names a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import ParseError, SourceLocation
 from .tokens import Token, tokenize
@@ -50,13 +51,14 @@ class SourceStatement:
     loc: SourceLocation
     text: str
     target_loc: SourceLocation = field(default=None)  # type: ignore[assignment]
+    exists: Tuple[Node, ...] = ()     # `where exists T[...]`: accesses that only bound ranges
 
 
 class _Parser:
-    def __init__(self, source: str, filename: str):
-        self.lines = source.split("\n")
+    def __init__(self, source: str, filename: str, display: Optional[str] = None):
+        self.lines = (source if display is None else display).split("\n")
         self.filename = filename
-        self.toks = tokenize(source, filename)
+        self.toks = tokenize(source, filename, display)
         self.pos = 0
 
     # -- token helpers -------------------------------------------------------------------------
@@ -117,25 +119,45 @@ class _Parser:
             raise self.error(op_tok, f"expected an assignment (=, +=, +=!, *=!, max=!, min=!), found {found}")
         self.next()
         rhs = self.expr()
-        wheres = []
+        wheres: List[WhereRange] = []
+        exists: List[Node] = []
         if self.at("where"):
             self.next()
-            wheres.append(self.where_range())
+            self.where_item(wheres, exists)
             while self.at(","):
                 self.next()
-                wheres.append(self.where_range())
+                self.where_item(wheres, exists)
         loc = self.loc(first)
-        last = self.toks[self.pos - 1].line  # a statement may span lines (continuations)
-        spanned = [self.lines[first.line - 1][first.column - 1:]] + self.lines[first.line:last]
-        text = " ".join(line.strip() for line in spanned) if last > first.line else loc.text.strip()
+        end = self.toks[self.pos - 1]  # a statement may span lines (continuations)
+        spanned = self.lines[first.line - 1:end.line]
+        if spanned:   # from its first token to the end of its last (a TC `def` may hold it on one line)
+            spanned[-1] = spanned[-1][:end.column - 1 + len(end.text)]
+            spanned[0] = spanned[0][first.column - 1:]
+        text = " ".join(line.strip() for line in spanned)
         return SourceStatement(first.text, indices, op_tok.text, rhs, tuple(wheres), loc,
-                               text, target_loc=loc)
+                               text, target_loc=loc, exists=tuple(exists))
+
+    def where_item(self, wheres: List[WhereRange], exists: List[Node]) -> None:
+        """`i in lo:hi`, or TC's `exists T[e, ...]`: a read that bounds the indices' inferred
+        ranges as if the statement made it, without being computed."""
+        if self.at("exists") and self.toks[self.pos + 1].kind == "name" and self.toks[self.pos + 1].text != "in":
+            tok = self.next()
+            access = self.expr()
+            if access.kind != "access":
+                raise self.error(tok, "'exists' takes a tensor access (where exists A[i, j])")
+            exists.append(access)
+            return
+        wheres.append(self.where_range())
 
     def where_range(self) -> WhereRange:
         tok = self.peek()
         if tok.kind != "name":
             raise self.error(tok, "expected an index name after 'where' (e.g. 'where k in 0:N')")
         self.next()
+        if self.at("="):
+            raise self.error(self.peek(), f"'where {tok.text} = ...' binds a name, which polyc does not "
+                                          f"support; write the value in place of {tok.text}, or compute it "
+                                          f"in a statement of its own")
         self.expect("in", "(write 'where i in lo:hi')")
         lower = self.arith()
         self.expect(":", "between the lower and upper bound (write 'where i in lo:hi')")
@@ -336,9 +358,9 @@ class _Frame:
         return Node(self.kind, loc, self.head.text, tuple(self.items))
 
 
-def parse_einsum(source: str, filename: str = "<kernel>") -> List[SourceStatement]:
+def parse_einsum(source: str, filename: str = "<kernel>", display: Optional[str] = None) -> List[SourceStatement]:
     """Parse Einstein-notation text into source statements (raises ParseError with a caret)."""
-    statements = _Parser(source, filename).program()
+    statements = _Parser(source, filename, display).program()
     if not statements:
         raise ParseError("the kernel has no statements", SourceLocation(1, 1, source.split("\n")[0], filename))
     return statements

@@ -45,7 +45,7 @@ from ..ir import (Access, Affine, Constraint, DType, Expr, IndexExpr, Program, S
                   TensorDecl, TensorType, f64)
 from .pyloops_dnf import DNF
 from .pyloops_exprs import ExprLowering, Scope
-from .pyloops_source import Source
+from .pyloops_source import Source, split_chained_assignments
 from .pyloops_locals import LocalStorage, local_dtypes, raw_statements, replace_locals, temp_decls
 from .pyloops_lower import BodyLowering
 
@@ -80,7 +80,7 @@ def _read_source(fn: Callable) -> Tuple[Source, str, ast.FunctionDef]:
     if not isinstance(node, ast.FunctionDef):
         raise ParseError("a loop kernel must be a function defined with `def` (not a lambda)",
                          source.location(node) if node is not None else None)
-    return source, dedented, node
+    return source, dedented, split_chained_assignments(node)
 
 
 def _annotations(fn: Callable) -> Dict[str, object]:

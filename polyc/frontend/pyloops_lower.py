@@ -232,10 +232,7 @@ class BodyLowering:
 
     def _assignment(self, st: ast.stmt, loops: Tuple[RawLoop, ...], guard: DNF, conditional: bool,
                     order: Tuple[int, ...]) -> RawStmt:
-        if isinstance(st, ast.Assign):
-            if len(st.targets) != 1:
-                raise self.src.error(st, "chained assignment `a = b = ...` is not supported; "
-                                         "write one assignment per statement")
+        if isinstance(st, ast.Assign):      # one target: `split_chained_assignments` split `a = b = v`
             target, op, value_node = st.targets[0], None, st.value
         elif isinstance(st, ast.AnnAssign):
             if st.value is None:
@@ -287,6 +284,8 @@ class BodyLowering:
         update: Optional[str] = None
         if op == "+":
             update = "+"
+        elif op == "-" and _unsigned(target_array, self.scope.arrays):
+            value = Binary("-", current, value)   # `A[i] -= 100` on uint8 wraps; `+= -100` has no uint8 literal
         elif op == "-":
             update, value = "+", Unary("-", value)
         elif op == "*":
@@ -303,6 +302,12 @@ class BodyLowering:
         domain = dnf_and(domain, guard)
         return RawStmt(st, loops, domain, conditional, order, target_array, target_local, value,
                        update, self.src.location(st), text, reads)
+
+
+def _unsigned(target: Optional[Access], arrays: Mapping[str, Any]) -> bool:
+    """Whether `target` is an element of an array of an unsigned integer type (uint8, uint16)."""
+    dtype = arrays[target.tensor].dtype if target is not None and target.tensor in arrays else None
+    return dtype is not None and not dtype.is_float and dtype.name.startswith("u")
 
 
 def _extreme_update(target: Access, value: Expr, dtypes: Mapping[str, Any]) -> Tuple[Optional[str], Expr]:

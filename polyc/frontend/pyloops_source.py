@@ -44,3 +44,36 @@ def int_literal(node: ast.AST) -> Optional[int]:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         sign, node = -1, node.operand
     return sign * node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+class _ChainSplitter(ast.NodeTransformer):
+    """Rewrites Python's chained assignment `a = B[i] = v` as `t = v; a = t; B[i] = t`, with `t`
+    a fresh local: `v` is evaluated once and the targets are assigned left to right from that one
+    value, as Python does (each target then converts it to its own type, as numpy stores do).
+    Every new statement keeps the chain's position, so messages point at the user's line."""
+
+    def __init__(self, taken: set):
+        self.taken = taken
+
+    def visit_Assign(self, node: ast.Assign):
+        if len(node.targets) < 2:
+            return node
+        name = f"chained_{node.lineno}_{node.col_offset}"
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        out = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=node.value)]
+        out += [ast.Assign(targets=[t], value=ast.Name(id=name, ctx=ast.Load())) for t in node.targets]
+        for st in out:
+            ast.copy_location(st, node)
+            for sub in ast.walk(st):
+                if not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, node)
+        return out
+
+
+def split_chained_assignments(fn: ast.FunctionDef) -> ast.FunctionDef:
+    """`fn` with every chained assignment `a = b = v` split as `_ChainSplitter` says."""
+    taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn)
+                                                                       if isinstance(a, ast.arg)}
+    return ast.fix_missing_locations(_ChainSplitter(taken).visit(fn))

@@ -26,9 +26,10 @@ class Token:
     column: int
 
 
-def tokenize(source: str, filename: str = "<kernel>") -> List[Token]:
-    """Split `source` into tokens.  Newlines inside brackets or parentheses are ignored."""
-    lines = source.split("\n")
+def tokenize(source: str, filename: str = "<kernel>", display: Optional[str] = None) -> List[Token]:
+    """Split `source` into tokens.  Newlines inside brackets or parentheses are ignored.  Errors
+    show the lines of `display` (the user's text, where `source` was derived from it)."""
+    lines = (source if display is None else display).split("\n")
     tokens: List[Token] = []
     pos, line, line_start, depth = 0, 1, 0, 0
     while pos < len(source):

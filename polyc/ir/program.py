@@ -81,6 +81,9 @@ class Statement:
     #: Iterators that are quotients of a floor division (`(x + 1) // 2`, `i % 3`): each takes one
     #: value per instance of the others, fixed by two domain constraints (see `frontend.einsum_affine`).
     divisions: Tuple[str, ...] = ()
+    #: Tensor Comprehensions' `where exists T[...]`: accesses that bound the `inferred` ranges as
+    #: reads would, but are never performed (no value, no dependence, no bounds check).
+    exists: Tuple[Access, ...] = ()
 
     @property
     def extremes(self) -> Tuple[str, ...]:

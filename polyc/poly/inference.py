@@ -49,7 +49,7 @@ class _Inference:
         written = {s.target.tensor for s in program.statements}
         ranks: Dict[str, int] = {}
         for s in program.statements:
-            for a in (s.target,) + s.value.accesses():
+            for a in (s.target,) + s.value.accesses() + s.exists:
                 ranks[a.tensor] = len(a.indices)
         for t in program.tensors:
             if t.shape is not None:
@@ -127,7 +127,8 @@ class _Inference:
                           base: Optional[Affine]) -> Optional[Tuple[Affine, Affine]]:
         """The largest [lo, hi) of `x` keeping every read using `x` in bounds, via isl; None if unknown."""
         uses = []
-        reads = guarded_accesses(st.value) + (((st.target, None),) if st.update else ())
+        reads = guarded_accesses(st.value) + (((st.target, None),) if st.update else ()) + \
+            tuple((a, None) for a in st.exists)
         for acc, guard in reads:
             shape = self.shapes.get(acc.tensor)
             if shape is None:
@@ -254,7 +255,7 @@ class _Inference:
 
     def _bare_uses(self, st: Statement, x: str) -> List[Tuple[str, int]]:
         uses = []
-        for acc in st.value.accesses():
+        for acc in st.value.accesses() + st.exists:
             for d, e in enumerate(acc.indices):
                 if e.as_single_var() == x:
                     uses.append((acc.tensor, d))
