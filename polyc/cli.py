@@ -41,6 +41,9 @@ def load_kernels(path: Path) -> Dict[str, Any]:
     Tensor Comprehensions `def` of a text file, or else the one Einstein-notation kernel of a text
     file (named after the file's stem)."""
     import polyc as pc
+    if path.exists() and not path.is_file():
+        raise UsageError(f"the kernel file {path} is not a regular file (a folder, a pipe or a device): "
+                         f"polyc reads kernels from files, not from standard input")
     if not path.is_file():
         raise UsageError(f"no such kernel file: {path}")
     if path.suffix == ".py":

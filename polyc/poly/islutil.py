@@ -15,8 +15,26 @@ import islpy as isl
 from ..errors import IslBudgetError, PolycError
 from ..ir import Affine, Constraint
 
+_BUDGET_WHEN_UNSET = 20000000
+#: The largest budget isl takes (an unsigned long).
+_MAX_BUDGET = 2 ** 63 - 1
+
+
+def _budget_from_environment() -> Tuple[int, Optional[str]]:
+    """POLYC_ISL_BUDGET as (budget, problem): a whole number of operations from 0 (unlimited) to
+    2**63 - 1.  Anything else is a problem that `isl_budget` reports (`import polyc` must not fail
+    on it), with the default budget meanwhile."""
+    text = os.environ.get("POLYC_ISL_BUDGET", "").strip()
+    if not text:
+        return _BUDGET_WHEN_UNSET, None
+    if text.isascii() and text.isdigit() and int(text) <= _MAX_BUDGET:
+        return int(text), None
+    return _BUDGET_WHEN_UNSET, (f"POLYC_ISL_BUDGET={text[:40]!r} is not a number of isl operations: set it to a "
+                                f"whole number from 0 (unlimited) to {_MAX_BUDGET}, or unset it")
+
+
 #: Default hard limit of isl operations for one guarded computation (0 = unlimited).
-DEFAULT_BUDGET = int(os.environ.get("POLYC_ISL_BUDGET", "20000000"))
+DEFAULT_BUDGET, _BUDGET_PROBLEM = _budget_from_environment()
 
 #: isl keywords, compared case-insensitively (isl reads `MOD` and `Infty` as keywords too).
 _ISL_KEYWORDS = {"and", "or", "not", "exists", "mod", "floor", "ceil", "min", "max", "infty",
@@ -131,6 +149,8 @@ def isl_budget(what: str, budget: Optional[int] = None) -> Iterator[None]:
     Parse inputs *before* entering (parsing counts against the budget and a limit hit while parsing
     reads as a misleading syntax error).
     """
+    if _BUDGET_PROBLEM is not None:
+        raise IslBudgetError(_BUDGET_PROBLEM)
     ctx = isl.DEFAULT_CONTEXT
     limit = DEFAULT_BUDGET if budget is None else budget
     previous = ctx.get_max_operations()

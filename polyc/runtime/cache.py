@@ -31,6 +31,7 @@ import atexit
 import hashlib
 import hmac
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -48,6 +49,10 @@ from ..errors import CacheError, CacheWarning
 CACHE_DIR_ENV = "POLYC_CACHE_DIR"
 _ENTRY_PREFIX = "kernel-"
 _TEMP_PREFIX = ".tmp-"
+#: The only names polyc writes in a cache directory (`entry_paths`, `checksum_path`, `temp_path`):
+#: what `clear_cache` may remove and `entries` lists.  A user's `kernel-launcher.c` is neither.
+_ENTRY_NAME = re.compile(r"kernel-[0-9a-f]{40}\.(?:so|c|sha256)")
+_TEMP_NAME = re.compile(r"\.tmp-[a-z0-9_]{8}\.(?:so|o|c|sha256)")
 
 _fallback: Optional[Path] = None
 _fallback_lock = threading.Lock()
@@ -60,8 +65,8 @@ def configured_cache_dir() -> Path:
     directory for polyc (`platformdirs.user_cache_dir`).  Not created, not checked."""
     explicit = os.environ.get(CACHE_DIR_ENV)
     if explicit:
-        try:
-            return Path(explicit).expanduser()
+        try:    # absolute: a relative `-O0` would reach the compiler's command line as an option
+            return Path(explicit).expanduser().absolute()
         except RuntimeError:    # `~nosuchuser/x`
             raise CacheError(f"{CACHE_DIR_ENV}={explicit!r} starts with the home of an unknown user") from None
     return Path(platformdirs.user_cache_dir("polyc", appauthor=False))
@@ -240,11 +245,13 @@ def _secret() -> bytes:
     with _key_lock:
         if _key is not None:
             return _key
-        path = key_file()
+        path = os.environ.get(KEY_FILE_ENV) or "the default key file"
         try:
+            path = key_file()
             _key = _read_key(path) or _make_key(path)
-        except OSError as e:
-            warnings.warn(f"cannot read or create the polyc cache key {path} ({e.strerror or e}); compiled "
+        except (OSError, RuntimeError) as e:     # RuntimeError: `~nosuchuser/...` cannot be expanded
+            why = e.strerror if isinstance(e, OSError) and e.strerror else e
+            warnings.warn(f"cannot read or create the polyc cache key {path} ({why}); compiled "
                           f"kernels are trusted in this process only", CacheWarning, stacklevel=3)
             _key = os.urandom(32)
         return _key
@@ -272,8 +279,15 @@ def _make_key(path: Path) -> bytes:
     finally:
         os.close(fd)
     try:
-        if path.exists() or path.is_symlink():
-            os.replace(tmp, path)   # one that vouched for nothing (see `_read_key`)
+        try:
+            existing = os.lstat(path)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            # A link, pipe, device or folder is not ours to replace (POLYC_CACHE_KEY_FILE=/dev/null).
+            raise OSError("it exists and is not a regular file")     # no errno: not FileExistsError
+        if existing is not None:
+            os.replace(tmp, path)   # a regular file that vouched for nothing (see `_read_key`)
             return key
         os.link(tmp, path)          # never over a key another process has just made
     except FileExistsError:
@@ -333,6 +347,8 @@ def cache_entries(directory: Optional[Path] = None) -> List[CacheEntry]:
     directory = cache_dir() if directory is None else directory
     out = []
     for lib in directory.glob(f"{_ENTRY_PREFIX}*.so"):
+        if not _ENTRY_NAME.fullmatch(lib.name):
+            continue                # not a name polyc writes: the user's own file
         try:
             st = os.lstat(lib)
         except FileNotFoundError:
@@ -350,8 +366,7 @@ def clear_cache(directory: Optional[Path] = None) -> int:
     directory = cache_dir() if directory is None else directory
     removed = 0
     for path in list(directory.iterdir()):
-        is_entry = path.name.startswith(_ENTRY_PREFIX) and path.suffix in (".so", ".c", ".sha256")
-        if (is_entry or path.name.startswith(_TEMP_PREFIX)) and not path.is_dir():
+        if (_ENTRY_NAME.fullmatch(path.name) or _TEMP_NAME.fullmatch(path.name)) and not path.is_dir():
             try:
                 path.unlink()
                 removed += 1

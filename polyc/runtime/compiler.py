@@ -228,6 +228,11 @@ def _build(source: str, flags: Tuple[str, ...], compiler_path: str, src_path: Pa
                 f"{trim_output(output)}\n"
                 f"  source kept at: {src_path}\n  command: {command_text}",
                 source=source, compiler_output=output, command=command_text)
+        if os.path.getsize(tmp_lib) == 0:    # `POLYC_CC=/bin/true`: success, and nothing built
+            raise CompileError(f"the C compiler {compiler_path!r} reported success but wrote no library\n"
+                               f"  source kept at: {src_path}\n  command: {command_text}",
+                               source=source, compiler_output=(proc.stderr or "") + (proc.stdout or ""),
+                               command=command_text)
         cache.install_library(tmp_lib, lib_path)
     finally:
         cache._unlink_quietly(tmp_lib)

@@ -22,6 +22,7 @@ import math
 import os
 import secrets
 import sqlite3
+import stat
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -87,7 +88,11 @@ def db_path(db: Union[str, Path, None] = None) -> Path:
                             f"{type(db).__name__} {db!r}"[:300])
         return Path(db)
     if os.environ.get("POLYC_TUNE_DB"):
-        return Path(os.environ["POLYC_TUNE_DB"]).expanduser()
+        try:
+            return Path(os.environ["POLYC_TUNE_DB"]).expanduser()
+        except RuntimeError:    # `~nosuchuser/x`
+            raise TuneRecordError("starts with the home of an unknown user",
+                                  f"POLYC_TUNE_DB={os.environ['POLYC_TUNE_DB']!r}") from None
     from ..errors import CacheError
     from ..runtime.cache import configured_cache_dir
     try:
@@ -214,9 +219,12 @@ class Records:
         _check_path(path, "import_jsonl")
         rows = []
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):     # a pipe would block, a device never end
+                raise TuneRecordError("cannot be read: it is not a regular file (a folder, a pipe or a device)",
+                                      str(path))
             with open(path, encoding="utf-8") as f:
-                for n, line in enumerate(f, 1):
-                    if line.strip():
+                for n, line in enumerate(iter(lambda: f.readline(4 * MAX_TEXT + 1), ""), 1):
+                    if line.strip():     # a line past the limit is refused before more is read
                         rows.append(validate_row(line, f"{path}:{n}"))
         except UnicodeDecodeError as e:
             raise TuneRecordError(f"is not UTF-8 text (byte {e.start})", str(path)) from None

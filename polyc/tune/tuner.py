@@ -342,20 +342,21 @@ def tuned_schedule(kernel: Any, target: Any = "c", *, db: Any = None, sizes: Opt
     that cannot be opened is a TuneRecordError.  A record that does not reproduce (tampered, or
     written by another polyc) is skipped with a TuningWarning, for the next best."""
     tv = target_view(target)
+    fingerprint = tv.fingerprint()
+    wanted = None if sizes is None else (size_class(sizes), dtype or "f32")
     try:
         records = Records(db)
+        rows = [r for r in records.ranked(kernel=kernel_hash(kernel)) if fingerprint_of(r["target"]) == fingerprint
+                and (wanted is None or (r["size_class"], r["dtypes"]) == wanted)]
     except TuneRecordError as e:
         if db is not None:
             raise
         # The default place (POLYC_TUNE_DB, POLYC_CACHE_DIR, the user cache) is unusable, e.g. a
-        # file where its folder should be: compiling goes on, as with no record at all.
+        # file where its folder should be, or rows damaged past reading: compiling goes on, as
+        # with no record at all.
         warnings.warn(f"schedule='tuned': the tuning records cannot be read ({e}); using schedule='auto'",
                       TuningWarning, stacklevel=_user_stacklevel())
         return None
-    fingerprint = tv.fingerprint()
-    wanted = None if sizes is None else (size_class(sizes), dtype or "f32")
-    rows = [r for r in records.ranked(kernel=kernel_hash(kernel)) if fingerprint_of(r["target"]) == fingerprint
-            and (wanted is None or (r["size_class"], r["dtypes"]) == wanted)]
     # Measured with the threads compiled code runs with first (a stable sort keeps the ratio order).
     rows.sort(key=lambda r: r["target"] != measured_on(fingerprint, tv.cores))
     if not rows:

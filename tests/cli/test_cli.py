@@ -224,3 +224,11 @@ def test_schedule_tuned_falls_back_to_auto_with_the_warning_as_a_line_of_its_own
     status, out, err = run(capsys, "outline", files / "matvec.tc", "-s", "tuned")
     assert status == 0 and "auto(" in out
     assert "polyc outline: warning: TuningWarning: schedule='tuned': no tuning record of matvec" in err
+
+
+def test_a_kernel_file_that_is_a_folder_or_a_pipe_says_so(files, capsys):
+    (files / "folder.tc").mkdir()
+    os.mkfifo(files / "pipe.tc")
+    for name in ("folder.tc", "pipe.tc"):
+        status, _, err = run(capsys, "deps", files / name)
+        assert status == 2 and "is not a regular file" in err and "standard input" in err, err

@@ -391,3 +391,58 @@ def test_a_cache_directory_in_an_unknown_users_home_falls_back(monkeypatch):
     with pytest.warns(CacheWarning, match="unknown user"):
         directory = cache.cache_dir()
     assert directory.is_dir() and "nosuchuser" not in str(directory)
+
+
+def test_clear_removes_only_names_polyc_writes(private_cache):
+    compile_c(SOURCE)
+    mine = ["kernel-launcher.c", "kernel-notes.sha256", "kernel-plugin.so", ".tmp-important-draft.txt"]
+    for name in mine:
+        (private_cache / name).write_text("the user's own\n")
+    assert len(cache.cache_entries()) == 1            # the user's kernel-plugin.so is no entry
+    assert cache.clear_cache() == 3                   # the entry's .c, .so and .sha256
+    assert sorted(p.name for p in private_cache.iterdir()) == sorted(mine)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_a_key_file_that_is_no_regular_file_is_left_alone(private_cache, tmp_path, monkeypatch, kind):
+    key = tmp_path / "key"
+    target = tmp_path / "dotfile"
+    target.write_text("user data\n")
+    if kind == "fifo":
+        os.mkfifo(key)
+    elif kind == "symlink":
+        key.symlink_to(target)
+    else:
+        key.mkdir()
+    monkeypatch.setenv(cache.KEY_FILE_ENV, str(key))
+    monkeypatch.setattr(cache, "_key", None)
+    with pytest.warns(CacheWarning, match="not a regular file"):
+        secret = cache._secret()
+    assert len(secret) == 32
+    assert (stat.S_ISFIFO if kind == "fifo" else stat.S_ISLNK if kind == "symlink" else stat.S_ISDIR)(
+        os.lstat(key).st_mode)
+    assert target.read_text() == "user data\n"
+
+
+def test_a_key_file_in_an_unknown_users_home_is_a_warning(private_cache, monkeypatch):
+    monkeypatch.setenv(cache.KEY_FILE_ENV, "~no_such_user_polyc_test/key")
+    monkeypatch.setattr(cache, "_key", None)
+    with pytest.warns(CacheWarning, match="no_such_user_polyc_test"):
+        assert len(cache._secret()) == 32
+
+
+def test_a_relative_cache_directory_named_like_an_option_still_compiles(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("POLYC_CACHE_DIR", "-O0")
+    compiler_module._memo.clear()
+    assert cache.configured_cache_dir() == tmp_path / "-O0"
+    f = pc.compile(pc.kernel("B[i] = A[i] * 2.0", name="dash_dir"))
+    assert f(A=np.arange(3.0)).tolist() == [0.0, 2.0, 4.0]
+
+
+def test_a_compiler_that_succeeds_without_a_library_is_a_compile_error(private_cache, monkeypatch):
+    monkeypatch.setenv("POLYC_CC", "/bin/true")
+    compiler_module._memo.clear()
+    with pytest.raises(pc.CompileError, match="reported success but wrote no library"):
+        compile_c(SOURCE)
+    assert cache.cache_entries() == []

@@ -17,7 +17,7 @@ from polyc.errors import TuneError, TuneRecordError, TuningWarning
 from polyc.target import host_cpus
 from polyc.tune import Records
 from polyc.tune.measure import Measurement, Task, WorkerState, check_sizes, kernel_blob
-from polyc.tune.records import RecordKey, kernel_hash, measured_on, size_class
+from polyc.tune.records import FIELDS, RecordKey, kernel_hash, measured_on, size_class
 from polyc.tune.registry_view import target_view
 from polyc.tune.space import Space
 from polyc.tune.tuner import _sizes_and_dtype
@@ -272,3 +272,40 @@ def test_the_default_database_follows_the_cache_directory_home_expanded(monkeypa
     monkeypatch.setenv("POLYC_CACHE_DIR", "~nosuchuser-polyc/x")
     with pytest.raises(pc.TuneRecordError, match="unknown user"):
         db_path()
+
+
+def test_tuned_falls_back_when_the_default_databases_rows_are_damaged(db):
+    records = _records(db)
+    row = dict(records.rows()[0])
+    records._insert([dict({k: row[k] for k in FIELDS}, error="x" * 3000 + str(n)) for n in range(60)])
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    for k in range(2 * page, len(data), 7):       # the rows' pages; the schema's stays whole
+        data[k] = 0xA5
+    db.write_bytes(bytes(data))
+    with pytest.warns(TuningWarning, match="cannot be read"):
+        _mm_works(pc.compile(MM, schedule="tuned"))
+    with pytest.raises(TuneRecordError):
+        pc.tune.tuned_schedule(MM, db=records.path)     # an explicit database: the error
+
+
+def test_importing_a_pipe_is_an_error_not_a_hang(db, tmp_path):
+    pipe = tmp_path / "records.jsonl"
+    os.mkfifo(pipe)
+    with pytest.raises(TuneRecordError, match="not a regular file"):
+        Records(db).import_jsonl(pipe)
+
+
+def test_an_overlong_imported_line_is_refused_before_it_is_read_whole(db, tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text("x" * 10_000_000 + "\n")
+    with pytest.raises(TuneRecordError, match="line too long"):
+        Records(db).import_jsonl(path)
+
+
+def test_a_database_in_an_unknown_users_home_is_a_record_error_or_auto(monkeypatch):
+    monkeypatch.setenv("POLYC_TUNE_DB", "~no_such_user_polyc_test/tune.sqlite")
+    with pytest.raises(TuneRecordError, match="home of an unknown user"):
+        Records()
+    with pytest.warns(TuningWarning, match="home of an unknown user"):
+        _mm_works(pc.compile(MM, schedule="tuned"))
