@@ -95,15 +95,23 @@ def _kernels_by_name(scope: Dict[str, Any]) -> Dict[str, Any]:
     return found
 
 
-def read_text(path: Path, what: str, limit: int = -1) -> str:
-    """The UTF-8 text of file `path` (its first `limit` characters when given); a UsageError
-    naming it when it cannot be read as such (a directory or a named pipe, which would block, is
-    not read)."""
+#: The largest kernel or schedule file read (a file past it is refused before it is read whole).
+MAX_FILE_CHARS = 16 * 1024 * 1024
+
+
+def read_text(path: Path, what: str, limit: Optional[int] = None) -> str:
+    """The UTF-8 text of file `path`, of at most `limit` characters; a UsageError naming it when it
+    cannot be read as such (a directory or a named pipe, which would block, is not read) or is
+    longer (than `MAX_FILE_CHARS` by default)."""
+    limit = MAX_FILE_CHARS if limit is None else limit
     if path.exists() and not path.is_file():
         raise UsageError(f"the {what} {path} is not a regular file")
     try:
         with open(path, encoding="utf-8") as f:
-            return f.read(limit)
+            text = f.read(limit + 1)
+        if len(text) > limit:
+            raise UsageError(f"the {what} {path} is longer than {limit} characters; polyc reads no such file")
+        return text
     except UnicodeDecodeError as e:
         raise UsageError(f"the {what} {path} is not UTF-8 text (byte {e.start})") from None
     except OSError as e:

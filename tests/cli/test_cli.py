@@ -232,3 +232,11 @@ def test_a_kernel_file_that_is_a_folder_or_a_pipe_says_so(files, capsys):
     for name in ("folder.tc", "pipe.tc"):
         status, _, err = run(capsys, "deps", files / name)
         assert status == 2 and "is not a regular file" in err and "standard input" in err, err
+
+
+def test_an_oversized_file_is_refused_before_it_is_read_whole(files, capsys, monkeypatch):
+    import polyc.cli as cli
+    monkeypatch.setattr(cli, "MAX_FILE_CHARS", 1000)
+    (files / "big.tc").write_text("y[i] +=! A[i, j] * x[j]\n" + "#" * 2000 + "\n")
+    status, _, err = run(capsys, "deps", files / "big.tc")
+    assert status == 2 and "longer than 1000 characters" in err, err
