@@ -198,3 +198,9 @@ class ProgramError(PolycError):
         if location is not None and location.text:
             text += f"\n    {location.text.strip()}"
         super().__init__(text)
+
+
+class ReferenceFailedError(PolycError):
+    """`kernel.reference` of a loop kernel ran the kernel's Python code, and Python refused a value
+    the compiled kernel computes anyway (`int(nan)`, a Python int out of a uint8's range, a
+    division by zero): the two do not agree on such inputs.  Carries the line of the kernel."""

@@ -218,6 +218,8 @@ class CExprPrinter:
             if e.op in ("<", "<=", ">", ">=", "==", "!="):
                 return f"({self.expr(e.lhs, common)} {e.op} {self.expr(e.rhs, common)})"
             lhs, rhs = self.expr(e.lhs, common), self.expr(e.rhs, common)
+            if common is not None and common.is_float:      # C would compute int32 * float in float
+                lhs, rhs = (_widened(x, t.type_of(side, common), common) for x, side in ((lhs, e.lhs), (rhs, e.rhs)))
             if e.op == "/" and common is not None and not common.is_float:
                 return f"((double)({lhs}) / (double)({rhs}))"
             if e.op in ("%", "//"):
@@ -237,6 +239,11 @@ class CExprPrinter:
                 return f"pc_ipow_{rt.name}({args[0]}, {args[1]})"
             if e.fn in ("max", "min", "pymax", "pymin") and rt is not None and rt != BOOL:
                 return f"pc_{e.fn}_{rt.name}({args[0]}, {args[1]})"
+            if e.fn == "pow" and rt is not None and rt.is_float and isinstance(e.args[1], Const) \
+                    and e.args[1].value == 0.5:
+                # numpy computes x ** 0.5 as a square root: nan at -inf and -0.0 at -0.0, where
+                # C's pow gives +inf and +0.0 (and gcc's vector pow numpy's answers)
+                return f"{_fn('sqrt', rt)}({args[0]})"
             if rt is not None and rt.is_float:    # integer operands converted explicitly: CUDA's
                 # C++ overloads of `exp(int)` are host functions, which nvcc refuses in a kernel
                 args = [f"(({rt.c_name})({x}))" if is_integer(t.type_of(a, rt)) else x for a, x in zip(e.args, args)]
@@ -276,10 +283,20 @@ def assignment(typing: Typing, st: Statement, target: str, value: str) -> str:
     if st.update is None:
         return f"{target} = {f'pc_f2i_{dtype.name}({value})' if to_int else value};"
     if st.update in ("+", "*") and to_int:     # in the float type, then converted (README "Types")
-        return f"{target} = pc_f2i_{dtype.name}({target} {st.update} {value});"
+        combine = typing.promote(dtype, value_type)     # float64 for int32 += float32 in loop kernels
+        return f"{target} = pc_f2i_{dtype.name}({_widened(target, dtype, combine)} {st.update} {value});"
     if st.update in ("+", "*"):
         return wrapping_update(target, st.update, value, dtype.c_name, value_type)
     return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
+
+
+def _widened(text: str, own: Optional[DType], common: DType) -> str:
+    """C text of an operand of type `own` converted to the float type `common` where C's own
+    conversions would not reach it: an integer or float32 operand of a float64 operation
+    (`promote_numpy`'s int32 * float32 is float64; C computes it in float)."""
+    if own is None or own == common or own == BOOL or (own.is_float and own.bits >= common.bits):
+        return text
+    return f"(({common.c_name})({text}))"
 
 
 #: The unsigned C type integer arithmetic is done in (wrapping, as numpy's).

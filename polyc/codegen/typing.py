@@ -15,7 +15,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import ArgumentError, ParseError, PolycError
 from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
-                  Unary, f32, f64, i64, promote)
+                  Unary, f32, f64, i64, promote, promote_numpy)
 
 BOOL = DType("bool", "int", False, 1, "bool")
 
@@ -33,6 +33,10 @@ class Typing:
     #: do next to numpy integers (NEP 50: int32 `A[i] * (i + 1)` stays int32 and wraps): loop
     #: kernels, whose reference is the Python function.  Einstein kernels index with int64 arrays.
     weak_indices: bool = False
+    #: Whether arithmetic promotes as numpy does on numpy values (`promote_numpy`: int32 with
+    #: float32 is float64): loop kernels, which compute with the values their Python reference
+    #: computes with.  Einstein kernels promote as C and Tensor Comprehensions do (`promote`).
+    numpy_promotion: bool = False
     #: type_of's answers by (node identity, hint); printers ask about every node of a tree, so
     #: without it a 1,000-term sum costs a million calls.  Holds the node, so its id stays unique.
     _memo: Dict[Tuple[int, Optional[DType]], Tuple[Expr, Optional[DType]]] = \
@@ -41,7 +45,11 @@ class Typing:
     def key(self) -> str:
         return ",".join(f"{k}:{v.name}" for k, v in sorted(self.tensors.items())) + ";" + \
             ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items())) + ";" + self.literal_float.name + \
-            (";weak" if self.weak_indices else "")
+            (";weak" if self.weak_indices else "") + (";numpy" if self.numpy_promotion else "")
+
+    def promote(self, a: DType, b: DType) -> DType:
+        """The type two operand types combine in, by this program's rule (`numpy_promotion`)."""
+        return promote_numpy(a, b) if self.numpy_promotion else promote(a, b)
 
     def type_of(self, e: Expr, hint: Optional[DType] = None) -> Optional[DType]:
         """The type of `e`; None for a literal-only expression with no hint."""
@@ -82,13 +90,13 @@ class Typing:
                     return self.literal_float if any(_float_literal(x) for x in literals.walk()) or \
                         e.op == "/" else i64
                 return a or b
-            t = promote(a, b)
+            t = self.promote(a, b)
             if e.op == "/" and not t.is_float:
                 return f64
             return t
         if isinstance(e, Select):
             known = [t for t in self.value_types((e.if_true, e.if_false), hint) if t is not None]
-            return promote(known[0], known[1]) if len(known) == 2 else (known[0] if known else None)
+            return self.promote(known[0], known[1]) if len(known) == 2 else (known[0] if known else None)
         if isinstance(e, Call) and e.fn == "pow":
             return self._pow_type(e, hint)
         if isinstance(e, Call):
@@ -96,7 +104,7 @@ class Typing:
             known = [t for t in types if t is not None]
             t = known[0] if known else hint
             for u in known[1:]:
-                t = promote(t, u)
+                t = self.promote(t, u)
             if e.fn in ("exp", "log", "sqrt", "tanh", "sin", "cos", "pow") and t is not None and not t.is_float:
                 return f64
             return t
@@ -115,9 +123,9 @@ class Typing:
                 return None
         t = known[0]
         for u in known[1:]:
-            t = promote(t, u)
+            t = self.promote(t, u)
         if not t.is_float and any(_float_literal(x) for x in e.args):
-            t = promote(t, self.literal_float)
+            t = self.promote(t, self.literal_float)
         if not t.is_float:
             exponent = e.args[1]
             if isinstance(exponent, Unary) and exponent.op == "-" and isinstance(exponent.operand, Const):
@@ -140,7 +148,7 @@ class Typing:
             return [self.type_of(x, hint) for x in args]
         other = known[0]
         for u in known[1:]:
-            other = promote(other, u)
+            other = self.promote(other, u)
         return [t if t is not None else self.type_of(x, other) for x, t in zip(args, strong)]
 
     def operation_type(self, e: Binary, hint: Optional[DType]) -> Optional[DType]:
@@ -150,8 +158,8 @@ class Typing:
         `%` and `//` of literals alone in `literal_type` (int64 for integers)."""
         a, b = self.operand_types(e, hint)
         if e.op in ("<", "<=", ">", ">=", "==", "!="):
-            return comparison_type(e, a, b)
-        common = common_type(a, b) or hint
+            return comparison_type(e, a, b, self.promote)
+        common = common_type(a, b, self.promote) or hint
         if e.op in ("%", "//") and (common is None or common == BOOL):
             common = literal_type(e.lhs, e.rhs)
         return common
@@ -164,7 +172,7 @@ class Typing:
             return False
         target = self.tensors[st.target.tensor]
         vt = self.type_of(st.value, target)
-        return vt is not None and vt.name != "bool" and promote(target, vt) != target
+        return vt is not None and vt.name != "bool" and self.promote(target, vt) != target
 
     def weak(self, e: Expr) -> bool:
         """Whether `e` adopts the other operand's type: a literal, or an index value where
@@ -198,11 +206,11 @@ def is_integer(t: Optional[DType]) -> bool:
     return t is not None and t != BOOL and not t.is_float
 
 
-def comparison_type(e: Binary, a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
+def comparison_type(e: Binary, a: Optional[DType], b: Optional[DType], promotion=promote) -> Optional[DType]:
     """The type a comparison compares in: its operands' `common_type`, widened to int64 where an
     integer literal does not fit it (`A_u8 < 300` is true for every element, as numpy says)."""
     from ..ir.literals import integer_literal_fits
-    common = common_type(a, b)
+    common = common_type(a, b, promotion)
     for x in (e.lhs, e.rhs):
         sign = 1
         if isinstance(x, Unary) and x.op == "-":
@@ -213,14 +221,14 @@ def comparison_type(e: Binary, a: Optional[DType], b: Optional[DType]) -> Option
     return common
 
 
-def common_type(a: Optional[DType], b: Optional[DType]) -> Optional[DType]:
+def common_type(a: Optional[DType], b: Optional[DType], promotion=promote) -> Optional[DType]:
     """The type two operands are combined in (a comparison, an arithmetic operation): their
-    promotion, a condition or unknown side taking the other's; None when neither is known."""
+    `promotion`, a condition or unknown side taking the other's; None when neither is known."""
     if a is None or a == BOOL:
         return b if b != BOOL else None
     if b is None or b == BOOL:
         return a
-    return promote(a, b)
+    return promotion(a, b)
 
 
 def literal_type(*operands: Expr) -> DType:
@@ -267,9 +275,11 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
     for d in floats[1:]:
         kernel_float = promote(kernel_float, d)
     scalars = {s.name: (s.dtype if s.dtype is not None else kernel_float) for s in program.scalars}
-    literal_float = kernel_float if floats else f64
     weak = program.frontend == "python"
-    typing = Typing(tensors, scalars, kernel_float, literal_float, weak)
+    # A float literal next to an integer: the kernel's float in Einstein notation (as Halide's
+    # literals); a Python float, float64, in a loop kernel (`i * 0.1`, numpy's `A_int32[i] * 0.5`).
+    literal_float = kernel_float if floats and not weak else f64
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak)
     for _ in range(len(program.statements) + 1):
         changed = False
         for st in program.statements:
@@ -294,7 +304,7 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
-    typing = Typing(tensors, scalars, kernel_float, literal_float, weak)
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak)
     _check_passed_integer_results(program, passed, typing)
     return typing
 

@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import ParseError
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef,
-                  Select, TensorDecl, Unary, f64, i64, promote)
+                  Select, TensorDecl, Unary, f64, i64, promote_numpy)
 from .pyloops_exprs import LocalRef, Scope
 from .pyloops_source import Source
 from .pyloops_lower import RawLoop, RawNode, RawStmt
@@ -168,8 +168,8 @@ def _combine(a: _Type, b: _Type) -> _Type:
     if b is None:
         return a
     (sa, wa), (sb, wb) = a, b
-    if sa is not None and sb is not None:
-        return promote(sa, sb), "float" if promote(sa, sb).is_float else "int"
+    if sa is not None and sb is not None:    # numpy's values: int32 with float32 is float64
+        return promote_numpy(sa, sb), "float" if promote_numpy(sa, sb).is_float else "int"
     strong, weak = (sa, wb) if sa is not None else (sb, wa)
     if strong is not None:
         if not strong.is_float and weak == "float":

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import inspect
 import math
+import traceback
 import types
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ReferenceFailedError
 from ..ir import Affine, Program
 
 
@@ -146,7 +147,16 @@ def run_reference_frozen(fn: Callable, program: Optional[Program], kwargs: Mappi
             positional.append(value)
         else:
             keywords[name] = value
-    runnable(*positional, **keywords)
+    try:
+        runnable(*positional, **keywords)
+    except (ArithmeticError, ValueError) as e:
+        lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == fn.__code__.co_filename
+                 and f.name == fn.__name__]
+        where = f"{fn.__code__.co_filename}:{lines[-1]}: " if lines else ""
+        raise ReferenceFailedError(
+            f"{where}the Python reference of {fn.__name__} stopped with {type(e).__name__}: {e}. Python refuses "
+            f"this value where the compiled kernel computes C's (numpy's) answer, so the two cannot be compared "
+            f"on these inputs") from e
 
 
 #: The `math` functions a loop kernel may call, computed as the compiled kernel computes them:

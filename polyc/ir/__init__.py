@@ -5,4 +5,4 @@ from .expr import (Access, Binary, Call, Cast, Const, Expr, IndexExpr, MATH_FUNC
                    stop_gradient)
 from .program import (Constraint, Program, ScalarDecl, Statement, TensorDecl, UPDATE_OPS, ROLES,
                       lower_bound, upper_bound_exclusive)
-from .types import DType, TensorType, f32, f64, i32, i64, u8, u16, DTYPES, as_dtype, dtype_of_numpy, promote, tensor
+from .types import DType, TensorType, f32, f64, i32, i64, u8, u16, DTYPES, as_dtype, dtype_of_numpy, promote, promote_numpy, tensor

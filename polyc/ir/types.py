@@ -93,6 +93,18 @@ def promote(a: DType, b: DType) -> DType:
     return a if a.bits >= b.bits else b
 
 
+def promote_numpy(a: DType, b: DType) -> DType:
+    """numpy's result type of a binary operation on two numpy scalars or arrays (not Python
+    literals): as `promote`, except that a 32- or 64-bit integer with float32 gives float64
+    (`np.int32(1) * np.float32(1)` is a float64), as no float32 holds every such integer.  Loop
+    kernels compute with numpy's values, so they promote this way."""
+    if a.is_float != b.is_float:
+        flt, integer = (a, b) if a.is_float else (b, a)
+        if flt.bits == 32 and integer.bits >= 32:
+            return f64
+    return promote(a, b)
+
+
 @dataclass(frozen=True)
 class TensorType:
     """A declared tensor type: element type plus shape (affine in size symbols); rank 0 is a scalar.

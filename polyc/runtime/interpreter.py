@@ -24,7 +24,7 @@ import numpy as np
 
 from ..codegen.typing import BOOL, is_integer, literal_type
 from ..ir import (Access, Affine, Binary, Call, Cast, Const, DType, Expr, IndexExpr, ScalarRef, Select, Statement,
-                  Unary, dtype_of_numpy, promote)
+                  Unary, dtype_of_numpy)
 from ..ir.literals import integer_literal_fits, literal_location, literal_range_error
 from ..poly.islutil import isl_name
 
@@ -227,7 +227,7 @@ class _Evaluator:
         vt = self.typing.type_of(st.value, own)
         if own is None or vt is None or vt.name == "bool":
             return None
-        wide = promote(own, vt).numpy
+        wide = self.typing.promote(own, vt).numpy
         return None if wide == np.dtype(dtype) else wide
 
     def update_in(self, wide: np.dtype, st: Statement, target: np.ndarray, raw: np.ndarray, env) -> None:

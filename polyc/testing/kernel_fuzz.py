@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import IllegalScheduleError, IslBudgetError, PolycError
+from ..errors import IllegalScheduleError, IslBudgetError, PolycError, ReferenceFailedError
 from ..target import Target
 from .kernel_compare import compare_outputs, only_nan_lost, tolerance_eps
 from .kernel_gen_common import GeneratedKernel, draw_array, draw_sizes
@@ -244,6 +244,8 @@ def run_case(case: FuzzCase, reference: Optional[Callable[..., Any]] = None) -> 
                 want = _written(kernel, oracle(**theirs), theirs)
         except (FloatingPointError, OverflowError) as e:   # numpy's overflow, or a too large int stored
             return fail("discarded", "reference", f"overflow in the reference ({e}) at sizes {sizes}")
+        except ReferenceFailedError as e:     # Python refused a value (int(nan)): nothing to compare
+            return fail("discarded", "reference", f"{e} (sizes {sizes})")
         except PolycError as e:
             return fail("refused", "reference", f"{type(e).__name__}: {e}")
         except Exception as e:  # noqa: BLE001
