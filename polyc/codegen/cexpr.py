@@ -218,8 +218,8 @@ class CExprPrinter:
             if e.op in ("<", "<=", ">", ">=", "==", "!="):
                 return f"({self.expr(e.lhs, common)} {e.op} {self.expr(e.rhs, common)})"
             lhs, rhs = self.expr(e.lhs, common), self.expr(e.rhs, common)
-            if common is not None and common.is_float:      # C would compute int32 * float in float
-                lhs, rhs = (_widened(x, t.type_of(side, common), common) for x, side in ((lhs, e.lhs), (rhs, e.rhs)))
+            if _needs_widening(common, t.type_of(e.lhs, common), t.type_of(e.rhs, common)):
+                lhs = f"(({common.c_name})({lhs}))"     # C would compute int32 * float in float
             if e.op == "/" and common is not None and not common.is_float:
                 return f"((double)({lhs}) / (double)({rhs}))"
             if e.op in ("%", "//"):
@@ -283,20 +283,22 @@ def assignment(typing: Typing, st: Statement, target: str, value: str) -> str:
     if st.update is None:
         return f"{target} = {f'pc_f2i_{dtype.name}({value})' if to_int else value};"
     if st.update in ("+", "*") and to_int:     # in the float type, then converted (README "Types")
-        combine = typing.promote(dtype, value_type)     # float64 for int32 += float32 in loop kernels
-        return f"{target} = pc_f2i_{dtype.name}({_widened(target, dtype, combine)} {st.update} {value});"
+        if _needs_widening(typing.promote(dtype, value_type), dtype, value_type):   # loop kernels' int32 += f32
+            target_value = f"(({typing.promote(dtype, value_type).c_name})({target}))"
+        else:
+            target_value = target
+        return f"{target} = pc_f2i_{dtype.name}({target_value} {st.update} {value});"
     if st.update in ("+", "*"):
         return wrapping_update(target, st.update, value, dtype.c_name, value_type)
     return f"{target} = pc_{st.update}_{dtype.name}({target}, {value});"
 
 
-def _widened(text: str, own: Optional[DType], common: DType) -> str:
-    """C text of an operand of type `own` converted to the float type `common` where C's own
-    conversions would not reach it: an integer or float32 operand of a float64 operation
-    (`promote_numpy`'s int32 * float32 is float64; C computes it in float)."""
-    if own is None or own == common or own == BOOL or (own.is_float and own.bits >= common.bits):
-        return text
-    return f"(({common.c_name})({text}))"
+def _needs_widening(common: Optional[DType], a: Optional[DType], b: Optional[DType]) -> bool:
+    """Whether C's own conversions would compute operands of types `a` and `b` in a narrower type
+    than `common`: a float64 operation of which neither operand is a float64 (`promote_numpy`'s
+    int32 * float32, which C computes in float).  Converting one operand then suffices."""
+    return common is not None and common.is_float and common.bits == 64 and \
+        not any(x is not None and x.is_float and x.bits == 64 for x in (a, b))
 
 
 #: The unsigned C type integer arithmetic is done in (wrapping, as numpy's).

@@ -188,13 +188,15 @@ def index_over_parameter(A: pc.i64["N"], d: int):
 
 def test_zero_divisor_on_python_ints_compiled_gives_zero_reference_raises():
     """The documented difference: on plain Python ints (loop indices, `int` parameters) the
-    reference raises ZeroDivisionError as Python does; compiled code gives numpy's 0."""
+    reference stops where Python raises ZeroDivisionError (a typed ReferenceFailedError that says so);
+    compiled code gives numpy's 0."""
     k = pc.kernel(index_over_parameter)
     a = np.full(5, 7, dtype=np.int64)
     pc.compile(k)(A=a, d=0)
     _same(a, np.zeros(5, dtype=np.int64))
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(pc.ReferenceFailedError, match="ZeroDivisionError") as info:
         k.reference(A=np.zeros(5, dtype=np.int64), d=0)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
     b, b_ref = np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64)
     pc.compile(k)(A=b, d=3)
     k.reference(A=b_ref, d=3)
