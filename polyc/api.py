@@ -248,6 +248,17 @@ def _resolve_target(target: Union[str, Target, None]) -> Target:
     return Target.resolve(target)
 
 
+def _require_kernel(k: Any, what: str) -> None:
+    """`k` is a polyc Kernel, else a PolycError saying what to pass instead."""
+    if isinstance(k, Kernel):
+        return
+    if hasattr(k, "kernel") and isinstance(getattr(k, "kernel", None), Kernel):     # an operator program
+        raise PolycError(f"{what} takes a kernel made by pc.kernel, not the operator program {k.name!r}: call the "
+                         f"program itself (it compiles its fused groups), or pass {k.name}.kernel (all its "
+                         f"statements as one kernel)")
+    raise PolycError(f"{what} takes a kernel made by pc.kernel, not {type(k).__name__}")
+
+
 def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: Union[str, Target] = "c",
             flags: Optional[Sequence[str]] = None, openmp: bool = True,
             specialise: Optional[bool] = None, reassociate: Optional[bool] = None) -> "CompiledKernel":
@@ -261,8 +272,7 @@ def compile(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
     `polyc.runtime.ckernel.SMALL_SIZE` fixed to its value (default: on for `schedule="auto"`).
     `reassociate` (`schedule="auto"`): False keeps every reduction in its written order; True lets
     loop kernels' reductions be reassociated too (default: Einstein reductions only)."""
-    if not isinstance(k, Kernel):
-        raise PolycError(f"pc.compile takes a kernel made by pc.kernel, not {type(k).__name__}")
+    _require_kernel(k, "pc.compile")
     tgt = _resolve_target(target)
     from .runtime.compiler import normalise_flags
     flags = normalise_flags(flags)  # a string is split like a shell would; anything else refused
@@ -284,6 +294,7 @@ def codegen(k: Kernel, schedule: Union[Schedule, str, None] = None, *, target: U
 
     Undeclared dtypes come from `dtypes` (tensor name -> pc.f32, 'f32' or a numpy dtype), else float32.
     """
+    _require_kernel(k, "pc.codegen")
     tgt = _resolve_target(target)
     if schedule == "auto" and tgt.is_cpu:
         k = _expanded_for_auto(k)

@@ -210,15 +210,7 @@ def check_initialized(model: PolyModel) -> None:
     if not temps:
         return
     for t in temps:
-        space = model.tensor_space_set(t.name, len(t.shape or ()))
-        reads = model.reads.intersect_range(space)
-        if reads.is_empty():
-            continue
-        writes = model.writes.intersect_range(space)
-        with isl_budget(f"checking that {t.name} is written before it is read"):
-            flow = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-                    .set_schedule_map(model.schedule_map).compute_flow())
-            missing = flow.get_may_no_source().intersect_params(model.context)
+        missing = model.reads_before_writes(t.name, len(t.shape or ()))
         if missing.is_empty():
             continue
         for m in _maps(missing):

@@ -184,6 +184,16 @@ class _Inference:
             bounded = good.is_bounded()
             hi = self._extent(good.dim_max(0), ctx, x) if bounded else None
         if (lo is None or hi is None) and base is not None:
+            declared = self._declared_bare_extents(st, x)
+            if len(declared) > 1 and self.shapes.get(st.target.tensor) is None \
+                    and any(x in e.variables for e in st.target.indices):
+                listing = " and ".join(f"{t} (extent {e})" for t, e in declared)
+                raise ShapeInferenceError(
+                    f"index {x!r} indexes {listing} alone; Tensor Comprehensions ranges it over the smaller "
+                    f"extent, and {st.target.tensor}'s extent would be that minimum, by which polyc cannot size "
+                    f"a tensor (sizes are affine): if the extents are equal, give them one name; otherwise "
+                    f"say which bounds {x} ('where {x} in 0:{declared[0][1]}') and declare the other tensors "
+                    f"no smaller", st.location)
             # The reads' bounds depend on an integer parameter or on which size is smaller: the
             # bare subscript's dimension is the range, and the other reads become call-time
             # requirements (undeclared inputs, parameters) or errors, checked after inference.
@@ -260,6 +270,18 @@ class _Inference:
                 if e.as_single_var() == x:
                     uses.append((acc.tensor, d))
         return uses
+
+    def _declared_bare_extents(self, st: Statement, x: str) -> List[Tuple[str, Affine]]:
+        """(tensor, extent) of the reads indexed by `x` alone whose extent is known (declared, not
+        a placeholder still to bind), one per distinct extent."""
+        out: List[Tuple[str, Affine]] = []
+        for tensor, d in self._bare_uses(st, x):
+            shape = self.shapes.get(tensor)
+            if shape is None or placeholder(tensor, d) in self.classes.parent:
+                continue
+            if all(str(shape[d]) != str(e) for _, e in out):
+                out.append((tensor, shape[d]))
+        return out
 
     def _bind_bare_uses(self, st: Statement, x: str, extent: Affine) -> None:
         for tensor, d in self._bare_uses(st, x):

@@ -166,18 +166,52 @@ class PolyModel:
         out = set()
         written = self.writes.range()
         for t in self.program.tensors:
-            if not t.shape:
+            if t.shape is None:
                 continue
             dims = [f"a{k}" for k in range(len(t.shape))]
             inside = " and ".join(f"0 <= {d} < {affine_str(n)}" for d, n in zip(dims, t.shape))
             try:
                 with isl_budget(f"checking which elements of {t.name} are written"):
-                    box = isl.UnionSet(f"{self.pstr} -> {{ {isl_name(t.name)}[{', '.join(dims)}] : {inside} }}")
+                    box = isl.UnionSet(f"{self.pstr} -> {{ {isl_name(t.name)}[{', '.join(dims)}]"
+                                       f"{' : ' + inside if inside else ''} }}")     # a 0-d tensor: its one element
                     if box.intersect_params(self.context).is_subset(written):
                         out.add(t.name)
             except (IslBudgetError, PolycError, isl.Error):
                 continue
         return frozenset(out)
+
+    @cached_property
+    def defined_before_read(self) -> FrozenSet[str]:
+        """The written tensors none of whose reads can see a value from before the kernel ran:
+        every element the kernel reads it has written earlier (`c[j] = 0.0`, then `c[j] += ...`),
+        so the tensor's initial contents never matter.  Exact (isl's flow analysis); a tensor isl
+        cannot decide within the budget is left out."""
+        from ..errors import IslBudgetError, PolycError
+        out = set()
+        written = {st.target.tensor for st in self.program.statements}
+        for t in self.program.tensors:
+            if t.name not in written:
+                continue
+            try:
+                if self.reads_before_writes(t.name, len(t.shape or ())).is_empty():
+                    out.add(t.name)
+            except (IslBudgetError, PolycError, isl.Error):
+                continue
+        return frozenset(out)
+
+    def reads_before_writes(self, tensor: str, rank: int) -> isl.UnionMap:
+        """The reads of `tensor` (statement instance -> element) that no earlier statement
+        instance of the kernel wrote, for the sizes the kernel accepts: they see the value the
+        element had before the call.  Exact (isl's flow analysis), under the isl budget."""
+        from .islutil import isl_budget
+        space = self.tensor_space_set(tensor, rank)
+        reads = self.reads.intersect_range(space)
+        if reads.is_empty():
+            return reads
+        with isl_budget(f"checking that {tensor} is written before it is read"):
+            flow = (isl.UnionAccessInfo.from_sink(reads).set_must_source(self.writes.intersect_range(space))
+                    .set_schedule_map(self.schedule_map).compute_flow())
+            return flow.get_may_no_source().intersect_params(self.context)
 
     def tensor_space_set(self, tensor: str, rank: int) -> isl.UnionSet:
         dims = ", ".join(f"a{k}" for k in range(rank))

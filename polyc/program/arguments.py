@@ -75,6 +75,13 @@ class ProgramArguments:
                 raise ArgumentError(f"array {name} of program {self.name} must have {rank} dimension(s), got "
                                     f"shape {a.shape}")
             env[name] = a
+        undeclared = {n: env[n].dtype for n, want in zip(self.inputs, self.dtypes)
+                      if want is None and env[n].dtype.kind == "f"}
+        if len(set(undeclared.values())) > 1:     # as in one kernel; said here, with the program's names
+            listing = ", ".join(f"{n} is {d}" for n, d in undeclared.items())
+            raise ArgumentError(f"the float arrays of program {self.name} must share one float type unless "
+                                f"declared ({listing}); convert one explicitly (e.g. .astype(np.float32)) "
+                                f"or declare the types")
         return env
 
     def result(self, env: Mapping[str, Any]) -> Any:

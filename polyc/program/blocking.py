@@ -255,7 +255,6 @@ def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str
     """`row_blocks` with rows `extent`."""
     forms: Dict[int, Optional[RowForm]] = {n.index: row_form(n.kernel.program) for n in nodes}
     whole: Set[str] = set()          # tensors some operator (or nothing but a whole run) needs whole
-    by_rows: Set[str] = set(outputs)
     read = {p for n in nodes for p in n.inputs}
     names = {n.name for n in nodes}
     fresh = max((n.index for n in nodes), default=0) + 1
@@ -263,6 +262,7 @@ def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str
     operators: Dict[str, Set[str]] = {}     # accumulated output -> its update operators ("in order": a loop kernel's)
     blocked: List[Node] = []
     before: List[Node] = []
+    read_by_rows: Set[str] = set()
     for n in reversed(nodes):
         form = forms[n.index]
         kernel_of = {p: k for k, p in n.bindings}
@@ -289,18 +289,21 @@ def _row_blocks_over(extent: Affine, nodes: Sequence[Node], handles: Mapping[str
         assert form is not None
         blocked.append(n)
         for k, p in n.bindings:
-            if p in n.inputs:
-                (by_rows if k in form.tensors else whole).add(p)
+            if p in n.inputs and k in form.tensors:
+                read_by_rows.add(p)
+            elif p in n.inputs:
+                whole.add(p)
     blocked.reverse()
     before.reverse()
-    by_rows -= set(accumulated)
     produced_in = {p for n in blocked for p in n.outputs}
     if not blocked or not any(p in produced_in for n in blocked for p in n.inputs):
         return None
     taken = set(sizes) | set(handles)
     single = extent.as_single_var()
     size = fresh_name(f"{single}_rows" if single else "rows", taken)
-    rows_of_whole = {p: fresh_name(f"{p}_rows", taken) for p in sorted(by_rows - produced_in)}
+    # Row ranges of whole tensors: those the blocks read by rows and nothing in them produces.  An
+    # output of an operator before the blocks (a 0-d loss beside an attention head) stays whole.
+    rows_of_whole = {p: fresh_name(f"{p}_rows", taken) for p in sorted(read_by_rows - produced_in - set(accumulated))}
     out_handles: Dict[str, TensorHandle] = dict(handles)
     for p in produced_in:
         h = handles[p]

@@ -89,6 +89,18 @@ class Node:
         return tuple(p for k, p in self.bindings if roles[k] == "inout")
 
 
+def _defining(kernel: Any, kwargs: Mapping[str, Any]) -> Any:
+    """`kernel` with each array it updates in place but defines first (a loop kernel's `c[j] = 0.0`
+    then `c[j] += ...`: isl proves no read sees a value from before the call) made an output, when
+    the call does not pass that array: its result is then the operator's, as an Einstein `+=!`'s."""
+    program = kernel.program
+    defining = [t.name for t in program.tensors if t.role == "inout" and t.name not in kwargs]
+    if not defining or not set(defining) <= kernel.model.defined_before_read:
+        return kernel
+    tensors = tuple(replace(t, role="output") if t.name in defining else t for t in program.tensors)
+    return type(kernel)(program.with_(tensors=tensors), function=kernel.function)
+
+
 class Tracer:
     """Records the nodes of one trace; every handle it makes has a program-unique name."""
 
@@ -115,6 +127,7 @@ class Tracer:
     def call(self, kernel: Any, kwargs: Mapping[str, Any]) -> Any:
         """Record `kernel(**kwargs)` and return handles for its outputs (one, or a dict by name)."""
         where = self.location()
+        kernel = _defining(kernel, kwargs)
         program = kernel.program
         if program.int_params:
             raise ProgramError(f"kernel {kernel.name} has integer parameters ({', '.join(program.int_params)}); "
@@ -134,8 +147,10 @@ class Tracer:
         dtype: Optional[DType] = None
         for t in program.tensors:
             if t.role in ("inout",):
-                raise ProgramError(f"kernel {kernel.name} updates {t.name} in place; programs take kernels that "
-                                   f"define their outputs (`=` or `+=!`), not ones that accumulate", where)
+                raise ProgramError(f"kernel {kernel.name} updates {t.name} in place (it reads values {t.name} had "
+                                   f"before the call); programs take kernels that define their outputs: write "
+                                   f"every element before reading it (`{t.name}[j] = 0.0` first in a loop kernel, "
+                                   f"`+=!` in Einstein notation)", where)
             if t.role != "input":
                 continue
             if t.name not in kwargs:

@@ -2,8 +2,8 @@
 
 For a forward kernel `f`, the adjoint `ybar` of its output `of` (random, fixed by `seed`) and the
 gradients `g_X = pc.grad(f, of, wrt)(..., of_grad=ybar)`, the directional derivative of
-`phi(x) = <ybar, f(x)>` along a random direction `d` (one random array per `wrt` tensor) must equal
-`sum_X <g_X, d_X>`.  The finite difference is central, `(phi(x + h d) - phi(x - h d)) / 2h`, and is
+`phi(x) = <ybar, f(x)>` along a random direction `d_X` of each `wrt` tensor `X` in turn (the others
+held) must equal `<g_X, d_X>`.  The finite difference is central, `(phi(x + h d) - phi(x - h d)) / 2h`, and is
 evaluated in float64 whatever dtype the gradient runs in (the forward kernel is run on float64
 copies when its dtypes are undeclared), so its own error is ~1e-10 relative and the tolerance
 measures the gradient kernel.  A kernel declared float32 (`pc.f32[...]`) can only run in float32:
@@ -25,7 +25,8 @@ GRAD_TOLERANCES = {"float64": 1e-6, "float32": 2e-3}
 
 @dataclass(frozen=True)
 class GradCheck:
-    """What `check_grad` compared: per direction, the gradient's and the finite differences' values."""
+    """What `check_grad` compared: per direction and `wrt` tensor (in that order), the gradient's
+    and the finite differences' directional derivatives."""
 
     analytic: Tuple[float, ...]
     numeric: Tuple[float, ...]
@@ -38,10 +39,13 @@ class GradCheck:
                    default=0.0)
 
 
-def _output(result: Any, of: str, args: Mapping[str, Any]) -> np.ndarray:
-    """The value of `of` after a call: returned, or (an array updated in place) in the call's arguments."""
+def _output(result: Any, of: str, args: Mapping[str, Any], names: Sequence[str] = ()) -> np.ndarray:
+    """The value of `of` after a call: returned (in a dict, or in a tuple whose entries are `names`:
+    an operator program's `out0, out1, ...`), or (an array updated in place) in the call's arguments."""
     if isinstance(result, dict) and of in result:
         return np.asarray(result[of], dtype=np.float64)
+    if isinstance(result, tuple) and of in names:
+        return np.asarray(result[list(names).index(of)], dtype=np.float64)
     if result is None or (isinstance(result, dict) and of not in result):
         return np.asarray(args[of], dtype=np.float64)
     return np.asarray(result, dtype=np.float64)
@@ -108,7 +112,8 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     extra = tuple(saved) + ((of,) if intermediate and of not in saved else ())
     forward = pc.returning(kernel, *extra) if extra else kernel
     result = forward(**first)
-    out = _output(result, of, first)
+    names = tuple(n for n, _ in getattr(kernel, "outputs", ()))     # an operator program's returns
+    out = _output(result, of, first, names)
     dtype = np.asarray(given[wrt[0]]).dtype
 
     ybar = rng.standard_normal(out.shape).astype(dtype)
@@ -136,36 +141,39 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     else:
         probe = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
         raw = forward(**probe)
-    raw = raw.get(of) if isinstance(raw, dict) else (probe.get(of) if raw is None else raw)
+    raw = raw.get(of) if isinstance(raw, dict) else (probe.get(of) if raw is None else
+                                                     _output(raw, of, probe, names) if isinstance(raw, tuple) else raw)
     out_dtype = np.asarray(raw).dtype if raw is not None else dtype
     if _rounds_to_float32(kernel):      # a float32 step inside (`float32(X) * exp(X)`): its precision
         out_dtype = np.dtype(np.float32)
     tol = rtol if rtol is not None else max(GRAD_TOLERANCES.get(dtype.name, 1e-3),
                                             GRAD_TOLERANCES.get(out_dtype.name, 1e-3) if out_dtype.kind == "f" else 0.0)
+    # float64 forward: a tiny step (truncation error ~h**2); a forward fixed to float32 by its
+    # declarations needs a larger one, or rounding (~eps/h) would swamp the difference.
+    exact = all(np.asarray(base[x]).dtype == np.float64 for x in wrt) and out_dtype != np.float32
     analytic, numeric = [], []
     for _ in range(directions):
-        dirs = {x: rng.standard_normal(np.shape(given[x])) for x in wrt}
-        scale = max(max(float(np.max(np.abs(base[x]))) if np.size(base[x]) else 0.0 for x in wrt), 1.0)
-        # float64 forward: a tiny step (truncation error ~h**2); a forward fixed to float32 by its
-        # declarations needs a larger one, or rounding (~eps/h) would swamp the difference.
-        exact = all(np.asarray(base[x]).dtype == np.float64 for x in wrt) and out_dtype != np.float32
-        h = step if step is not None else (1e-6 if exact else 3e-3) * scale
-        phi = []
-        for sign in (1.0, -1.0):
-            args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
-            for x in wrt:
-                args[x] = (base[x] + sign * h * dirs[x]).astype(base[x].dtype)
-            phi.append(float(np.sum(ybar64 * _output(forward(**args), of, args))))
-        numeric.append((phi[0] - phi[1]) / (2 * h))
-        analytic.append(float(sum(np.sum(grads[x] * dirs[x]) for x in wrt)))
-    result = GradCheck(tuple(analytic), tuple(numeric), tol)
-    for a, n in zip(analytic, numeric):
-        # Relative to the size of the terms summed, so a directional derivative that cancels to
-        # nearly zero is not held to a relative accuracy no computation has.
-        magnitude = sum(float(np.sum(np.abs(grads[x]))) for x in wrt) / max(1, sum(np.size(grads[x]) for x in wrt))
-        bound = tol * max(abs(a), abs(n), magnitude)
-        if not abs(a - n) <= bound:
-            raise AssertionError(f"gradient of {of} with respect to {', '.join(wrt)}: the gradient kernel gives "
-                                 f"a directional derivative of {a!r}, finite differences {n!r} (difference "
-                                 f"{abs(a - n):.3g} > {bound:.3g}, rtol {tol})")
-    return result
+        # One tensor at a time, each stepped at its own scale: a joint direction lets a large
+        # gradient hide a small or wrong one (X ~ 1e4 and W ~ 1e-4 in `X * W`).
+        for x in wrt:
+            direction = rng.standard_normal(np.shape(given[x]))
+            scale = max(float(np.max(np.abs(base[x]))) if np.size(base[x]) else 0.0, 1.0)
+            h = step if step is not None else (1e-6 if exact else 3e-3) * scale
+            phi = []
+            for sign in (1.0, -1.0):
+                args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
+                args[x] = (base[x] + sign * h * direction).astype(base[x].dtype)
+                phi.append(float(np.sum(ybar64 * _output(forward(**args), of, args, names))))
+            n = (phi[0] - phi[1]) / (2 * h)
+            a = float(np.sum(grads[x] * direction))
+            numeric.append(n)
+            analytic.append(a)
+            # Relative to the size of the terms summed, so a directional derivative that cancels
+            # to nearly zero is not held to a relative accuracy no computation has.
+            magnitude = float(np.sum(np.abs(grads[x]))) / max(1, np.size(grads[x]))
+            bound = tol * max(abs(a), abs(n), magnitude)
+            if not abs(a - n) <= bound:
+                raise AssertionError(f"gradient of {of} with respect to {x}: the gradient kernel gives a "
+                                     f"directional derivative of {a!r}, finite differences {n!r} (difference "
+                                     f"{abs(a - n):.3g} > {bound:.3g}, rtol {tol})")
+    return GradCheck(tuple(analytic), tuple(numeric), tol)

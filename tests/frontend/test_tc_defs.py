@@ -169,3 +169,13 @@ def test_cli_reads_every_def_of_a_tc_file(tmp_path, capsys):
     assert "void polyc_relu(" in capsys.readouterr().out
     assert main(["codegen", str(path)]) != 0
     assert "several kernels (matmul, relu)" in capsys.readouterr().err
+
+
+def test_an_output_index_over_tensors_of_different_extents_says_what_to_do():
+    """TC ranges it over the smaller extent; polyc cannot size the output by a minimum and says so
+    (instead of an out-of-bounds error about one of the reads)."""
+    with pytest.raises(pc.ShapeInferenceError, match=r"index 'j' indexes B \(extent M\) and A \(extent N\) alone; "
+                                                     r"Tensor Comprehensions ranges it over the smaller extent"):
+        pc.kernel("def f(float(N) A, float(M) B) -> (O) { O(j) = B(j) + A(j) }")
+    same = pc.kernel("def f(float(N) A, float(N) B) -> (O) { O(j) = B(j) + A(j) }")
+    np.testing.assert_array_equal(same(A=np.ones(3, np.float32), B=np.ones(3, np.float32)), [2.0] * 3)

@@ -192,3 +192,33 @@ def test_a_full_max_started_from_zero_shows_on_all_negative_inputs():
     with pytest.raises(AssertionError, match="m \\(float64\\)"):
         check_kernel(_max_from_zero, reference=true_max)
     check_kernel(pc.kernel("m max=! X[i]", name="full_max"))
+
+
+def test_check_grad_checks_each_wrt_tensor_on_its_own(monkeypatch):
+    """A large gradient must not hide a wrong small one: `X * W` with X ~ 1e4, W ~ 1e-4, and a
+    gradient kernel whose X_grad is zero (the gradient of `stop_gradient(X) * W`)."""
+    fwd = pc.kernel("Y[i] = X[i] * W[i]", name="product")
+    wrong = pc.kernel("Y[i] = stop_gradient(X[i]) * W[i]", name="product")
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(50) * 1e4, rng.standard_normal(50) * 1e-4
+    check_grad(fwd, of="Y", wrt=["X", "W"], X=x, W=w)
+    real = pc.grad
+    monkeypatch.setattr(pc, "grad", lambda k, of, wrt, **kw: real(wrong, of=of, wrt=wrt, **kw))
+    with pytest.raises(AssertionError, match="gradient of Y with respect to X:"):
+        check_grad(fwd, of="Y", wrt=["X", "W"], X=x, W=w)
+
+
+def test_check_grad_of_a_program_returning_a_tuple():
+    from kernels.linalg import matmul
+    from kernels.nn import softmax
+    rowsum = pc.kernel("r[i] +=! X[i, j]", name="rowsum")
+
+    @pc.program
+    def two_results(x: pc.f64["M", "N"], w: pc.f64["N", "N"]):
+        h = matmul.kernel(A=x, B=w)
+        return softmax.kernel(X=h), rowsum(X=h)
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((3, 4)), rng.standard_normal((4, 4))
+    for of in ("out0", "out1"):
+        result = check_grad(two_results, of=of, wrt=["x", "w"], x=x, w=w)
+        assert len(result.analytic) == 3 * 2       # per direction, per wrt tensor
