@@ -152,11 +152,9 @@ def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = N
         caller = caller.f_back
     if caller is not None:
         filename = f"<kernel defined at {caller.f_code.co_filename}:{caller.f_lineno}>"
-    from .frontend.tc_def import is_tc_definition, tc_definition
+    from .frontend.tc_def import is_tc_definition, program_from_tc, tc_definition
     if is_tc_definition(source):     # Tensor Comprehensions' `def name(float(M, K) A, ...) -> (C) { ... }`
-        tc = tc_definition(source, filename, name, declared, outputs)
-        return Kernel(program_from_einsum(tc.body, tc.name, tc.declared, filename=filename, outputs=tc.outputs,
-                                          display=source))
+        return Kernel(program_from_tc(tc_definition(source, filename, name, declared, outputs), filename, source))
     program = program_from_einsum(source, name or "kernel", declared, filename=filename, outputs=outputs)
     return Kernel(program)
 

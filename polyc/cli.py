@@ -36,10 +36,11 @@ class UsageError(Exception):
 
 # -- kernels from files -----------------------------------------------------------------------
 
-def load_kernels(path: Path) -> Dict[str, Any]:
+def load_kernels(path: Path, only: Optional[str] = None) -> Dict[str, Any]:
     """The kernels a file defines, by name: module-level `Kernel`s of a Python file, each
-    Tensor Comprehensions `def` of a text file, or else the one Einstein-notation kernel of a text
-    file (named after the file's stem)."""
+    Tensor Comprehensions `def` of a text file (only the one named `only`, when it has one: a
+    sibling definition's error is not this kernel's), or else the one Einstein-notation kernel of
+    a text file (named after the file's stem)."""
     import polyc as pc
     if path.exists() and not path.is_file():
         raise UsageError(f"the kernel file {path} is not a regular file (a folder, a pipe or a device): "
@@ -61,12 +62,12 @@ def load_kernels(path: Path) -> Dict[str, Any]:
             sys.path.pop(0)
         return _kernels_by_name(scope)
     from .frontend.einsum import program_from_einsum
-    from .frontend.tc_def import is_tc_definition, tc_definitions
+    from .frontend.tc_def import is_tc_definition, program_from_tc, tc_definitions
     text = read_text(path, "kernel file")
     if is_tc_definition(text):      # Tensor Comprehensions' `def`s: each kernel under its own name
-        return {d.name: pc.Kernel(program_from_einsum(d.body, d.name, d.declared, filename=str(path),
-                                                      outputs=d.outputs, display=text))
-                for d in tc_definitions(text, str(path))}
+        defs = tc_definitions(text, str(path))
+        picked = [d for d in defs if d.name == only] or defs    # FILE::NAME builds that one alone
+        return {d.name: pc.Kernel(program_from_tc(d, str(path), text)) for d in picked}
     name = path.stem.replace("-", "_") or "kernel"
     # Built as pc.kernel does, but parse errors point into the file rather than into this module.
     return {name: pc.Kernel(program_from_einsum(text, name, {}, filename=str(path)))}
@@ -128,7 +129,7 @@ def _where_in(path: Path, error: BaseException) -> str:
 def pick_kernel(spec: str) -> Any:
     """`FILE` or `FILE::NAME` -> the kernel (a file with several kernels needs the name)."""
     file_part, _, name = spec.partition("::")
-    kernels = load_kernels(Path(file_part))
+    kernels = load_kernels(Path(file_part), name or None)
     if not kernels:
         raise UsageError(f"{file_part} defines no kernel (no module-level pc.kernel(...) object)")
     distinct = {id(k): n for n, k in reversed(list(kernels.items()))}     # one name each, the first

@@ -176,13 +176,26 @@ class CExprPrinter:
     def expr(self, e: Expr, want: Optional[DType]) -> str:
         """C text of `e` evaluated in type `want` (literals adopt it)."""
         t = self.typing
+        if isinstance(e, (Binary, Unary)) and t.python_number(e):
+            own = t.python_type(e)          # a loop kernel's Python number: computed as Python does,
+            if want is not None and want != BOOL and want != own:        # then converted once
+                return f"(({want.c_name})({self._expr(e, own)}))"
+            want = own
+        return self._expr(e, want)
+
+    def _expr(self, e: Expr, want: Optional[DType]) -> str:
+        t = self.typing
         if isinstance(e, Const):
             if e.dtype is None and isinstance(e.value, float) and math.isfinite(e.value) \
                     and want is not None and want != BOOL and not want.is_float:
                 want = t.literal_float   # a weak float literal stays a float (C converts on use)
             return literal(e.value, e.dtype or want or t.default_float)
         if isinstance(e, ScalarRef):
-            return self.names.scalar(e.name) if self.names is not None else e.name
+            name = self.names.scalar(e.name) if self.names is not None else e.name
+            own, used = t.scalars.get(e.name), t.type_of(e, want)
+            if own is not None and used is not None and used != own and used.is_float:   # a Python float as float32
+                return f"(({used.c_name})({name}))"
+            return name
         if isinstance(e, IndexExpr):
             if want is not None and want.is_float:
                 hoisted = getattr(self.names, "float_sizes", {}).get((e.value, want.name))

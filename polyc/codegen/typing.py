@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import ArgumentError, ParseError, PolycError
 from ..ir import (Access, Binary, Call, Cast, Const, DType, Expr, IndexExpr, Program, ScalarRef, Select,
@@ -37,15 +37,19 @@ class Typing:
     #: float32 is float64): loop kernels, which compute with the values their Python reference
     #: computes with.  Einstein kernels promote as C and Tensor Comprehensions do (`promote`).
     numpy_promotion: bool = False
+    #: Scalars that are Python floats (`ScalarDecl.weak`): they adopt a float operand's type.
+    weak_scalars: FrozenSet[str] = frozenset()
     #: type_of's answers by (node identity, hint); printers ask about every node of a tree, so
     #: without it a 1,000-term sum costs a million calls.  Holds the node, so its id stays unique.
     _memo: Dict[Tuple[int, Optional[DType]], Tuple[Expr, Optional[DType]]] = \
         field(default_factory=dict, compare=False, repr=False)
+    _python_memo: Dict[int, Tuple[Expr, bool]] = field(default_factory=dict, compare=False, repr=False)
 
     def key(self) -> str:
         return ",".join(f"{k}:{v.name}" for k, v in sorted(self.tensors.items())) + ";" + \
             ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items())) + ";" + self.literal_float.name + \
-            (";weak" if self.weak_indices else "") + (";numpy" if self.numpy_promotion else "")
+            (";weak" if self.weak_indices else "") + (";numpy" if self.numpy_promotion else "") + \
+            "".join(f";weak:{n}" for n in sorted(self.weak_scalars))
 
     def promote(self, a: DType, b: DType) -> DType:
         """The type two operand types combine in, by this program's rule (`numpy_promotion`)."""
@@ -71,6 +75,8 @@ class Typing:
                 return hint
             return None
         if isinstance(e, ScalarRef):
+            if e.name in self.weak_scalars and hint is not None and hint.is_float:
+                return hint     # a Python float beside a float32 value is a float32 (NEP 50)
             return self.scalars.get(e.name, hint or self.default_float)
         if isinstance(e, IndexExpr):
             return hint if self.weak_indices and is_integer(hint) else i64
@@ -78,6 +84,9 @@ class Typing:
             return self.tensors[e.tensor]
         if isinstance(e, Cast):
             return e.dtype
+        if isinstance(e, (Binary, Unary)) and self.python_number(e):
+            own = self.python_type(e)      # as a weak value: what it converts to beside `hint`
+            return own if hint is None or hint == BOOL or (own.is_float and not hint.is_float) else hint
         if isinstance(e, Unary):
             return BOOL if e.op == "not" else self.type_of(e.operand, hint)
         if isinstance(e, Binary):
@@ -175,9 +184,34 @@ class Typing:
         return vt is not None and vt.name != "bool" and self.promote(target, vt) != target
 
     def weak(self, e: Expr) -> bool:
-        """Whether `e` adopts the other operand's type: a literal, or an index value where
-        `weak_indices` holds."""
-        return _adaptive(e) or (self.weak_indices and isinstance(e, IndexExpr))
+        """Whether `e` adopts the other operand's type: a literal, or (loop kernels) a Python
+        number: an index value, a `float` parameter, or arithmetic of those (`python_number`)."""
+        return self._weak_leaf(e) or (isinstance(e, (Binary, Unary)) and self.python_number(e))
+
+    def _weak_leaf(self, e: Expr) -> bool:
+        return _adaptive(e) or (self.weak_indices and isinstance(e, IndexExpr)) or \
+            (isinstance(e, ScalarRef) and e.name in self.weak_scalars)
+
+    def python_number(self, e: Expr) -> bool:
+        """Whether `e` is, in a loop kernel, a Python int or float: arithmetic (`+ - * / // %`,
+        negation) of indices, sizes, literals and `float` parameters alone (`(i * 0.1) * 3.0`).
+        Python computes it as Python does (`python_type`); beside a numpy value it is weak."""
+        if not self.weak_indices or not isinstance(e, (Binary, Unary)):
+            return False
+        known = self._python_memo.get(id(e))
+        if known is not None and known[0] is e:
+            return known[1]
+        answer = all(self._weak_leaf(n) or (isinstance(n, Binary) and n.op in _PYTHON_ARITHMETIC)
+                     or (isinstance(n, Unary) and n.op == "-") for n in e.walk())
+        self._python_memo[id(e)] = (e, answer)
+        return answer
+
+    def python_type(self, e: Expr) -> DType:
+        """The type Python computes the `python_number` `e` in: float64 where a float enters (a
+        float literal or parameter, a true division), else int64."""
+        floats = any(_float_literal(n) or (isinstance(n, ScalarRef) and self.scalars[n.name].is_float)
+                     or (isinstance(n, Binary) and n.op == "/") for n in e.walk())
+        return f64 if floats else i64
 
     def operand_types(self, e: Binary, hint: Optional[DType]):
         """Types of both operands; a literal or undeclared scalar adopts the other operand's type."""
@@ -195,6 +229,10 @@ class Typing:
         if _float_literal(e.rhs) and is_integer(a):
             b = self.literal_float
         return a, b
+
+
+#: The operations of Python numbers a loop kernel computes as Python does (`Typing.python_number`).
+_PYTHON_ARITHMETIC = ("+", "-", "*", "/", "//", "%")
 
 
 def _adaptive(e: Expr) -> bool:
@@ -279,7 +317,8 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
     # A float literal next to an integer: the kernel's float in Einstein notation (as Halide's
     # literals); a Python float, float64, in a loop kernel (`i * 0.1`, numpy's `A_int32[i] * 0.5`).
     literal_float = kernel_float if floats and not weak else f64
-    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak)
+    weak_scalars = frozenset(s.name for s in program.scalars if s.weak)
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak, weak_scalars)
     for _ in range(len(program.statements) + 1):
         changed = False
         for st in program.statements:
@@ -304,7 +343,7 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
-    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak)
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak, weak_scalars)
     _check_passed_integer_results(program, passed, typing)
     return typing
 

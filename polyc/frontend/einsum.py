@@ -17,6 +17,7 @@ are quasi-affine (`einsum_affine`); an index may be used only as a value when `w
 """
 from __future__ import annotations
 
+import unicodedata
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
@@ -35,7 +36,7 @@ from ..ir.program import EXTREME_ITERATOR
 from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
-from .tc_def import substitute_extents
+from .tc_text import substitute_extents
 
 Declaration = Union[TensorType, DType]
 
@@ -160,6 +161,9 @@ class _Lowering:
         rhs_subscripts = _subscripts_in(st.rhs)
         for ix in rhs_subscripts:
             add_from(ix)
+        for node in st.exists:      # `B(i) +=! 1.0 where exists A(i, j)`: j is the statement's too
+            for ix in node.args:
+                add_from(ix)
         for w in st.wheres:
             if w.index in order:
                 continue
@@ -304,7 +308,8 @@ class _Lowering:
         if any(w.index == name for w in st.wheres):
             return
 
-        if not any(a.kind == "name" and a.value == name for a in _subscripts_in(st.rhs)):
+        subscripts = _subscripts_in(st.rhs) + [ix for node in st.exists for ix in node.args]
+        if not any(a.kind == "name" and a.value == name for a in subscripts):
             raise ParseError(f"{name!r} appears only on the right-hand side and never alone as a subscript, "
                              f"so no tensor shape gives its range: if it is an integer parameter declare it "
                              f"({name}=pc.i64); if it is a reduction index state its range "
@@ -444,7 +449,7 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
     if outputs is not None:
         if isinstance(outputs, str) or not all(isinstance(o, str) for o in outputs):
             raise ParseError(f"outputs must be a list of tensor names, like outputs=['O'], not {outputs!r}")
-    declared = dict(declared or {})
+    declared = _normalised_names(declared or {})
     for k, v in declared.items():
         if not isinstance(v, (TensorType, DType)):
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
@@ -480,6 +485,19 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
                          + (" (nor any size of its shape)" if isinstance(decl, TensorType) else "") + constant,
                          statements[0].loc if statements else None)     # the kernel, in the user's file
     return program
+
+
+def _normalised_names(declared: Mapping[str, Declaration]) -> Dict[str, Declaration]:
+    """The declarations under their names as the kernel text reads them (NFKC, as Python reads
+    identifiers: `𝐀` is `A`); two keywords naming one tensor so are refused."""
+    out: Dict[str, Declaration] = {}
+    for k, v in declared.items():
+        name = unicodedata.normalize("NFKC", k) if isinstance(k, str) else k
+        if name in out:
+            raise ParseError(f"the declarations {name!r} and {k!r} name one tensor ({k!r} reads as {name!r}, "
+                             f"as Python reads identifiers); declare it once")
+        out[name] = v
+    return out
 
 
 def _sizes_used(program: Program, used_tensors: Set[str]) -> Set[str]:

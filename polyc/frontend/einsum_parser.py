@@ -285,7 +285,7 @@ class _Parser:
         if not is_float and len(tok.text.lstrip("0")) > MAX_INT_DIGITS:
             raise self.error(tok, f"integer literal with {len(tok.text)} digits is far outside any integer "
                                   f"type polyc supports (64-bit at most)")
-        value = float(tok.text) if is_float else int(tok.text)
+        value = float(tok.text) if is_float else int(tok.text.lstrip("0") or "0")   # `000...01`: past int()'s digit limit
         return Node("num", self.loc(tok), value, is_float=is_float)
 
     def arith(self) -> Node:

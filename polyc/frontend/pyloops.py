@@ -207,7 +207,8 @@ def program_from_function(fn: Callable) -> Program:
     derived = tuple(exprs.divs.derived)   # sizes like (N + 1) // 2, computed at call time
     return Program(name=node.name, tensors=tuple(tensors), statements=tuple(statements),
                    sizes=tuple(sizes) + tuple(n for n, _, _ in derived),
-                   scalars=tuple(ScalarDecl(n, d) for n, d in scope.scalars.items()),
+                   scalars=tuple(ScalarDecl(n, d, weak=_annotations(fn).get(n) is float)
+                                 for n, d in scope.scalars.items()),
                    source=dedented, frontend="python", derived_sizes=derived,
                    assumptions=_derived_assumptions(derived), defaults=_defaults(fn, source, node, scope, sizes))
 

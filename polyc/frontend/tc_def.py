@@ -16,41 +16,21 @@ the braces become spaces, a tensor's `(...)` becomes `[...]`.  So errors point a
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import ParseError, SourceLocation
-from ..ir import MATH_FUNCTIONS, TensorType
+from ..ir import Access, Binary, Cast, Const, Expr, IndexExpr, Program, ScalarRef, TensorType, Unary
 from ..ir.types import DType, f32, f64, i32, i64, u8, u16
-
-Declaration = Union[TensorType, DType]
+from .einsum import program_from_einsum
+from .tc_text import MAX_DIGITS, Declaration, Tok, location, name_of, tokens
+from .tokens import tokenize
 
 #: TC's scalar types that polyc has.  TC's `float` and `int` are 32-bit, as in C.
 TC_TYPES: Dict[str, DType] = {"float": f32, "float32": f32, "double": f64, "float64": f64, "int": i32,
                               "int32": i32, "long": i64, "int64": i64, "uint8": u8, "byte": u8, "uint16": u16}
 #: TC's other scalar types: named in the error, so the user knows it is the type and not a typo.
 _MISSING_TYPES = ("half", "float16", "bool", "char", "int8", "int16", "short", "uint32", "uint64")
-#: Names that call a function rather than read a tensor when followed by `(` (see einsum.py).
-_FUNCTIONS = set(MATH_FUNCTIONS) | set(TC_TYPES) | {"select", "rsqrt", "fabs", "fmaxf", "fminf"}
-
-_TOKEN_RE = re.compile(r"""
-    (?P<space>[ \t\r\f\v]+|\\\n)
-  | (?P<newline>\n)
-  | (?P<comment>\#[^\n]*)
-  | (?P<arrow>->)
-  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
-  | (?P<name>[^\W\d]\w*)
-  | (?P<other>.)
-""", re.VERBOSE)
-
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str
-    text: str
-    start: int
-    end: int
 
 
 @dataclass(frozen=True)
@@ -62,11 +42,54 @@ class TcDefinition:
     declared: Dict[str, Declaration]
     outputs: Tuple[str, ...]
     location: SourceLocation
+    inputs: Tuple[str, ...] = ()       # the signature's parameters
+
+
+def program_from_tc(tc: "TcDefinition", filename: str, display: str) -> Program:
+    """The Program of definition `tc` (of the text `display`), checked for what TC means and
+    Einstein notation would read otherwise: a signature's inputs are read-only, and an integer
+    divided by an integer is C's truncating division in TC (polyc's `/` is Python's)."""
+    program = program_from_einsum(tc.body, tc.name, tc.declared, filename=filename, outputs=tc.outputs,
+                                  display=display)
+    for st in program.statements:
+        if st.target.tensor in tc.inputs:
+            raise ParseError(f"{st.target.tensor} is an input of {tc.name} (its signature); TC's inputs are "
+                             f"read-only: define a new tensor", st.location)
+    for st in program.statements:
+        for node in st.value.walk():
+            if isinstance(node, Binary) and node.op == "/" and \
+                    all(_integer_valued(x, tc.declared) for x in (node.lhs, node.rhs)):
+                raise ParseError(f"`{st.text}` divides integers: TC divides them as C does (truncating, an "
+                                 f"integer result) and polyc's `/` as Python does (a float); write `//` for "
+                                 f"a floor division (the same on values >= 0) or convert one side "
+                                 f"(float32(x) / 2)", st.location)
+    return program
+
+
+def _integer_valued(e: Expr, declared: Mapping[str, Declaration]) -> bool:
+    """Whether `e` is surely an integer: an index, an integer literal, a declared integer tensor
+    or scalar, a conversion to an integer type, or arithmetic (not `/`) of those."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Binary) and n.op in ("+", "-", "*", "//", "%"):
+            stack += [n.lhs, n.rhs]
+        elif isinstance(n, Unary) and n.op == "-":
+            stack.append(n.operand)
+        elif isinstance(n, (Access, ScalarRef)):
+            d = declared.get(n.tensor if isinstance(n, Access) else n.name)
+            d = d.dtype if isinstance(d, TensorType) else d
+            if d is None or d.is_float:
+                return False
+        elif not (isinstance(n, IndexExpr) or isinstance(n, Cast) and not n.dtype.is_float
+                  or isinstance(n, Const) and isinstance(n.value, int) and not isinstance(n.value, bool)):
+            return False
+    return True
 
 
 def is_tc_definition(source: str) -> bool:
     """Whether `source` is TC's `def name(...)` form (its first word, comments aside, is `def`)."""
-    for tok in _tokens(source):
+    for tok in tokens(source):
         if tok.kind in ("space", "newline", "comment"):
             continue
         return tok.kind == "name" and tok.text == "def"
@@ -100,18 +123,11 @@ def tc_definition(source: str, filename: str, name: Optional[str], declared: Map
     if outputs is not None and tuple(outputs) != chosen.outputs:
         raise ParseError(f"{chosen.name} returns ({', '.join(chosen.outputs)}); outputs={list(outputs)!r} "
                          f"contradicts its signature (leave it out)", chosen.location)
-    return TcDefinition(chosen.name, chosen.body, merged, chosen.outputs, chosen.location)
+    return TcDefinition(chosen.name, chosen.body, merged, chosen.outputs, chosen.location, chosen.inputs)
 
 
-def _tokens(source: str) -> List[_Tok]:
-    return [_Tok(m.lastgroup or "other", m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(source)]
-
-
-def _blank(text: str) -> str:
-    """`text` with every character but line breaks turned into a space (positions kept)."""
-    return re.sub(r"[^\n]", " ", text)
-
-
+#: Words of the language that may precede `(` without reading a tensor (`not (a < b)`).
+_KEYWORDS = {"not", "and", "or", "in", "where", "exists"}
 class _Reader:
     """A recursive-descent reader of TC's definitions over significant tokens."""
 
@@ -119,22 +135,20 @@ class _Reader:
         self.source = source
         self.filename = filename
         self.lines = source.split("\n")
-        self.toks = [t for t in _tokens(source) if t.kind not in ("space", "newline", "comment")]
+        self.toks = [t for t in tokens(source) if t.kind not in ("space", "newline", "comment")]
         self.pos = 0
 
     # -- positions and errors ----------------------------------------------------------------------
     def loc(self, offset: int) -> SourceLocation:
-        line = self.source.count("\n", 0, offset) + 1
-        column = offset - (self.source.rfind("\n", 0, offset) + 1) + 1
-        return SourceLocation(line, column, self.lines[line - 1], self.filename)
+        return location(self.source, offset, self.filename)
 
-    def error(self, tok: Optional[_Tok], message: str) -> ParseError:
+    def error(self, tok: Optional[Tok], message: str) -> ParseError:
         return ParseError(message, self.loc(tok.start if tok is not None else len(self.source)))
 
-    def peek(self) -> Optional[_Tok]:
+    def peek(self) -> Optional[Tok]:
         return self.toks[self.pos] if self.pos < len(self.toks) else None
 
-    def take(self, text: Optional[str] = None, kind: Optional[str] = None, what: str = "") -> _Tok:
+    def take(self, text: Optional[str] = None, kind: Optional[str] = None, what: str = "") -> Tok:
         tok = self.peek()
         if tok is None or (text is not None and tok.text != text) or (kind is not None and tok.kind != kind):
             found = "the end of the text" if tok is None else repr(tok.text)
@@ -158,8 +172,8 @@ class _Reader:
     def definition(self, earlier: List[TcDefinition]) -> TcDefinition:
         start = self.take("def", what="'def' (a Tensor Comprehensions definition)")
         name_tok = self.take(kind="name", what="the kernel's name after 'def'")
-        if any(d.name == name_tok.text for d in earlier):
-            raise self.error(name_tok, f"a second definition named {name_tok.text!r}")
+        if any(d.name == name_of(name_tok) for d in earlier):
+            raise self.error(name_tok, f"a second definition named {name_of(name_tok)!r}")
         self.take("(", what="'(' and the parameters")
         declared: Dict[str, Declaration] = {}
         while not self.at(")"):
@@ -170,12 +184,13 @@ class _Reader:
         self.take("->", what="'->' and the returned tensors")
         outputs = self.returns(declared)
         open_tok = self.take("{", what="'{' and the statements")
-        close_tok = self._body_end(open_tok)
-        body = self.body(open_tok, close_tok, declared)
-        self.pos = self.toks.index(close_tok) + 1
-        return TcDefinition(name_tok.text, body, declared, tuple(outputs), self.loc(start.start))
+        close = self._body_end(open_tok)
+        body = self.body(open_tok, self.toks[close], set(declared) | set(outputs))
+        self.pos = close + 1
+        return TcDefinition(name_of(name_tok), body, declared, tuple(outputs), self.loc(start.start),
+                            tuple(k for k in declared if k not in outputs))
 
-    def scalar_type(self) -> Tuple[_Tok, DType]:
+    def scalar_type(self) -> Tuple[Tok, DType]:
         tok = self.take(kind="name", what="a type (float, double, int32, ...)")
         if tok.text in TC_TYPES:
             return tok, TC_TYPES[tok.text]
@@ -186,15 +201,16 @@ class _Reader:
 
     def parameter(self, declared: Dict[str, Declaration]) -> None:
         _, dtype = self.scalar_type()
-        shape: List[Union[str, int]] = []
+        shape: list = []      # size names and integers
         if self.at("("):
             self.take("(")
             while True:
                 tok = self.take(what="a size name or a number")
-                if tok.kind == "number" and tok.text.isdigit() and int(tok.text) > 0:
-                    shape.append(int(tok.text))
-                elif tok.kind == "name" and tok.text not in TC_TYPES:
-                    shape.append(tok.text)
+                if tok.kind == "number" and tok.text.isdigit() and len(tok.text.lstrip("0")) <= MAX_DIGITS \
+                        and int(tok.text.lstrip("0") or "0") > 0:
+                    shape.append(int(tok.text.lstrip("0")))
+                elif tok.kind == "name" and tok.text not in TC_TYPES and name_of(tok) not in _KEYWORDS:
+                    shape.append(name_of(tok))
                 else:
                     raise self.error(tok, f"a size is a name or a positive integer, not {tok.text!r}")
                 if self.at(")"):
@@ -202,9 +218,9 @@ class _Reader:
                 self.take(",", what="',' or ')' in the sizes")
             self.take(")")
         name_tok = self.take(kind="name", what="the parameter's name after its type")
-        if name_tok.text in declared:
-            raise self.error(name_tok, f"a second parameter named {name_tok.text!r}")
-        declared[name_tok.text] = dtype[tuple(shape)] if shape else dtype
+        if name_of(name_tok) in declared:
+            raise self.error(name_tok, f"a second parameter named {name_of(name_tok)!r}")
+        declared[name_of(name_tok)] = dtype[tuple(shape)] if shape else dtype
 
     def returns(self, declared: Dict[str, Declaration]) -> List[str]:
         """`-> (A, B)` or `-> A`; a returned name may carry a type, as a parameter does."""
@@ -226,29 +242,37 @@ class _Reader:
             (name,) = [k for k in declared if k not in before]
             return name
         name_tok = self.take(kind="name", what="the name of a returned tensor")
-        if name_tok.text in declared:
-            raise self.error(name_tok, f"{name_tok.text!r} is a parameter; TC returns new tensors only")
-        return name_tok.text
+        if name_of(name_tok) in declared:
+            raise self.error(name_tok, f"{name_of(name_tok)!r} is a parameter; TC returns new tensors only")
+        return name_of(name_tok)
 
-    def _body_end(self, open_tok: _Tok) -> _Tok:
-        for tok in self.toks[self.pos:]:
+    def _body_end(self, open_tok: Tok) -> int:
+        """The index (in `toks`) of the `}` closing the body that `open_tok` opens."""
+        for k in range(self.pos, len(self.toks)):
+            tok = self.toks[k]
             if tok.text == "{":
                 raise self.error(tok, "a '{' inside a definition's body (is a '}' missing above?)")
             if tok.text == "}":
-                return tok
+                return k
         raise self.error(open_tok, "this '{' is never closed by '}'")
 
-    def body(self, open_tok: _Tok, close_tok: _Tok, declared: Mapping[str, Declaration]) -> str:
-        """The statements as Einstein text: everything outside the braces blanked, a tensor's
-        round brackets made square (`T.d` extents are replaced later, by `substitute_extents`)."""
-        parts: List[str] = [_blank(self.source[:open_tok.end])]
+    def body(self, open_tok: Tok, close_tok: Tok, tensors: Set[str]) -> str:
+        """The statements as Einstein text at their own lines and columns (earlier lines empty,
+        the text before them on their first line blanked), a tensor's round brackets made square.
+        A tensor is a parameter, a returned name, or a name a statement starts with (an
+        intermediate); any other name before `(` calls a function.  (`T.d` extents are replaced
+        later, by `substitute_extents`.)"""
+        line_start = self.source.rfind("\n", 0, open_tok.end) + 1
+        parts: List[str] = ["\n" * self.source.count("\n", 0, line_start), " " * (open_tok.end - line_start)]
+        text = self.source[open_tok.end:close_tok.start]
+        inner = tokens(text)
+        tensors = tensors | _statement_targets(text)
         stack: List[bool] = []         # per open '(': whether it opened a tensor's subscripts
-        prev: Optional[_Tok] = None    # the last token that is no space or comment
-        for tok in _tokens(self.source[open_tok.end:close_tok.start]):
+        prev: Optional[Tok] = None    # the last token that is no space or comment
+        for tok in inner:
             text = tok.text
             if tok.text == "(":
-                is_access = prev is not None and prev.kind == "name" and \
-                    (prev.text in declared or prev.text not in _FUNCTIONS)
+                is_access = prev is not None and prev.kind == "name" and name_of(prev) in tensors
                 stack.append(is_access)
                 text = "[" if is_access else "("
             elif tok.text == ")" and stack:
@@ -256,38 +280,26 @@ class _Reader:
             if tok.kind not in ("space", "newline", "comment"):
                 prev = tok
             parts.append(text)
-        parts.append(" " + _blank(self.source[close_tok.end:]))
         return "".join(parts)
 
 
-def substitute_extents(source: str, declared: Mapping[str, Declaration], filename: str,
-                       display: Optional[str] = None) -> str:
-    """`source` with TC's `T.d` (the d-th extent of a tensor of declared shape, counted from 0)
-    replaced by that extent; `source` itself when it has none.  Later columns of such a line
-    move, so messages show the user's text (`display`) at the statement's start."""
-    if not _EXTENT_RE.search(source):
-        return source
-    parts: List[str] = []
-    prev: Optional[_Tok] = None
-    for tok in _tokens(source):
-        text = tok.text
-        if tok.kind == "number" and re.fullmatch(r"\.\d+", tok.text) and prev is not None \
-                and prev.kind == "name" and prev.end == tok.start:
-            decl = declared.get(prev.text)
-            d = int(tok.text[1:])
-            where = _Reader(source if display is None else display, filename).loc(prev.start)
-            if not isinstance(decl, TensorType) or not decl.shape:
-                raise ParseError(f"{prev.text}.{d} names an extent of {prev.text!r}, which is no tensor "
-                                 f"of declared shape", where)
-            if d >= len(decl.shape):
-                raise ParseError(f"{prev.text} has {len(decl.shape)} dimension(s); {prev.text}.{d} counts "
-                                 f"from 0", where)
-            parts[-1] = ""             # the extent replaces the tensor's name
-            text = f"({decl.shape[d]})"
-        if tok.kind not in ("space", "newline", "comment"):
-            prev = tok
-        parts.append(text)
-    return "".join(parts)
+def _statement_targets(text: str) -> Set[str]:
+    """Names that start a statement of `text` (the tensors the statements define) and are followed
+    by `(`, found by the Einstein tokenizer: its line breaks are statement boundaries (a
+    continuation line, `+ B(i)` or one after `C(i) +=!`, is none)."""
+    try:
+        toks = tokenize(text)
+    except ParseError:
+        return set()        # the parser reports it, at its place
+    out: Set[str] = set()
+    start = True
+    for k, tok in enumerate(toks):
+        if tok.kind == "newline":
+            start = True
+            continue
+        if start and tok.kind == "name" and tok.text not in _KEYWORDS and toks[k + 1].text == "(":
+            out.add(tok.text)
+        start = False
+    return out
 
 
-_EXTENT_RE = re.compile(r"[^\W\d]\w*\.\d")

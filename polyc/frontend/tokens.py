@@ -9,7 +9,7 @@ from typing import List, Optional
 from ..errors import ParseError, SourceLocation
 
 _TOKEN_RE = re.compile(r"""
-    (?P<ws>[ \t\r]+|\\\n)
+    (?P<ws>[ \t\r\f\v]+|\\\r?\n|\ufeff)
   | (?P<comment>\#[^\n]*)
   | (?P<newline>\n|;)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
@@ -68,7 +68,9 @@ def tokenize(source: str, filename: str = "<kernel>", display: Optional[str] = N
 _CONTINUES_NEXT = {"+", "-", "*", "**", "/", "//", "%", "<", "<=", ">", ">=", "==", "!=", ",", ":", "&&", "||", "?"}
 _CONTINUING_WORDS = {"where", "and", "or"}
 #: A line ending with one of these continues on the next line.
-_OPEN_AT_END = _CONTINUES_NEXT | {"=", "+=", "*=", "max=", "min=", "+=!", "*=!", "max=!", "min=!", "in"}
+_OPEN_AT_END = _CONTINUES_NEXT | _CONTINUING_WORDS | {"=", "+=", "*=", "max=", "min=", "+=!", "*=!", "max=!", "min=!",
+                                                      "in"}
+_OPEN_WORDS = _CONTINUING_WORDS | {"in"}
 
 
 def _join_continuations(tokens: List[Token]) -> List[Token]:
@@ -88,7 +90,7 @@ def _join_continuations(tokens: List[Token]) -> List[Token]:
         if tok.kind == "newline" and tok.text == "\n":
             following = following_of[k]
             ends_open = prev is not None and prev.kind in ("op", "name") and prev.text in _OPEN_AT_END \
-                and (prev.kind == "op" or prev.text == "in") and (not out or out[-1].kind != "newline")
+                and (prev.kind == "op" or prev.text in _OPEN_WORDS) and (not out or out[-1].kind != "newline")
             starts_cont = following is not None and (
                 following.kind == "op" and following.text in _CONTINUES_NEXT
                 or following.kind == "name" and following.text in _CONTINUING_WORDS)

@@ -131,6 +131,9 @@ class ScalarDecl:
 
     name: str
     dtype: Optional[DType]
+    #: A Python float (a loop kernel's `alpha: float`): beside a float32 value it is a float32,
+    #: as numpy's NEP 50 makes `np.float32(x) * alpha`; beside Python numbers, a float64.
+    weak: bool = False
 
 
 @dataclass(frozen=True)

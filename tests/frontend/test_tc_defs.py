@@ -82,8 +82,10 @@ def test_returns_without_brackets_scalars_extents_and_exists():
 def test_exists_bounds_ranges_in_plain_einstein_text_too():
     k = pc.kernel("B[i] = 1.0 where exists A[i + 1]")
     assert k(A=np.zeros(5)).shape == (4,)
-    with pytest.raises(ParseError, match="'j' in 'exists' is no index of this statement"):
+    with pytest.raises(ParseError, match="'j' appears only on the right-hand side"):
         pc.kernel("B[i] = 1.0 where exists A[j]")
+    counts = pc.kernel("def f(float(N, M) A) -> (B) { B(i) +=! 1.0 where exists A(i, j) }")   # j: a reduction
+    np.testing.assert_array_equal(counts(A=np.zeros((2, 5), np.float32)), [5.0, 5.0])
     with pytest.raises(ParseError, match="'exists' takes a tensor access"):
         pc.kernel("B[i] = 1.0 where exists A[i] + 1")
     k = pc.kernel("B[exists] = A[exists] where exists in 0:3")      # an index may still be named exists
@@ -98,7 +100,7 @@ def test_exists_bounds_ranges_in_plain_einstein_text_too():
     ("def f(float(0) A) -> (B) { B(i) = A(i) }", 1, 13, "a size is a name or a positive integer"),
     ("def f(float(N) A) -> (B) { B(i) = A(i).3 }", 1, 39, "after the end of the statement"),
     ("def f(float(N) A) -> (B) { B(i) = A.1 }", 1, 35, "A has 1 dimension"),
-    ("def f(float(N) A) -> (B) {\n  B(i) = A(i) +\n}", 3, 2, "expected a value"),   # `+` continues the line
+    ("def f(float(N) A) -> (B) {\n  B(i) = A(i) +\n}", 3, 1, "expected a value"),   # `+` continues: at the `}`
     ("def f(float(N) A) -> (B) { B(i) = 2 * x where x = A(i) }", 1, 49, "'where x = ...' binds a name"),
     ("def f(float(N) A) -> (B) { B(i) = Z.0 }", 1, 35, "Z.0 names an extent of 'Z'"),
 ])
@@ -179,3 +181,45 @@ def test_an_output_index_over_tensors_of_different_extents_says_what_to_do():
         pc.kernel("def f(float(N) A, float(M) B) -> (O) { O(j) = B(j) + A(j) }")
     same = pc.kernel("def f(float(N) A, float(N) B) -> (O) { O(j) = B(j) + A(j) }")
     np.testing.assert_array_equal(same(A=np.ones(3, np.float32), B=np.ones(3, np.float32)), [2.0] * 3)
+
+
+def test_names_read_as_python_reads_them():
+    with pytest.raises(ParseError, match="a second parameter named 'A'"):
+        pc.kernel("def f(float(N) A, float(N) \U0001d400) -> (B) { B(i) = A(i) + \U0001d400(i) * 10 }")
+    with pytest.raises(ParseError, match="name one tensor"):
+        pc.kernel("B[i] = A[i] * 2.0", **{"A": pc.f32["N"], "\U0001d400": pc.f64["N"]})
+
+
+def test_what_tc_means_otherwise_is_refused_not_reinterpreted():
+    with pytest.raises(ParseError, match="divides integers: TC divides them as C does"):
+        pc.kernel("def d(int32(N) A) -> (O) { O(i) = A(i) / 2 }")
+    floor = pc.kernel("def d(int32(N) A) -> (O) { O(i) = A(i) // 2 }")
+    assert floor(A=np.array([7, 8], np.int32)).tolist() == [3, 4]
+    halves = pc.kernel("def d(float(N) A) -> (O) { O(i) = A(i) / 2 }")      # floats: the same in both
+    assert halves(A=np.array([1.0], np.float32)).tolist() == [0.5]
+    with pytest.raises(ParseError, match="A is an input of f \\(its signature\\); TC's inputs are read-only"):
+        pc.kernel("def f(float(M, K) A) -> (C) { A(m, k) = 1.0; C(m) +=! A(m, k) }")
+
+
+def test_words_and_layouts_of_tc_text():
+    k = pc.kernel("def f(float(N) A) -> (B) {\n B(i) = select(not (A(i) > 1) and (A(i) < 3), 1.0, 0.0) where\n"
+                  "   i in (0):N\n}")
+    assert k(A=np.array([0.0, 2.0, 5.0], np.float32)).tolist() == [1.0, 0.0, 0.0]
+    with pytest.raises(ParseError, match="unknown function 'log1p'"):
+        pc.kernel("def f(float(N) A) -> (B) { B(i) = log1p(A(i)) }")
+    big = "0" * 5000 + "1"
+    assert pc.kernel(f"def f(float(N) A) -> (B) {{ B(i) = A(i) * {big} }}")(A=np.ones(2, np.float32)).tolist() == [1, 1]
+    with pytest.raises(ParseError, match="a size is a name or a positive integer"):
+        pc.kernel(f"def f(float({'9' * 5000}) A) -> (B) {{ B(i) = A(i) }}")
+    for text in ("\ufeffdef f(float(N) A) -> (B) { B(i) = A(i) }",
+                 "def f(float(N) A) -> (B) {\r\n  B(i) = A(i) \\\r\n     + 1.0\r\n}",
+                 "def f(float(N) A) -> (B) {\f B(i) = A(i) + 1.0 }"):
+        assert pc.kernel(text).name == "f"
+
+
+def test_cli_builds_the_def_picked_even_beside_a_broken_one(tmp_path, capsys):
+    path = tmp_path / "two.tc"
+    path.write_text("def good(float(N) A) -> (B) { B(i) = A(i) }\ndef bad(float(N) A) -> (B) { B(i) = A(i, 0) }\n")
+    assert main(["codegen", f"{path}::good"]) == 0
+    assert "void polyc_good(" in capsys.readouterr().out
+    assert main(["codegen", f"{path}::bad"]) != 0

@@ -106,3 +106,34 @@ def test_a_value_python_refuses_is_a_typed_error_of_the_reference():
     with pytest.raises(pc.ReferenceFailedError, match=r"test_loop_numpy_values.py:\d+: the Python reference "
                                                       r"of to_int stopped with ValueError"):
         to_int.reference(A=a, B=np.zeros(2, np.int64))
+
+
+@pc.kernel
+def scaled(A: pc.f32["N"], B: pc.f32["N"], alpha: float):
+    for i in range(N):
+        B[i] = A[i] * alpha + (alpha * 0.1) * i
+
+
+@pc.kernel
+def larger(A: pc.f32["N"], B: pc.f64["N"], alpha: float):
+    for i in range(N):
+        B[i] = max(A[i], alpha)      # Python's max returns an operand: alpha itself, unrounded
+
+
+EXACT = ["-O3", "-march=native", "-ffp-contract=off"]     # no fused multiply-add: Python's roundings
+
+
+@pytest.mark.parametrize("variant", [dict(flags=EXACT), dict(schedule="auto", flags=EXACT), dict(target="cuda-emu")],
+                         ids=["source", "auto", "cuda-emu"])
+def test_a_float_parameter_is_a_python_float(variant):
+    """`np.float32(a) * alpha` is a float32 (NEP 50: alpha converted once); `alpha * 0.1` a float64."""
+    a = np.random.default_rng(0).random(500, dtype=np.float32)
+    for alpha in (0.1, 1 / 3, 2.718281828459045):
+        got, want = np.zeros(500, np.float32), np.zeros(500, np.float32)
+        pc.compile(scaled, **variant)(A=a, B=got, alpha=alpha)
+        scaled.reference(A=a, B=want, alpha=alpha)
+        np.testing.assert_array_equal(got, want)
+    got, want = np.zeros(500), np.zeros(500)
+    pc.compile(larger, **variant)(A=a, B=got, alpha=1 / 3)
+    larger.reference(A=a, B=want, alpha=1 / 3)
+    np.testing.assert_array_equal(got, want)
