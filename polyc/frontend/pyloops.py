@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
-from typing import Callable, Dict, List, Set, Tuple
+import types
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import ParseError, SourceLocation
 from ..ir.depth import ensure_recursion_room, tree_depth
@@ -80,7 +82,55 @@ def _read_source(fn: Callable) -> Tuple[Source, str, ast.FunctionDef]:
     if not isinstance(node, ast.FunctionDef):
         raise ParseError("a loop kernel must be a function defined with `def` (not a lambda)",
                          source.location(node) if node is not None else None)
+    _check_source_is_the_function(fn, node, source)
     return source, dedented, split_chained_assignments(node)
+
+
+def _check_source_is_the_function(fn: Callable, node: ast.FunctionDef, source: Source) -> None:
+    """The text read back from `fn`'s file is the code Python runs for `fn`: a file edited since
+    it was imported holds other code (another function, where lines moved), which the compiled
+    kernel would compute while `fn` and `kernel.reference` compute the old.  Checked by name, and
+    by the bytecode of the whole file compiled again (the same compiler and context give the same
+    code objects; a function not found there, made by `exec`, is left alone)."""
+    stale = ParseError(f"the file {source.filename} no longer holds the code of {fn.__name__} that Python runs "
+                       f"(it was edited after the function was defined): reload the module or run the cell "
+                       f"again, so the kernel and its Python function agree", source.location(node))
+    if node.name != fn.__name__:
+        raise stale
+    text = "".join(linecache.getlines(source.filename))
+    try:
+        module = compile(text, source.filename, "exec", dont_inherit=True) if text else None
+    except (SyntaxError, ValueError):
+        return
+    found = _code_at(module, fn.__code__.co_name, fn.__code__.co_firstlineno) if module is not None else None
+    if found is not None and not _same_code(found, fn.__code__):
+        raise stale
+
+
+def _code_at(code: types.CodeType, name: str, line: int) -> Optional[types.CodeType]:
+    """The code object named `name` that starts at `line`, in `code` or nested in it."""
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        if c.co_name == name and c.co_firstlineno == line:
+            return c
+        stack.extend(x for x in c.co_consts if isinstance(x, types.CodeType))
+    return None
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects run the same instructions on the same names and constants
+    (nested functions compared alike; line numbers and file names not at all)."""
+    if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames \
+            or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or (x != y and not (x != x and y != y)):     # NaN equals itself here
+            return False
+    return True
 
 
 def _annotations(fn: Callable) -> Dict[str, object]:
