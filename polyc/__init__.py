@@ -9,7 +9,7 @@ from .api import Kernel, codegen, compile, kernel, returning
 from .errors import (ArgumentError, CompileError, IllegalScheduleError, IslBudgetError, NameClashError,
                      OutOfBoundsError, ParseError, PolycError, ShapeInferenceError, TargetUnavailableError,
                      UninitializedReadError)
-from .errors import ExpressionTooDeepError, GradError, LiteralRangeError, ReferenceFailedError, TargetError
+from .errors import ExpressionTooDeepError, GradError, LiteralRangeError, NotPicklableError, ReferenceFailedError, TargetError
 from .errors import (CacheError, CacheWarning, CompileFlagsError, LoopGenerationError, PackingDroppedWarning,
                      PolycWarning, ProgramError, ScheduleArgumentError, ScheduleFileError, TuneError,
                      TuneRecordError, TuningWarning)
@@ -34,7 +34,7 @@ __all__ = [
     "f32", "f64", "i32", "i64", "u8", "u16", "tensor", "DType", "TensorType",
     "PolycError", "ParseError", "ShapeInferenceError", "OutOfBoundsError", "UninitializedReadError",
     "IllegalScheduleError", "ArgumentError", "CompileError", "IslBudgetError", "TargetUnavailableError",
-    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "ReferenceFailedError", "grad", "GradError", "tune",
+    "NameClashError", "LiteralRangeError", "ExpressionTooDeepError", "ReferenceFailedError", "NotPicklableError", "grad", "GradError", "tune",
     "stop_gradient", "returning", "ScheduleArgumentError", "ScheduleFileError", "CompileFlagsError",
     "CacheError", "LoopGenerationError", "TuneError", "TuneRecordError", "ProgramError",
     "PolycWarning", "CacheWarning", "PackingDroppedWarning", "TuningWarning",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import inspect
-import threading
+import sys
 from dataclasses import replace
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
@@ -12,6 +12,7 @@ from .poly import Dependences, PolyModel, check_bounds, check_initialized, empty
 from .poly.checks import derived_size_constraints
 from .schedule.schedule import Schedule
 from .target import Target
+from .runtime.forksafe import ForkSafeLock
 
 TARGETS = ("c", "cuda", "cuda-emu")
 
@@ -60,7 +61,7 @@ class Kernel:
         #: reference runs with them too, whatever the module rebinds later.
         self.function_globals = dict(inspect.unwrap(function).__globals__) if function is not None else None
         self._default: Optional["CompiledKernel"] = None
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     @property
     def name(self) -> str:
@@ -103,6 +104,20 @@ class Kernel:
                 self._default = compile(self)
         return self._default(**kwargs)
 
+    def __reduce__(self) -> Any:
+        """Pickled as what defines it: an Einstein kernel's program, a loop kernel's function (by
+        reference: the worker imports its module), so kernels can be sent to worker processes."""
+        if self.function is None:
+            return (Kernel, (self.program,))
+        fn = inspect.unwrap(self.function)
+        module = sys.modules.get(fn.__module__)
+        found = getattr(module, fn.__qualname__, None) if module is not None else None
+        if found is self:            # `@pc.kernel` on it, at module level
+            return (_module_attribute, (fn.__module__, fn.__qualname__))
+        if isinstance(found, Kernel) and found.function is self.function:     # renamed: `pc.kernel(k.function, name=)`
+            return (_renamed_kernel, (fn.__module__, fn.__qualname__, self.program.name))
+        return (_loop_kernel, (fn, self.program.name))
+
     def __repr__(self) -> str:
         sig = ", ".join(f"{t.name}: {t.role}" for t in self.program.tensors)
         return f"<polyc kernel {self.name}({sig}), {len(self.program.statements)} statements>"
@@ -110,6 +125,25 @@ class Kernel:
     def _repr_html_(self) -> str:
         from .display import html_of
         return html_of("kernel", self)
+
+
+def _module_attribute(module: str, qualname: str) -> Any:
+    """`module.qualname`, imported (unpickling a kernel decorated at module level)."""
+    import importlib
+    value: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _renamed_kernel(module: str, qualname: str, name: str) -> "Kernel":
+    """The loop kernel of the function under the module-level kernel `module.qualname`, named `name`."""
+    return kernel(_module_attribute(module, qualname).function, name=name)
+
+
+def _loop_kernel(fn: Callable, name: str) -> "Kernel":
+    """The loop kernel of `fn` named `name` (unpickling one made by `pc.kernel(fn)`)."""
+    return kernel(fn, name=name)
 
 
 def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = None,

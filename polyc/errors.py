@@ -204,3 +204,14 @@ class ReferenceFailedError(PolycError):
     """`kernel.reference` of a loop kernel ran the kernel's Python code, and Python refused a value
     the compiled kernel computes anyway (`int(nan)`, a Python int out of a uint8's range, a
     division by zero): the two do not agree on such inputs.  Carries the line of the kernel."""
+
+
+class NotPicklableError(PolycError, TypeError):
+    """An object polyc cannot send to another process (a compiled kernel, a schedule, an operator
+    program): the message says what to send instead."""
+
+
+def not_picklable(what: str, instead: str) -> NotPicklableError:
+    """The error `__reduce__` raises for `what`, naming what a worker should be sent instead."""
+    return NotPicklableError(f"{what} cannot be pickled (it holds compiled code or isl objects of this "
+                             f"process); send {instead} instead")

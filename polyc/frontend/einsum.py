@@ -36,7 +36,6 @@ from ..ir.program import EXTREME_ITERATOR
 from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
-from .tc_text import substitute_extents
 
 Declaration = Union[TensorType, DType]
 
@@ -454,9 +453,8 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
         if not isinstance(v, (TensorType, DType)):
             raise ParseError(f"declaration {k}={v!r} is neither a tensor type (pc.f32['N']) nor a scalar "
                              f"type (pc.f32)")
-    original = source if display is None else display
-    source = substitute_extents(source, declared, filename, display)      # TC's `T.d`: a declared extent
-    statements = parse_einsum(source, filename, None if source == original else original)
+    extents = {k: tuple(str(e) for e in v.shape) for k, v in declared.items() if isinstance(v, TensorType)}
+    statements = parse_einsum(source, filename, display, extents)     # `extents`: TC's `T.d`
     for st in statements:   # deep right-hand sides: room for the recursive lowering and every later walker
         ensure_recursion_room(tree_depth(st.rhs, lambda n: n.args), f"the right-hand side of {st.target}", st.loc)
     lowering = _Lowering(statements, declared, name, source, outputs)

@@ -14,7 +14,7 @@ The syntax tree keeps every node's source location; `einsum.py` resolves names a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import ParseError, SourceLocation
 from .tokens import Token, tokenize
@@ -55,11 +55,36 @@ class SourceStatement:
 
 
 class _Parser:
-    def __init__(self, source: str, filename: str, display: Optional[str] = None):
+    def __init__(self, source: str, filename: str, display: Optional[str] = None,
+                 extents: Optional[Mapping[str, Tuple[str, ...]]] = None):
         self.lines = (source if display is None else display).split("\n")
         self.filename = filename
-        self.toks = tokenize(source, filename, display)
+        self.toks = self._with_extents(tokenize(source, filename, display), extents or {})
         self.pos = 0
+
+    def _with_extents(self, toks: List[Token], extents: Mapping[str, Tuple[str, ...]]) -> List[Token]:
+        """Tensor Comprehensions' `T.d` (the d-th extent of a tensor of declared shape, from 0)
+        replaced by the tokens of that extent, in brackets, all at `T`'s position: what follows
+        keeps its own line and column."""
+        out: List[Token] = []
+        for tok in toks:
+            prev = out[-1] if out else None
+            if tok.kind == "number" and tok.text.startswith(".") and tok.text[1:].isdigit() and prev is not None \
+                    and prev.kind == "name" and prev.line == tok.line and prev.column + len(prev.text) == tok.column:
+                shape = extents.get(prev.text)
+                d = tok.text[1:]
+                if not shape:
+                    raise self.error(prev, f"{prev.text}.{d[:20]} names an extent of {prev.text!r}, which is no "
+                                           f"tensor of declared shape")
+                if len(d) > 6 or int(d) >= len(shape):
+                    raise self.error(prev, f"{prev.text} has {len(shape)} dimension(s); {prev.text}.{d[:20]} counts "
+                                           f"from 0")
+                out.pop()
+                out += [Token(t.kind, t.text, prev.line, prev.column)
+                        for t in tokenize(f"({shape[int(d)]})", self.filename) if t.kind != "eof"]
+                continue
+            out.append(tok)
+        return out
 
     # -- token helpers -------------------------------------------------------------------------
     def peek(self) -> Token:
@@ -358,9 +383,11 @@ class _Frame:
         return Node(self.kind, loc, self.head.text, tuple(self.items))
 
 
-def parse_einsum(source: str, filename: str = "<kernel>", display: Optional[str] = None) -> List[SourceStatement]:
-    """Parse Einstein-notation text into source statements (raises ParseError with a caret)."""
-    statements = _Parser(source, filename, display).program()
+def parse_einsum(source: str, filename: str = "<kernel>", display: Optional[str] = None,
+                 extents: Optional[Mapping[str, Tuple[str, ...]]] = None) -> List[SourceStatement]:
+    """Parse Einstein-notation text into source statements (raises ParseError with a caret);
+    `extents` are the declared tensors' extents, which TC's `T.d` reads."""
+    statements = _Parser(source, filename, display, extents).program()
     if not statements:
         raise ParseError("the kernel has no statements", SourceLocation(1, 1, source.split("\n")[0], filename))
     return statements

@@ -11,20 +11,64 @@ The body is Einstein notation with TC's round-bracket subscripts, `T.d` (the d-t
 parameter) and `where exists T(e)` (a read that bounds the statement's indices without being
 computed).  One text may hold several definitions; `name` picks one, as TC's `tc.define` does.
 
-The body handed to the Einstein parser keeps every character's line and column: the header and
-the braces become spaces, a tensor's `(...)` becomes `[...]`.  So errors point at the user's text.
+The body handed to the Einstein parser keeps every character's line and column: what comes
+before it becomes blank (empty lines, then spaces), a tensor's `(...)` becomes `[...]`, and the
+parser shows the user's own text in its messages.
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
 from ..ir import Access, Binary, Cast, Const, Expr, IndexExpr, Program, ScalarRef, TensorType, Unary
 from ..ir.types import DType, f32, f64, i32, i64, u8, u16
 from .einsum import program_from_einsum
-from .tc_text import MAX_DIGITS, Declaration, Tok, location, name_of, tokens
 from .tokens import tokenize
+
+Declaration = Union[TensorType, DType]
+
+TOKEN_RE = re.compile(r"""
+    (?P<space>[ \t\r\f\v]+|\\\r?\n|\ufeff)
+  | (?P<newline>\n)
+  | (?P<comment>\#[^\n]*)
+  | (?P<arrow>->)
+  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
+  | (?P<name>[^\W\d]\w*)
+  | (?P<other>.)
+""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class Tok:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def tokens(source: str) -> List[Tok]:
+    return [Tok(m.lastgroup or "other", m.group(), m.start(), m.end()) for m in TOKEN_RE.finditer(source)]
+
+
+def name_of(tok: Tok) -> str:
+    """A name as Python and the Einstein tokenizer read it (NFKC: `𝐀` is `A`)."""
+    return unicodedata.normalize("NFKC", tok.text)
+
+
+#: The most digits of a size or extent number (Python's int() refuses past 4300).
+MAX_DIGITS = 30
+
+
+def location(source: str, offset: int, filename: str) -> SourceLocation:
+    """The line and column of character `offset` of `source`, with its line's text."""
+    line = source.count("\n", 0, offset) + 1
+    start = source.rfind("\n", 0, offset) + 1
+    end = source.find("\n", offset)
+    return SourceLocation(line, offset - start + 1, source[start:] if end < 0 else source[start:end], filename)
+
 
 #: TC's scalar types that polyc has.  TC's `float` and `int` are 32-bit, as in C.
 TC_TYPES: Dict[str, DType] = {"float": f32, "float32": f32, "double": f64, "float64": f64, "int": i32,

@@ -73,6 +73,8 @@ class _Inference:
         self.shifts: Dict[str, Dict[int, Affine]] = {}
         #: Sizes defined as `floor(numerator / divisor)` (strided extents like `(H - K) // 2 + 1`).
         self.derived: List[Tuple[str, Affine, int]] = []
+        #: The elements each write covers, by (statement, dimension, parameters, its ranges).
+        self._written_parts: Dict[Tuple[str, int, str, str], isl.Set] = {}
 
     def canon(self, a: Affine) -> Affine:
         """`a` with each placeholder replaced by its class's binding or representative."""
@@ -326,11 +328,15 @@ class _Inference:
                 img = None
                 for st, ranges in writes:
                     cs = [Constraint(c.kind, self.canon(c.expr), c.modulus) for i in st.iterators for c in ranges[i]]
-                    tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
-                    e = st.target.indices[d]
-                    dom = isl.Set(f"{ps} -> {{ {tup} : {conjunction_str(cs)} }}")
-                    part = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(e)}] }}").intersect_domain(dom).range()
-                    img = part if img is None else img.union(part)
+                    key = (st.name, d, ps, conjunction_str(cs))
+                    part = self._written_parts.get(key)
+                    if part is None:    # each write's image once: a tensor written by many statements
+                        tup = "[" + ", ".join(isl_name(i) for i in st.iterators) + "]"
+                        dom = isl.Set(f"{ps} -> {{ {tup} : {key[3]} }}")
+                        part = isl.Map(f"{ps} -> {{ {tup} -> [{affine_str(st.target.indices[d])}] }}") \
+                            .intersect_domain(dom).range().coalesce()
+                        self._written_parts[key] = part
+                    img = part if img is None else img.union(part).coalesce()
                 img = img.coalesce().intersect_params(ctx)  # type: ignore[union-attr]
                 v = first.target.indices[d].as_single_var()
                 hi = self._extent(img.dim_max(0), ctx, v if v is not None and v in first.iterators

@@ -42,6 +42,7 @@ from .layout import relayout_transposed_operands
 from .simplify import remove_dead, share_common
 from .trace import Node, ProgramError, TensorHandle, inline_program, returned_handles, trace
 from .vendor import Gemm, recognise_gemm, vendor_choices
+from ..runtime.forksafe import ForkSafeLock
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,10 @@ class Plan:
 
 class OperatorProgram:
     """A traced program of kernel calls (see the module docstring)."""
+
+    def __reduce__(self):
+        from ..errors import not_picklable
+        raise not_picklable(f"the operator program {self.name!r}", "its module, and import the program there")
 
     def __init__(self, function: Callable, *, target: str = "c", vendor: Union[str, bool] = "auto",
                  fuse: bool = True, contract: Optional[bool] = None, schedule: Optional[str] = "auto",
@@ -145,7 +150,7 @@ class OperatorProgram:
         self._compiled: Dict[int, Tuple[Group, Any]] = {}
         self._block_workers = BlockWorkers(self.name)   # threads and buffers for row blocks beside the caller's
         self._kernel: Optional[Kernel] = None
-        self._lock = threading.RLock()
+        self._lock = ForkSafeLock(reentrant=True)
         self._host_pools = threading.local()
         self._last: Optional[Plan] = None
 

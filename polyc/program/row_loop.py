@@ -19,6 +19,7 @@ import numpy as np
 from ..runtime.aligned import aligned_bytes
 from ..runtime.loader import openmp_team
 from .blocking import RowBlocks
+from ..runtime.forksafe import ForkSafeLock
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class BlockWorkers:
 
     def __init__(self, name: str):
         self.name = name
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self._pool: Optional[ThreadPoolExecutor] = None
         self._size = 0
         self._sets: Dict[Tuple[int, int, int], Tuple[RowLoop, Dict[str, np.ndarray]]] = {}

@@ -35,7 +35,6 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import List, Optional, Sequence
 import platformdirs
 
 from ..errors import CacheError, CacheWarning
+from .forksafe import ForkSafeLock
 
 #: Environment variable naming the cache directory (overrides the platform default).
 CACHE_DIR_ENV = "POLYC_CACHE_DIR"
@@ -55,7 +55,7 @@ _ENTRY_NAME = re.compile(r"kernel-[0-9a-f]{40}\.(?:so|c|sha256)")
 _TEMP_NAME = re.compile(r"\.tmp-[a-z0-9_]{8}\.(?:so|o|c|sha256)")
 
 _fallback: Optional[Path] = None
-_fallback_lock = threading.Lock()
+_fallback_lock = ForkSafeLock()
 
 
 # -- the directory ----------------------------------------------------------------------------------
@@ -79,6 +79,8 @@ def cache_dir() -> Path:
         path = configured_cache_dir()
     except CacheError as e:
         return fallback_dir(str(e))
+    if path.exists() and not path.is_dir():
+        return fallback_dir(f"the cache directory {path} is not a directory (a file is there)")
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as e:
@@ -221,7 +223,7 @@ UNSIGNED = "is not signed with this account's cache key"
 #: or copied from elsewhere cannot bring a key that vouches for its own libraries.
 KEY_FILE_ENV = "POLYC_CACHE_KEY_FILE"
 _key: Optional[bytes] = None
-_key_lock = threading.Lock()
+_key_lock = ForkSafeLock()
 
 
 def key_file() -> Path:

@@ -14,6 +14,7 @@ from .ready_call import ReadyCall
 from ..target import Target
 from .compiler import command_flags, compile_c, normalise_flags
 from .loader import load_or_rebuild
+from .forksafe import ForkSafeLock
 
 #: Sizes up to this value are compiled in as constants when specialising: trip counts this small
 #: decide unrolling and remainder code; larger ones stay symbolic, so one variant serves them all.
@@ -37,6 +38,10 @@ class CCompiledKernel:
     by name when the kernel has several outputs.
     """
 
+    def __reduce__(self):
+        from ..errors import not_picklable
+        raise not_picklable("a compiled kernel", "the kernel (and schedule.to_json()) and compile it in the worker")
+
     def __init__(self, kernel, schedule, *, flags: Optional[Sequence[str]] = None, openmp: bool = True,
                  specialise: bool = False, target: Optional[Target] = None):
         self.kernel = kernel
@@ -54,7 +59,7 @@ class CCompiledKernel:
         # same shapes (fresh pages cost a page fault each: a quarter of a 4096^2 softmax).
         self._scratch = threading.local()
         self._last: Optional[GeneratedC] = None
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     # -- specialisation ------------------------------------------------------------------------
     def size_class(self, sizes: Dict[str, int]) -> Dict[str, int]:

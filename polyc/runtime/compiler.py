@@ -27,7 +27,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import threading
 import warnings
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
@@ -36,6 +35,7 @@ from ..errors import CacheWarning, CompileError, CompileFlagsError  # noqa: F401
 from ..compile_flags import normalise_flags  # noqa: F401 (re-exported here)
 from ..target import DEFAULT_OPT_FLAGS, Target  # noqa: F401 (DEFAULT_OPT_FLAGS: re-exported here)
 from . import cache, vector_math
+from .forksafe import ForkSafeLock
 #: The GNU dialect, as a plain `gcc -O3` compiles C: it lets the compiler contract `a * b + c`
 #: into one fused multiply-add (`-ffp-contract=fast`), which ISO mode (`-std=c11`) forbids.
 #: Packed contractions rely on it (half the instructions per multiply-accumulate).
@@ -59,7 +59,7 @@ COMPILE_TIMEOUT_S = 600
 MAX_MESSAGE_LINES = 40
 
 _memo: Dict[Tuple[str, Tuple[str, ...], str, Path, str], Path] = {}
-_memo_lock = threading.Lock()
+_memo_lock = ForkSafeLock()
 
 
 def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: Optional[str] = None,
@@ -80,7 +80,9 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     all_flags = command_flags(flags, openmp, compiler_path, target)
     fingerprint = target.fingerprint()
     directory = cache.cache_dir()
-    memo_key = (source, all_flags, compiler_path, directory, fingerprint)
+    # The source's digest, not the source: a process making thousands of kernels keeps 32 bytes
+    # each here, not tens of kilobytes of C.
+    memo_key = (hashlib.sha256(source.encode("utf-8")).hexdigest(), all_flags, compiler_path, directory, fingerprint)
     with _memo_lock:
         hit = _memo.get(memo_key)
     if hit is not None and not rebuild and cache.entry_problem(hit) is None:
@@ -116,10 +118,12 @@ def resolve_compiler(compiler: Optional[str] = None) -> str:
     which is `$POLYC_CC`, else `cc`, else `gcc`)."""
     env = os.environ.get("POLYC_CC")
     requested = compiler or env
+    if requested == "cc" and not env:
+        requested = None        # the host target's default: cc, else gcc
     if requested:
         found = shutil.which(requested)
         if found is None:
-            origin = "$POLYC_CC" if requested == env else "compiler argument"
+            origin = "$POLYC_CC" if requested == env else "the target's compiler"
             raise CompileError(f"C compiler {requested!r} (from {origin}) was not found; "
                                f"install it or point POLYC_CC at a C compiler such as gcc")
         return os.path.abspath(found)

@@ -16,7 +16,6 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import threading
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from ..codegen.cuda import GeneratedCUDA, generate_cuda
@@ -29,6 +28,7 @@ from .arguments import arguments_by_name, bind_arguments, passed_dtypes
 from .dlpack import mark_written
 from .compiler import trim_output
 from .cuda_arrays import split_arguments
+from .forksafe import ForkSafeLock
 
 # The host side of a GPU program runs through `walk_host` (it lives with the GPU program form).
 
@@ -41,6 +41,10 @@ class CUDACompiledKernel:
     (the ones passed, or new pycuda `GPUArray`s) when any device array was passed.
     """
 
+    def __reduce__(self):
+        from ..errors import not_picklable
+        raise not_picklable("a compiled CUDA kernel", "the kernel (and schedule.to_json()) and compile it in the worker")
+
     def __init__(self, kernel, schedule, *, backend, target: Union[str, Target]):
         self.kernel = kernel
         self.schedule = schedule
@@ -49,7 +53,7 @@ class CUDACompiledKernel:
         self.target = Target.resolve(target)
         self._variants: Dict[str, Tuple[GeneratedCUDA, Any]] = {}
         self._last: Optional[GeneratedCUDA] = None
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     def variant(self, typing: Typing) -> Tuple[GeneratedCUDA, Any]:
         key = typing.key()

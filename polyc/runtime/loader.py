@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import threading
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
@@ -18,6 +17,7 @@ import numpy as np
 from ..errors import CacheWarning, CompileError
 from ..ir import DType
 from ..codegen.signature import KernelParam, KernelSignature
+from .forksafe import ForkSafeLock
 
 _SCALAR_CTYPES: Dict[str, Any] = {
     "f32": ctypes.c_float,
@@ -29,7 +29,7 @@ _SCALAR_CTYPES: Dict[str, Any] = {
 }
 
 _libraries: Dict[str, ctypes.CDLL] = {}
-_libraries_lock = threading.Lock()
+_libraries_lock = ForkSafeLock()
 
 #: OpenMP environment polyc sets before the first kernel library (and so libgomp) loads, unless
 #: the user set any of `OMP_WAIT_POLICY_OVERRIDES`.  libgomp's default lets idle threads spin for

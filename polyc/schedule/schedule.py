@@ -39,6 +39,16 @@ class Schedule(ScheduleState):
     """An immutable schedule of a kernel's statements.  Every primitive returns a new Schedule."""
 
     # -- primitives (each returns a new Schedule, proven legal; see polyc.schedule.primitives) --
+    def __reduce__(self):
+        from ..errors import not_picklable
+        raise not_picklable("a schedule", "schedule.to_json() (Schedule.from_json(kernel, text) reads it back)")
+
+    def __copy__(self) -> "Schedule":
+        return self       # immutable: a copy is itself
+
+    def __deepcopy__(self, memo: dict) -> "Schedule":
+        return self
+
     def tile(self, sizes: Optional[Mapping[str, int]] = None, /, **kw_sizes: int) -> "Schedule":
         """Rectangular tiling, `tile(i=32, j=32)`: loop `i` becomes `i_outer` (tiles) and
         `i_inner` (points); tile loops go just outside the outermost named loop."""

@@ -446,3 +446,19 @@ def test_a_compiler_that_succeeds_without_a_library_is_a_compile_error(private_c
     with pytest.raises(pc.CompileError, match="reported success but wrote no library"):
         compile_c(SOURCE)
     assert cache.cache_entries() == []
+
+
+def test_a_cache_directory_that_is_a_file_says_so(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(blocker))
+    lib = compile_warning("is not a directory")
+    assert_private_fallback(lib, blocker)
+
+
+def test_no_compiler_on_the_path_is_said_as_such(monkeypatch, tmp_path):
+    from polyc.runtime.compiler import resolve_compiler
+    monkeypatch.delenv("POLYC_CC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(pc.CompileError, match="no C compiler found"):
+        resolve_compiler("cc")           # the host target's default, not something the user asked for
