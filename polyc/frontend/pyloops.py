@@ -89,26 +89,27 @@ def _read_source(fn: Callable) -> Tuple[Source, str, ast.FunctionDef]:
 def _check_source_is_the_function(fn: Callable, node: ast.FunctionDef, source: Source) -> None:
     """The text read back from `fn`'s file is the code Python runs for `fn`: a file edited since
     it was imported holds other code (another function, where lines moved), which the compiled
-    kernel would compute while `fn` and `kernel.reference` compute the old.  Checked by name, and
-    by the bytecode of the whole file compiled again (the same compiler and context give the same
-    code objects; a function not found there, made by `exec`, is left alone)."""
+    kernel would compute while `fn` and `kernel.reference` compute the old.  Checked by the
+    bytecode of the function starting at `fn`'s line, in the whole file compiled again (the same
+    compiler and context give the same code), else (no such function there) by name."""
     stale = ParseError(f"the file {source.filename} no longer holds the code of {fn.__name__} that Python runs "
                        f"(it was edited after the function was defined): reload the module or run the cell "
                        f"again, so the kernel and its Python function agree", source.location(node))
-    if node.name != fn.__name__:
-        raise stale
     text = "".join(linecache.getlines(source.filename))
     try:
         module = compile(text, source.filename, "exec", dont_inherit=True) if text else None
     except (SyntaxError, ValueError):
-        return
-    found = _code_at(module, fn.__code__.co_name, fn.__code__.co_firstlineno) if module is not None else None
-    if found is not None and not _same_code(found, fn.__code__):
+        module = None
+    found = _code_at(module, node.name, fn.__code__.co_firstlineno) if module is not None else None
+    if found is not None:
+        if not _same_code(found, fn.__code__):
+            raise stale
+    elif node.name != fn.__name__:
         raise stale
 
 
 def _code_at(code: types.CodeType, name: str, line: int) -> Optional[types.CodeType]:
-    """The code object named `name` that starts at `line`, in `code` or nested in it."""
+    """The code object of the function `name` that starts at `line`, in `code` or nested in it."""
     stack = [code]
     while stack:
         c = stack.pop()
