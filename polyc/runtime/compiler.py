@@ -82,7 +82,7 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     directory = cache.cache_dir()
     # The source's digest, not the source: a process making thousands of kernels keeps 32 bytes
     # each here, not tens of kilobytes of C.
-    memo_key = (hashlib.sha256(source.encode("utf-8")).hexdigest(), all_flags, compiler_path, directory, fingerprint)
+    memo_key = (_digest(source), all_flags, compiler_path, directory, fingerprint)
     with _memo_lock:
         hit = _memo.get(memo_key)
     if hit is not None and not rebuild and cache.entry_problem(hit) is None:
@@ -111,6 +111,18 @@ def compile_c(source: str, *, flags: Optional[Sequence[str]] = None, compiler: O
     with _memo_lock:
         _memo[memo_key] = lib_path
     return lib_path
+
+
+def _digest(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def compiled_library(source: str) -> Optional[Path]:
+    """The library this process last compiled (or found cached) for C `source`, if any."""
+    digest = _digest(source)
+    with _memo_lock:
+        hits = [path for key, path in _memo.items() if key[0] == digest]
+    return hits[-1] if hits else None
 
 
 def resolve_compiler(compiler: Optional[str] = None) -> str:

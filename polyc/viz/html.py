@@ -244,13 +244,9 @@ def cache_path(compiled) -> Optional[str]:
     sources = {getattr(last, "source", None), getattr(last, "emulation_source", None)} - {None}
     if not sources:
         return None
-    try:
-        from ..runtime import compiler
-        with compiler._memo_lock:
-            hits = [str(path) for key, path in compiler._memo.items() if key[0] in sources]
-        return hits[-1] if hits else None
-    except Exception:
-        return None
+    from ..runtime.compiler import compiled_library
+    hits = [str(path) for path in map(compiled_library, sources) if path is not None]
+    return hits[-1] if hits else None
 
 
 def compiled_html(compiled) -> str:
