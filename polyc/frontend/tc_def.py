@@ -93,8 +93,13 @@ def program_from_tc(tc: "TcDefinition", filename: str, display: str) -> Program:
     """The Program of definition `tc` (of the text `display`), checked for what TC means and
     Einstein notation would read otherwise: a signature's inputs are read-only, and an integer
     divided by an integer is C's truncating division in TC (polyc's `/` is Python's)."""
-    program = program_from_einsum(tc.body, tc.name, tc.declared, filename=filename, outputs=tc.outputs,
-                                  display=display)
+    try:
+        program = program_from_einsum(tc.body, tc.name, tc.declared, filename=filename, outputs=tc.outputs,
+                                      display=display)
+    except ParseError as e:
+        if e.location is not None or type(e) is not ParseError:
+            raise
+        raise ParseError(e.reason, tc.location) from None     # about the signature: point at the def
     for st in program.statements:
         if st.target.tensor in tc.inputs:
             raise ParseError(f"{st.target.tensor} is an input of {tc.name} (its signature); TC's inputs are "

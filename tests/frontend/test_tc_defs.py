@@ -103,6 +103,7 @@ def test_exists_bounds_ranges_in_plain_einstein_text_too():
     ("def f(float(N) A) -> (B) {\n  B(i) = A(i) +\n}", 3, 1, "expected a value"),   # `+` continues: at the `}`
     ("def f(float(N) A) -> (B) { B(i) = 2 * x where x = A(i) }", 1, 49, "'where x = ...' binds a name"),
     ("def f(float(N) A) -> (B) { B(i) = Z.0 }", 1, 35, "Z.0 names an extent of 'Z'"),
+    ("def f(float(N) A) -> (B, O) { B(i) = A(i) }", 1, 1, "outputs names 'O', which no statement"),
 ])
 def test_errors_point_into_the_text_as_written(text, line, column, message):
     with pytest.raises(ParseError, match=re.escape(message)) as info:
