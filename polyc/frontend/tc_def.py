@@ -30,7 +30,7 @@ from .tokens import tokenize
 
 Declaration = Union[TensorType, DType]
 
-TOKEN_RE = re.compile(r"""
+_TOKEN_RE = re.compile(r"""
     (?P<space>[ \t\r\f\v]+|\\\r?\n|\ufeff)
   | (?P<newline>\n)
   | (?P<comment>\#[^\n]*)
@@ -42,27 +42,27 @@ TOKEN_RE = re.compile(r"""
 
 
 @dataclass(frozen=True)
-class Tok:
+class _Tok:
     kind: str
     text: str
     start: int
     end: int
 
 
-def tokens(source: str) -> List[Tok]:
-    return [Tok(m.lastgroup or "other", m.group(), m.start(), m.end()) for m in TOKEN_RE.finditer(source)]
+def _tokens(source: str) -> List[_Tok]:
+    return [_Tok(m.lastgroup or "other", m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(source)]
 
 
-def name_of(tok: Tok) -> str:
+def _name_of(tok: _Tok) -> str:
     """A name as Python and the Einstein tokenizer read it (NFKC: `𝐀` is `A`)."""
     return unicodedata.normalize("NFKC", tok.text)
 
 
 #: The most digits of a size or extent number (Python's int() refuses past 4300).
-MAX_DIGITS = 30
+_MAX_DIGITS = 30
 
 
-def location(source: str, offset: int, filename: str) -> SourceLocation:
+def _location(source: str, offset: int, filename: str) -> SourceLocation:
     """The line and column of character `offset` of `source`, with its line's text."""
     line = source.count("\n", 0, offset) + 1
     start = source.rfind("\n", 0, offset) + 1
@@ -138,7 +138,7 @@ def _integer_valued(e: Expr, declared: Mapping[str, Declaration]) -> bool:
 
 def is_tc_definition(source: str) -> bool:
     """Whether `source` is TC's `def name(...)` form (its first word, comments aside, is `def`)."""
-    for tok in tokens(source):
+    for tok in _tokens(source):
         if tok.kind in ("space", "newline", "comment"):
             continue
         return tok.kind == "name" and tok.text == "def"
@@ -184,20 +184,20 @@ class _Reader:
         self.source = source
         self.filename = filename
         self.lines = source.split("\n")
-        self.toks = [t for t in tokens(source) if t.kind not in ("space", "newline", "comment")]
+        self.toks = [t for t in _tokens(source) if t.kind not in ("space", "newline", "comment")]
         self.pos = 0
 
     # -- positions and errors ----------------------------------------------------------------------
     def loc(self, offset: int) -> SourceLocation:
-        return location(self.source, offset, self.filename)
+        return _location(self.source, offset, self.filename)
 
-    def error(self, tok: Optional[Tok], message: str) -> ParseError:
+    def error(self, tok: Optional[_Tok], message: str) -> ParseError:
         return ParseError(message, self.loc(tok.start if tok is not None else len(self.source)))
 
-    def peek(self) -> Optional[Tok]:
+    def peek(self) -> Optional[_Tok]:
         return self.toks[self.pos] if self.pos < len(self.toks) else None
 
-    def take(self, text: Optional[str] = None, kind: Optional[str] = None, what: str = "") -> Tok:
+    def take(self, text: Optional[str] = None, kind: Optional[str] = None, what: str = "") -> _Tok:
         tok = self.peek()
         if tok is None or (text is not None and tok.text != text) or (kind is not None and tok.kind != kind):
             found = "the end of the text" if tok is None else repr(tok.text)
@@ -221,8 +221,8 @@ class _Reader:
     def definition(self, earlier: List[TcDefinition]) -> TcDefinition:
         start = self.take("def", what="'def' (a Tensor Comprehensions definition)")
         name_tok = self.take(kind="name", what="the kernel's name after 'def'")
-        if any(d.name == name_of(name_tok) for d in earlier):
-            raise self.error(name_tok, f"a second definition named {name_of(name_tok)!r}")
+        if any(d.name == _name_of(name_tok) for d in earlier):
+            raise self.error(name_tok, f"a second definition named {_name_of(name_tok)!r}")
         self.take("(", what="'(' and the parameters")
         declared: Dict[str, Declaration] = {}
         while not self.at(")"):
@@ -236,10 +236,10 @@ class _Reader:
         close = self._body_end(open_tok)
         body = self.body(open_tok, self.toks[close], set(declared) | set(outputs))
         self.pos = close + 1
-        return TcDefinition(name_of(name_tok), body, declared, tuple(outputs), self.loc(start.start),
+        return TcDefinition(_name_of(name_tok), body, declared, tuple(outputs), self.loc(start.start),
                             tuple(k for k in declared if k not in outputs))
 
-    def scalar_type(self) -> Tuple[Tok, DType]:
+    def scalar_type(self) -> Tuple[_Tok, DType]:
         tok = self.take(kind="name", what="a type (float, double, int32, ...)")
         if tok.text in TC_TYPES:
             return tok, TC_TYPES[tok.text]
@@ -255,11 +255,11 @@ class _Reader:
             self.take("(")
             while True:
                 tok = self.take(what="a size name or a number")
-                if tok.kind == "number" and tok.text.isdigit() and len(tok.text.lstrip("0")) <= MAX_DIGITS \
+                if tok.kind == "number" and tok.text.isdigit() and len(tok.text.lstrip("0")) <= _MAX_DIGITS \
                         and int(tok.text.lstrip("0") or "0") > 0:
                     shape.append(int(tok.text.lstrip("0")))
-                elif tok.kind == "name" and tok.text not in TC_TYPES and name_of(tok) not in _KEYWORDS:
-                    shape.append(name_of(tok))
+                elif tok.kind == "name" and tok.text not in TC_TYPES and _name_of(tok) not in _KEYWORDS:
+                    shape.append(_name_of(tok))
                 else:
                     raise self.error(tok, f"a size is a name or a positive integer, not {tok.text!r}")
                 if self.at(")"):
@@ -267,9 +267,9 @@ class _Reader:
                 self.take(",", what="',' or ')' in the sizes")
             self.take(")")
         name_tok = self.take(kind="name", what="the parameter's name after its type")
-        if name_of(name_tok) in declared:
-            raise self.error(name_tok, f"a second parameter named {name_of(name_tok)!r}")
-        declared[name_of(name_tok)] = dtype[tuple(shape)] if shape else dtype
+        if _name_of(name_tok) in declared:
+            raise self.error(name_tok, f"a second parameter named {_name_of(name_tok)!r}")
+        declared[_name_of(name_tok)] = dtype[tuple(shape)] if shape else dtype
 
     def returns(self, declared: Dict[str, Declaration]) -> List[str]:
         """`-> (A, B)` or `-> A`; a returned name may carry a type, as a parameter does."""
@@ -291,11 +291,11 @@ class _Reader:
             (name,) = [k for k in declared if k not in before]
             return name
         name_tok = self.take(kind="name", what="the name of a returned tensor")
-        if name_of(name_tok) in declared:
-            raise self.error(name_tok, f"{name_of(name_tok)!r} is a parameter; TC returns new tensors only")
-        return name_of(name_tok)
+        if _name_of(name_tok) in declared:
+            raise self.error(name_tok, f"{_name_of(name_tok)!r} is a parameter; TC returns new tensors only")
+        return _name_of(name_tok)
 
-    def _body_end(self, open_tok: Tok) -> int:
+    def _body_end(self, open_tok: _Tok) -> int:
         """The index (in `toks`) of the `}` closing the body that `open_tok` opens."""
         for k in range(self.pos, len(self.toks)):
             tok = self.toks[k]
@@ -305,7 +305,7 @@ class _Reader:
                 return k
         raise self.error(open_tok, "this '{' is never closed by '}'")
 
-    def body(self, open_tok: Tok, close_tok: Tok, tensors: Set[str]) -> str:
+    def body(self, open_tok: _Tok, close_tok: _Tok, tensors: Set[str]) -> str:
         """The statements as Einstein text at their own lines and columns (earlier lines empty,
         the text before them on their first line blanked), a tensor's round brackets made square.
         A tensor is a parameter, a returned name, or a name a statement starts with (an
@@ -314,14 +314,14 @@ class _Reader:
         line_start = self.source.rfind("\n", 0, open_tok.end) + 1
         parts: List[str] = ["\n" * self.source.count("\n", 0, line_start), " " * (open_tok.end - line_start)]
         text = self.source[open_tok.end:close_tok.start]
-        inner = tokens(text)
+        inner = _tokens(text)
         tensors = tensors | _statement_targets(text)
         stack: List[bool] = []         # per open '(': whether it opened a tensor's subscripts
-        prev: Optional[Tok] = None    # the last token that is no space or comment
+        prev: Optional[_Tok] = None    # the last token that is no space or comment
         for tok in inner:
             text = tok.text
             if tok.text == "(":
-                is_access = prev is not None and prev.kind == "name" and name_of(prev) in tensors
+                is_access = prev is not None and prev.kind == "name" and _name_of(prev) in tensors
                 stack.append(is_access)
                 text = "[" if is_access else "("
             elif tok.text == ")" and stack:
