@@ -109,7 +109,7 @@ class Typing:
         if isinstance(e, Call) and e.fn == "pow":
             return self._pow_type(e, hint)
         if isinstance(e, Call):
-            types = self.value_types(e.args, hint)
+            types = self.value_types(e.args, hint, numpy_call=e.fn in ("max", "min", "fmax", "fmin"))
             known = [t for t in types if t is not None]
             t = known[0] if known else hint
             for u in known[1:]:
@@ -123,7 +123,7 @@ class Typing:
         """`pow(a, b)` follows numpy: integers give an integer (exact, wrapping like numpy), a float
         operand gives that float type; literals adopt the other operand's type (a float literal
         with an integer operand gives the kernel's float type, see `operand_types`)."""
-        strong = [self.type_of(x, None) for x in e.args if not _adaptive(x)]
+        strong = [self.type_of(x, None) for x in e.args if not self.weak(x)]     # `A_f32[i] ** alpha`: float32
         known = [t for t in strong if t is not None and t != BOOL]
         if not known:
             types = [self.type_of(x, hint) for x in e.args]
@@ -145,13 +145,17 @@ class Typing:
                                  "a float, e.g. pow(float(x), -1) or pow(x, -1.0)")
         return t
 
-    def value_types(self, args: Sequence[Expr], hint: Optional[DType]) -> List[Optional[DType]]:
+    def value_types(self, args: Sequence[Expr], hint: Optional[DType], numpy_call: bool = False
+                    ) -> List[Optional[DType]]:
         """Types of values combined by a `select` or a function (`max`, `min`, ...): literals and
         undeclared scalars adopt the type of the others (their promotion), as in a binary
         operation; a float literal next to integers is the kernel's float (`select(c, A_int, 0.5)`
         is a float, as numpy's `np.where(c, A_int, 0.5)`: typing it as the integer truncated 0.5
-        in the reference while C computed it in double)."""
-        strong = [self.type_of(x, None) if not _adaptive(x) else None for x in args]
+        in the reference while C computed it in double).  In a `numpy_call` (`np.maximum`) a loop
+        kernel's Python numbers are weak too, as NEP 50 makes them; Python's own `max` and `a if c
+        else b` return an operand itself, so there they keep their type."""
+        weak = self.weak if numpy_call else _adaptive
+        strong = [self.type_of(x, None) if not weak(x) else None for x in args]
         known = [t for t in strong if t is not None and t != BOOL]
         if not known:
             return [self.type_of(x, hint) for x in args]

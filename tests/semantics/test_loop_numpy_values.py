@@ -137,3 +137,23 @@ def test_a_float_parameter_is_a_python_float(variant):
     pc.compile(larger, **variant)(A=a, B=got, alpha=1 / 3)
     larger.reference(A=a, B=want, alpha=1 / 3)
     np.testing.assert_array_equal(got, want)
+
+
+@pc.kernel
+def numpy_functions(A: pc.f32["N"], B: pc.f32["N"], C: pc.f32["N"], alpha: float):
+    for i in range(N):
+        B[i] = np.maximum(A[i], alpha) + np.minimum(A[i], alpha * 0.5)
+        C[i] = A[i] ** alpha
+
+
+@pytest.mark.parametrize("variant", [dict(flags=EXACT), dict(schedule="auto", flags=EXACT), dict(target="cuda-emu")],
+                         ids=["source", "auto", "cuda-emu"])
+def test_numpy_functions_take_python_numbers_weakly(variant):
+    """`np.maximum(np.float32(a), alpha)` and `np.float32(a) ** alpha` are float32 (NEP 50)."""
+    a = np.random.default_rng(1).random(300, dtype=np.float32)
+    got = {k: np.zeros(300, np.float32) for k in ("B", "C")}
+    want = {k: np.zeros(300, np.float32) for k in ("B", "C")}
+    pc.compile(numpy_functions, **variant)(A=a, alpha=0.4321, **got)
+    numpy_functions.reference(A=a, alpha=0.4321, **want)
+    np.testing.assert_array_equal(got["B"], want["B"])
+    np.testing.assert_allclose(got["C"], want["C"], rtol=2e-7)     # powf and numpy's pow: within an ulp
