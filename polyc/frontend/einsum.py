@@ -439,12 +439,14 @@ class _Lowering:
 
 def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Mapping[str, Declaration]] = None,
                         filename: str = "<kernel>", outputs: Optional[Sequence[str]] = None,
-                        display: Optional[str] = None) -> Program:
+                        display: Optional[str] = None, parameters: Sequence[str] = ()) -> Program:
     """Parse and lower Einstein-notation `source`; `declared` maps names to tensor or scalar types.
 
     `outputs` names the tensors a call returns; by default every written tensor that no statement
     reads after its last write.  `display`: the text the user wrote, line for line and column for
-    column where `source` was derived from it (a Tensor Comprehensions `def`), shown in messages."""
+    column where `source` was derived from it (a Tensor Comprehensions `def`), shown in messages.
+    `parameters`: declared names that are a function's parameters (a `def`'s signature), which the
+    body need not use; any other declaration it does not use is refused (a typo, most likely)."""
     if outputs is not None:
         if isinstance(outputs, str) or not all(isinstance(o, str) for o in outputs):
             raise ParseError(f"outputs must be a list of tensor names, like outputs=['O'], not {outputs!r}")
@@ -472,7 +474,7 @@ def program_from_einsum(source: str, name: str = "kernel", declared: Optional[Ma
     used |= set(program.int_params)
     sizes_used = _sizes_used(program, used)
     for k in declared:
-        if k in used:
+        if k in used or k in parameters:
             continue
         decl = declared[k]
         if isinstance(decl, TensorType) and any(v in sizes_used for e in decl.shape for v in e.variables):

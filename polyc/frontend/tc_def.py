@@ -95,7 +95,7 @@ def program_from_tc(tc: "TcDefinition", filename: str, display: str) -> Program:
     divided by an integer is C's truncating division in TC (polyc's `/` is Python's)."""
     try:
         program = program_from_einsum(tc.body, tc.name, tc.declared, filename=filename, outputs=tc.outputs,
-                                      display=display)
+                                      display=display, parameters=tc.inputs)
     except ParseError as e:
         if e.location is not None or type(e) is not ParseError:
             raise

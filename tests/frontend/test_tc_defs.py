@@ -224,3 +224,10 @@ def test_cli_builds_the_def_picked_even_beside_a_broken_one(tmp_path, capsys):
     assert main(["codegen", f"{path}::good"]) == 0
     assert "void polyc_good(" in capsys.readouterr().out
     assert main(["codegen", f"{path}::bad"]) != 0
+
+
+def test_a_defs_parameters_need_not_all_be_used():
+    k = pc.kernel("def f(float(N) A, float(M) B, float alpha) -> (C) { C(i) = A(i) * 2 }")
+    assert k(A=np.ones(3, np.float32), B=np.ones(5, np.float32), alpha=1.0).tolist() == [2.0] * 3
+    with pytest.raises(ParseError, match="'B' is declared but the kernel never uses it"):     # a keyword: a typo
+        pc.kernel("C[i] = A[i] * 2", A=pc.f32["N"], B=pc.f32["M"])
