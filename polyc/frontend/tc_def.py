@@ -12,8 +12,9 @@ parameter) and `where exists T(e)` (a read that bounds the statement's indices w
 computed).  One text may hold several definitions; `name` picks one, as TC's `tc.define` does.
 
 The body handed to the Einstein parser keeps every character's line and column: what comes
-before it becomes blank (empty lines, then spaces), a tensor's `(...)` becomes `[...]`, and the
-parser shows the user's own text in its messages.
+before it becomes blank (empty lines, then spaces), a tensor's `(...)` becomes `[...]`, a `;`
+separates statements TC writes on one line, and the parser shows the user's own text in its
+messages.
 """
 from __future__ import annotations
 
@@ -309,13 +310,13 @@ class _Reader:
         """The statements as Einstein text at their own lines and columns (earlier lines empty,
         the text before them on their first line blanked), a tensor's round brackets made square.
         A tensor is a parameter, a returned name, or a name a statement starts with (an
-        intermediate); any other name before `(` calls a function.  (`T.d` extents are replaced
-        later, by `substitute_extents`.)"""
+        intermediate); any other name before `(` calls a function.  Statements TC separates by
+        whitespace alone on one line (`B(i) = A(i) C(i) = A(i)`) get a `;` in that whitespace.
+        (The Einstein parser reads `T.d` extents.)"""
         line_start = self.source.rfind("\n", 0, open_tok.end) + 1
         parts: List[str] = ["\n" * self.source.count("\n", 0, line_start), " " * (open_tok.end - line_start)]
-        text = self.source[open_tok.end:close_tok.start]
-        inner = _tokens(text)
-        tensors = tensors | _statement_targets(text)
+        inner = _separated(_tokens(self.source[open_tok.end:close_tok.start]))
+        tensors = tensors | _statement_targets("".join(t.text for t in inner))
         stack: List[bool] = []         # per open '(': whether it opened a tensor's subscripts
         prev: Optional[_Tok] = None    # the last token that is no space or comment
         for tok in inner:
@@ -330,6 +331,37 @@ class _Reader:
                 prev = tok
             parts.append(text)
         return "".join(parts)
+
+
+def _separated(toks: List[_Tok]) -> List[_Tok]:
+    """`toks` with a `;` in the whitespace before each statement that starts within a line: a
+    tensor access at bracket depth 0 right after a complete value, followed by an assignment
+    (`=`, `+=`, `*=`, `max=`, `min=`, with or without `!`)."""
+    sig = [k for k, t in enumerate(toks) if t.kind not in ("space", "comment")]
+    out = list(toks)
+    depth = 0
+    for n, k in enumerate(sig):
+        tok = toks[k]
+        if tok.text in ("(", ")"):
+            depth += 1 if tok.text == "(" else -1
+            continue
+        if depth or tok.kind != "name" or n == 0 or n + 1 >= len(sig) or toks[sig[n + 1]].text != "(":
+            continue
+        before = toks[sig[n - 1]]
+        if not (before.kind in ("name", "number") or before.text == ")") or _name_of(before) in _KEYWORDS:
+            continue
+        m, level = n + 1, 0
+        while m < len(sig):
+            level += {"(": 1, ")": -1}.get(toks[sig[m]].text, 0)
+            if level == 0:
+                break
+            m += 1
+        after = [toks[j].text for j in sig[m + 1:m + 3]] + ["", ""]
+        assigns = (after[0] == "=" and after[1] != "=") or (after[0] in ("+", "*", "max", "min") and after[1] == "=")
+        if assigns and k > 0 and toks[k - 1].kind == "space":
+            space = toks[k - 1]
+            out[k - 1] = _Tok(space.kind, ";" + space.text[1:], space.start, space.end)
+    return out
 
 
 def _statement_targets(text: str) -> Set[str]:

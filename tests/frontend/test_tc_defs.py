@@ -231,3 +231,12 @@ def test_a_defs_parameters_need_not_all_be_used():
     assert k(A=np.ones(3, np.float32), B=np.ones(5, np.float32), alpha=1.0).tolist() == [2.0] * 3
     with pytest.raises(ParseError, match="'B' is declared but the kernel never uses it"):     # a keyword: a typo
         pc.kernel("C[i] = A[i] * 2", A=pc.f32["N"], B=pc.f32["M"])
+
+
+def test_statements_separated_by_whitespace_alone():
+    """TC separates statements by whitespace: two may share a line."""
+    k = pc.kernel("def f(float(N) A) -> (B, C) { B(i) = A(i) + 1  C(i) +=! A(j) * B(i) }")
+    r = k(A=np.arange(3, dtype=np.float32))
+    assert r["B"].tolist() == [1.0, 2.0, 3.0] and r["C"].tolist() == [3.0, 6.0, 9.0]
+    k = pc.kernel("def f(float(N) A) -> (B) { B(i) = A(i) == A(i) ? 1.0 : 0.0 }")    # `==`: no new statement
+    assert k(A=np.ones(2, np.float32)).tolist() == [1.0, 1.0]
