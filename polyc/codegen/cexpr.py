@@ -176,7 +176,7 @@ class CExprPrinter:
     def expr(self, e: Expr, want: Optional[DType]) -> str:
         """C text of `e` evaluated in type `want` (literals adopt it)."""
         t = self.typing
-        if isinstance(e, (Binary, Unary)) and t.python_number(e):
+        if t.python_number(e):
             own = t.python_type(e)          # a loop kernel's Python number: computed as Python does,
             if want is not None and want != BOOL and want != own:        # then converted once
                 return f"(({want.c_name})({self._expr(e, own)}))"
@@ -222,6 +222,9 @@ class CExprPrinter:
             inner = self.expr(e.operand, want)
             if e.op == "not":
                 return f"(!{inner})"
+            own = t.type_of(e, want)
+            if is_integer(own):      # numpy wraps (-uint8(199) is 57, -INT_MIN is INT_MIN); C promotes or traps
+                return f"({wrapping('0', '-', inner, own.c_name)})"
             return f"(-({inner}))" if inner.startswith("-") else f"(-{inner})"   # not `--1.0f`
         if isinstance(e, Binary):
             if e.op in ("and", "or"):

@@ -78,15 +78,15 @@ class Typing:
             if e.name in self.weak_scalars and hint is not None and hint.is_float:
                 return hint     # a Python float beside a float32 value is a float32 (NEP 50)
             return self.scalars.get(e.name, hint or self.default_float)
-        if isinstance(e, IndexExpr):
-            return hint if self.weak_indices and is_integer(hint) else i64
+        if isinstance(e, IndexExpr):     # a loop kernel's index is a Python int: weak beside numpy data
+            return hint if self.weak_indices and hint is not None and hint != BOOL else i64
         if isinstance(e, Access):
             return self.tensors[e.tensor]
-        if isinstance(e, Cast):
-            return e.dtype
-        if isinstance(e, (Binary, Unary)) and self.python_number(e):
+        if isinstance(e, _PYTHON_COMPOSITES) and self.python_number(e):
             own = self.python_type(e)      # as a weak value: what it converts to beside `hint`
             return own if hint is None or hint == BOOL or (own.is_float and not hint.is_float) else hint
+        if isinstance(e, Cast):
+            return e.dtype
         if isinstance(e, Unary):
             return BOOL if e.op == "not" else self.type_of(e.operand, hint)
         if isinstance(e, Binary):
@@ -133,8 +133,8 @@ class Typing:
         t = known[0]
         for u in known[1:]:
             t = self.promote(t, u)
-        if not t.is_float and any(_float_literal(x) for x in e.args):
-            t = self.promote(t, self.literal_float)
+        if not t.is_float and any(_float_literal(x) or (self.weak(x) and self._weak_float(x)) for x in e.args):
+            t = self.promote(t, self.literal_float)      # `B_int32[i] ** alpha` is a float power
         if not t.is_float:
             exponent = e.args[1]
             if isinstance(exponent, Unary) and exponent.op == "-" and isinstance(exponent.operand, Const):
@@ -154,8 +154,11 @@ class Typing:
         in the reference while C computed it in double).  In a `numpy_call` (`np.maximum`) a loop
         kernel's Python numbers are weak too, as NEP 50 makes them; Python's own `max` and `a if c
         else b` return an operand itself, so there they keep their type."""
-        weak = self.weak if numpy_call else _adaptive
-        strong = [self.type_of(x, None) if not weak(x) else None for x in args]
+        if self.weak_indices and not numpy_call:     # `x if c else 0.1`, `max(a, 0.1)`: the operand itself
+            strong = [self.python_type(x) if self.weak(x) else self.type_of(x, None) for x in args]
+        else:
+            weak = self.weak if numpy_call else _adaptive
+            strong = [self.type_of(x, None) if not weak(x) else None for x in args]
         known = [t for t in strong if t is not None and t != BOOL]
         if not known:
             return [self.type_of(x, hint) for x in args]
@@ -190,7 +193,7 @@ class Typing:
     def weak(self, e: Expr) -> bool:
         """Whether `e` adopts the other operand's type: a literal, or (loop kernels) a Python
         number: an index value, a `float` parameter, or arithmetic of those (`python_number`)."""
-        return self._weak_leaf(e) or (isinstance(e, (Binary, Unary)) and self.python_number(e))
+        return self._weak_leaf(e) or (isinstance(e, _PYTHON_COMPOSITES) and self.python_number(e))
 
     def _weak_leaf(self, e: Expr) -> bool:
         return _adaptive(e) or (self.weak_indices and isinstance(e, IndexExpr)) or \
@@ -200,22 +203,53 @@ class Typing:
         """Whether `e` is, in a loop kernel, a Python int or float: arithmetic (`+ - * / // %`,
         negation) of indices, sizes, literals and `float` parameters alone (`(i * 0.1) * 3.0`).
         Python computes it as Python does (`python_type`); beside a numpy value it is weak."""
-        if not self.weak_indices or not isinstance(e, (Binary, Unary)):
+        if not self.weak_indices or not isinstance(e, _PYTHON_COMPOSITES):
             return False
         known = self._python_memo.get(id(e))
         if known is not None and known[0] is e:
             return known[1]
-        answer = all(self._weak_leaf(n) or (isinstance(n, Binary) and n.op in _PYTHON_ARITHMETIC)
-                     or (isinstance(n, Unary) and n.op == "-") for n in e.walk())
+        answer, stack = True, [e]
+        while stack and answer:
+            n = stack.pop()
+            if isinstance(n, Cast) and n.dtype in (i64, f64):
+                continue        # `int(x)`, `float(x)`: a Python number, whatever x was
+            if isinstance(n, Binary) and n.op in _PYTHON_ARITHMETIC or isinstance(n, Unary) and n.op == "-":
+                stack += [n.lhs, n.rhs] if isinstance(n, Binary) else [n.operand]
+            elif isinstance(n, Call) and n.fn in ("abs", "pymax", "pymin"):
+                stack += list(n.args)
+            elif isinstance(n, Select):          # `a if c else b`: one of two Python numbers
+                stack += [n.if_true, n.if_false]
+            else:
+                answer = self._weak_leaf(n)
         self._python_memo[id(e)] = (e, answer)
         return answer
+
+    def _weak_float(self, e: Expr) -> bool:
+        """Whether the weak value `e` is a Python float (a float literal or parameter, or float
+        arithmetic of Python numbers)."""
+        if isinstance(e, Const):
+            return isinstance(e.value, float)
+        if isinstance(e, ScalarRef):
+            return self.scalars[e.name].is_float
+        return isinstance(e, _PYTHON_COMPOSITES) and self.python_number(e) and self.python_type(e).is_float
 
     def python_type(self, e: Expr) -> DType:
         """The type Python computes the `python_number` `e` in: float64 where a float enters (a
         float literal or parameter, a true division), else int64."""
-        floats = any(_float_literal(n) or (isinstance(n, ScalarRef) and self.scalars[n.name].is_float)
-                     or (isinstance(n, Binary) and n.op == "/") for n in e.walk())
-        return f64 if floats else i64
+        stack: List[Expr] = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Cast):
+                if n.dtype.is_float:
+                    return f64
+                continue
+            if _float_literal(n) or (isinstance(n, ScalarRef) and self.scalars[n.name].is_float) \
+                    or (isinstance(n, Binary) and n.op == "/"):
+                return f64
+            stack.extend(n.args if isinstance(n, Call) else (n.lhs, n.rhs) if isinstance(n, Binary)
+                         else (n.operand,) if isinstance(n, Unary) else (n.if_true, n.if_false)
+                         if isinstance(n, Select) else ())
+        return i64
 
     def operand_types(self, e: Binary, hint: Optional[DType]):
         """Types of both operands; a literal or undeclared scalar adopts the other operand's type."""
@@ -237,6 +271,8 @@ class Typing:
 
 #: The operations of Python numbers a loop kernel computes as Python does (`Typing.python_number`).
 _PYTHON_ARITHMETIC = ("+", "-", "*", "/", "//", "%")
+#: The expressions that can make a Python number of Python numbers.
+_PYTHON_COMPOSITES = (Binary, Unary, Cast, Call, Select)
 
 
 def _adaptive(e: Expr) -> bool:

@@ -51,6 +51,15 @@ def _output(result: Any, of: str, args: Mapping[str, Any], names: Sequence[str] 
     return np.asarray(result, dtype=np.float64)
 
 
+def _output_dtype(result: Any, of: str, args: Mapping[str, Any], names: Sequence[str], default: np.dtype) -> np.dtype:
+    """The dtype `of` comes in from a call (a float type; `default` where it is not one)."""
+    raw = result.get(of) if isinstance(result, dict) else \
+        (result[list(names).index(of)] if isinstance(result, tuple) and of in names else
+         args.get(of) if result is None else result)
+    dt = np.asarray(raw).dtype if raw is not None else default
+    return dt if dt.kind == "f" else default
+
+
 def _rounds_to_float32(kernel) -> bool:
     """Whether the kernel computes something in float32 whatever its inputs: a declared float32
     tensor or a conversion to float32 (finite differences of such a kernel see float32 rounding)."""
@@ -115,8 +124,9 @@ def check_grad(kernel, of: str, wrt: Union[str, Sequence[str]], inputs: Optional
     names = tuple(n for n, _ in getattr(kernel, "outputs", ()))     # an operator program's returns
     out = _output(result, of, first, names)
     dtype = np.asarray(given[wrt[0]]).dtype
+    seed_dtype = _output_dtype(result, of, first, names, dtype)
 
-    ybar = rng.standard_normal(out.shape).astype(dtype)
+    ybar = rng.standard_normal(out.shape).astype(seed_dtype)    # the adjoint of `of`: `of`'s own dtype
     grad_args = {k: v for k, v in given.items()
                  if k in {t.name for t in g.program.tensors} | {s.name for s in g.program.scalars}
                  | set(g.program.sizes)}

@@ -157,3 +157,46 @@ def test_numpy_functions_take_python_numbers_weakly(variant):
     numpy_functions.reference(A=a, alpha=0.4321, **want)
     np.testing.assert_array_equal(got["B"], want["B"])
     np.testing.assert_allclose(got["C"], want["C"], rtol=2e-7)     # powf and numpy's pow: within an ulp
+
+
+@pc.kernel
+def python_numbers_everywhere(A: pc.f32["N"], D: pc.f64["N"], B: pc.i32["N"], C: pc.u8["N"],
+                              O1: pc.f64["N"], O2: pc.f64["N"], O3: pc.f64["N"], O4: pc.f64["N"],
+                              O5: pc.f64["N"], O6: pc.f64["N"], O7: pc.u8["N"], O8: pc.f64["N"], alpha: float):
+    for i in range(N):
+        O1[i] = A[i] * i + N                            # Python ints beside float32: float32
+        O2[i] = A[i] * float(alpha) + int(D[i])         # conversions make Python numbers
+        O3[i] = A[i] + abs(alpha) + max(alpha, 0.2)     # so do Python's abs and max of them
+        O4[i] = A[i] + (alpha if i > 2 else 0.5)        # and a choice between two of them
+        O5[i] = B[i] ** alpha                           # an integer to a float power: a float
+        O6[i] = A[i] if i > 2 else 0.1                  # Python's choice: the operand itself
+        O7[i] = -C[i]                                   # uint8 negation wraps
+        O8[i] = max(A[i], 0.1)
+
+
+@pytest.mark.parametrize("variant", [dict(flags=EXACT), dict(schedule="auto", flags=EXACT), dict(target="cuda-emu")],
+                         ids=["source", "auto", "cuda-emu"])
+def test_python_numbers_in_every_position(variant):
+    rng = np.random.default_rng(3)
+    n = 40
+    inputs = dict(A=(rng.random(n, dtype=np.float32) - 0.5) * 7, D=rng.random(n) * 9, alpha=-2.7,
+                  B=rng.integers(1, 9, n).astype(np.int32), C=rng.integers(0, 255, n).astype(np.uint8))
+    names = [f"O{k}" for k in range(1, 9)]
+    got = {k: np.zeros(n, np.uint8 if k == "O7" else np.float64) for k in names}
+    want = {k: v.copy() for k, v in got.items()}
+    pc.compile(python_numbers_everywhere, **variant)(**inputs, **got)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        python_numbers_everywhere.reference(**inputs, **want)
+    for k in names:
+        if k == "O5":       # pow: libm and numpy within an ulp
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-15, err_msg=k)
+        else:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def test_check_grad_seeds_the_output_in_its_own_dtype():
+    k = pc.kernel("Y[i] = X[i] * float64(W[i])", X=pc.f64["N"], W=pc.f32["N"])
+    rng = np.random.default_rng(0)
+    from polyc.testing import check_grad
+    check_grad(k, of="Y", wrt=["W"], X=rng.random(6), W=rng.random(6).astype(np.float32))
