@@ -83,7 +83,7 @@ class Statement:
     divisions: Tuple[str, ...] = ()
     #: Tensor Comprehensions' `where exists T[...]`: accesses that bound the `inferred` ranges as
     #: reads would, but are never performed (no value, no dependence, no bounds check).
-    exists: Tuple[Access, ...] = ()
+    exists: Tuple[Access, ...] = field(default=(), repr=False)     # repr: kernel hashes stay as they were
 
     @property
     def extremes(self) -> Tuple[str, ...]:
@@ -133,7 +133,7 @@ class ScalarDecl:
     dtype: Optional[DType]
     #: A Python float (a loop kernel's `alpha: float`): beside a float32 value it is a float32,
     #: as numpy's NEP 50 makes `np.float32(x) * alpha`; beside Python numbers, a float64.
-    weak: bool = False
+    weak: bool = field(default=False, repr=False)       # repr: kernel hashes stay as they were
 
 
 @dataclass(frozen=True)

@@ -213,3 +213,10 @@ def test_an_unknown_size_is_refused_before_any_measurement(db):
     with pytest.raises(pc.errors.TuneError, match="has no size 'X'"):
         pc.tune(MM, {**SIZES, "X": 4}, trials=1, progress=False)
     assert not Records(db).rows()
+
+
+def test_kernel_hashes_stay_as_they_were():
+    """Tuning records are keyed by this hash: a new field of the IR must not change it for kernels
+    that do not use the field (`field(repr=False)`), or every user's records would be orphaned."""
+    from polyc.tune.records import kernel_hash
+    assert kernel_hash(pc.kernel("C[i, j] +=! A[i, k] * B[k, j]", name="mm")) == "dd9e5974a68e89d97ccdbd72"
