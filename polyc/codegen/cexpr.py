@@ -299,8 +299,9 @@ def assignment(typing: Typing, st: Statement, target: str, value: str) -> str:
     if st.update is None:
         return f"{target} = {f'pc_f2i_{dtype.name}({value})' if to_int else value};"
     if st.update in ("+", "*") and to_int:     # in the float type, then converted (README "Types")
-        if _needs_widening(typing.promote(dtype, value_type), dtype, value_type):   # loop kernels' int32 += f32
-            target_value = f"(({typing.promote(dtype, value_type).c_name})({target}))"
+        combine = typing.promote(dtype, value_type)
+        if _needs_widening(combine, dtype, value_type):   # loop kernels' int32 += f32 combines in double
+            target_value = f"(({combine.c_name})({target}))"
         else:
             target_value = target
         return f"{target} = pc_f2i_{dtype.name}({target_value} {st.update} {value});"

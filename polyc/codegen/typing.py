@@ -29,14 +29,12 @@ class Typing:
     #: type when it has float arrays (float32 stays float32, as Halide's literals do), else
     #: float64 (numpy's answer for an integer and a Python float).
     literal_float: DType = f64
-    #: Whether index values (loop indices, sizes) adopt an integer operand's type, as Python ints
-    #: do next to numpy integers (NEP 50: int32 `A[i] * (i + 1)` stays int32 and wraps): loop
-    #: kernels, whose reference is the Python function.  Einstein kernels index with int64 arrays.
+    #: Loop kernels, whose reference is the Python function: index values (loop indices, sizes)
+    #: are Python ints, weak beside numpy data as NEP 50 says (int32 `A[i] * (i + 1)` stays int32
+    #: and wraps), and arithmetic promotes as numpy does on numpy values (`promote_numpy`: int32
+    #: with float32 is float64).  Einstein kernels index with int64 arrays and promote as C and
+    #: Tensor Comprehensions do (`promote`).
     weak_indices: bool = False
-    #: Whether arithmetic promotes as numpy does on numpy values (`promote_numpy`: int32 with
-    #: float32 is float64): loop kernels, which compute with the values their Python reference
-    #: computes with.  Einstein kernels promote as C and Tensor Comprehensions do (`promote`).
-    numpy_promotion: bool = False
     #: Scalars that are Python floats (`ScalarDecl.weak`): they adopt a float operand's type.
     weak_scalars: FrozenSet[str] = frozenset()
     #: type_of's answers by (node identity, hint); printers ask about every node of a tree, so
@@ -48,12 +46,12 @@ class Typing:
     def key(self) -> str:
         return ",".join(f"{k}:{v.name}" for k, v in sorted(self.tensors.items())) + ";" + \
             ",".join(f"{k}:{v.name}" for k, v in sorted(self.scalars.items())) + ";" + self.literal_float.name + \
-            (";weak" if self.weak_indices else "") + (";numpy" if self.numpy_promotion else "") + \
+            (";weak" if self.weak_indices else "") + \
             "".join(f";weak:{n}" for n in sorted(self.weak_scalars))
 
     def promote(self, a: DType, b: DType) -> DType:
-        """The type two operand types combine in, by this program's rule (`numpy_promotion`)."""
-        return promote_numpy(a, b) if self.numpy_promotion else promote(a, b)
+        """The type two operand types combine in, by this program's rule (see `weak_indices`)."""
+        return promote_numpy(a, b) if self.weak_indices else promote(a, b)
 
     def type_of(self, e: Expr, hint: Optional[DType] = None) -> Optional[DType]:
         """The type of `e`; None for a literal-only expression with no hint."""
@@ -133,7 +131,7 @@ class Typing:
         t = known[0]
         for u in known[1:]:
             t = self.promote(t, u)
-        if not t.is_float and any(_float_literal(x) or (self.weak(x) and self._weak_float(x)) for x in e.args):
+        if not t.is_float and any(self.weak(x) and self.python_type(x).is_float for x in e.args):
             t = self.promote(t, self.literal_float)      # `B_int32[i] ** alpha` is a float power
         if not t.is_float:
             exponent = e.args[1]
@@ -224,18 +222,9 @@ class Typing:
         self._python_memo[id(e)] = (e, answer)
         return answer
 
-    def _weak_float(self, e: Expr) -> bool:
-        """Whether the weak value `e` is a Python float (a float literal or parameter, or float
-        arithmetic of Python numbers)."""
-        if isinstance(e, Const):
-            return isinstance(e.value, float)
-        if isinstance(e, ScalarRef):
-            return self.scalars[e.name].is_float
-        return isinstance(e, _PYTHON_COMPOSITES) and self.python_number(e) and self.python_type(e).is_float
-
     def python_type(self, e: Expr) -> DType:
-        """The type Python computes the `python_number` `e` in: float64 where a float enters (a
-        float literal or parameter, a true division), else int64."""
+        """The type Python computes the weak value `e` (a literal, or a `python_number`) in: float64
+        where a float enters (a float literal or parameter, a true division), else int64."""
         stack: List[Expr] = [e]
         while stack:
             n = stack.pop()
@@ -358,7 +347,7 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
     # literals); a Python float, float64, in a loop kernel (`i * 0.1`, numpy's `A_int32[i] * 0.5`).
     literal_float = kernel_float if floats and not weak else f64
     weak_scalars = frozenset(s.name for s in program.scalars if s.weak)
-    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak, weak_scalars)
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak_scalars)
     for _ in range(len(program.statements) + 1):
         changed = False
         for st in program.statements:
@@ -383,7 +372,7 @@ def resolve_typing(program: Program, passed: Mapping[str, DType], default: DType
                 raise ArgumentError(f"array {t.name} is missing: the kernel reads it, so pass it as "
                                     f"{t.name}=<numpy array>")
             tensors[t.name] = kernel_float
-    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak, weak_scalars)
+    typing = Typing(tensors, scalars, kernel_float, literal_float, weak, weak_scalars)
     _check_passed_integer_results(program, passed, typing)
     return typing
 
