@@ -17,7 +17,6 @@ are quasi-affine (`einsum_affine`); an index may be used only as a value when `w
 """
 from __future__ import annotations
 
-import unicodedata
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import ParseError, SourceLocation
@@ -36,6 +35,7 @@ from ..ir.program import EXTREME_ITERATOR
 from ..ir.guards import guarded_accesses
 from .einsum_affine import Divisions, is_integer_affine, to_affine
 from .einsum_parser import Node, SourceStatement, parse_einsum
+from .tokens import identifier
 
 Declaration = Union[TensorType, DType]
 
@@ -492,7 +492,7 @@ def _normalised_names(declared: Mapping[str, Declaration]) -> Dict[str, Declarat
     identifiers: `𝐀` is `A`); two keywords naming one tensor so are refused."""
     out: Dict[str, Declaration] = {}
     for k, v in declared.items():
-        name = unicodedata.normalize("NFKC", k) if isinstance(k, str) else k
+        name = identifier(k) if isinstance(k, str) else k
         if name in out:
             raise ParseError(f"the declarations {name!r} and {k!r} name one tensor ({k!r} reads as {name!r}, "
                              f"as Python reads identifiers); declare it once")

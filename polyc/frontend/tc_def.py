@@ -19,7 +19,6 @@ messages.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
@@ -27,7 +26,7 @@ from ..errors import ParseError, SourceLocation
 from ..ir import Access, Binary, Cast, Const, Expr, IndexExpr, Program, ScalarRef, TensorType, Unary
 from ..ir.types import DType, f32, f64, i32, i64, u8, u16
 from .einsum import program_from_einsum
-from .tokens import tokenize
+from .tokens import identifier, tokenize
 
 Declaration = Union[TensorType, DType]
 
@@ -55,8 +54,8 @@ def _tokens(source: str) -> List[_Tok]:
 
 
 def _name_of(tok: _Tok) -> str:
-    """A name as Python and the Einstein tokenizer read it (NFKC: `𝐀` is `A`)."""
-    return unicodedata.normalize("NFKC", tok.text)
+    """A name as Python and the Einstein tokenizer read it (`tokens.identifier`)."""
+    return identifier(tok.text)
 
 
 #: The most digits of a size or extent number (Python's int() refuses past 4300).
@@ -139,10 +138,10 @@ def _integer_valued(e: Expr, declared: Mapping[str, Declaration]) -> bool:
 
 def is_tc_definition(source: str) -> bool:
     """Whether `source` is TC's `def name(...)` form (its first word, comments aside, is `def`)."""
-    for tok in _tokens(source):
-        if tok.kind in ("space", "newline", "comment"):
+    for m in _TOKEN_RE.finditer(source):       # lazily: the first word decides
+        if m.lastgroup in ("space", "newline", "comment"):
             continue
-        return tok.kind == "name" and tok.text == "def"
+        return m.lastgroup == "name" and m.group() == "def"
     return False
 
 

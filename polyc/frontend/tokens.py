@@ -26,6 +26,12 @@ class Token:
     column: int
 
 
+def identifier(text: str) -> str:
+    """A name as Python reads identifiers (NFKC: `ﬁ` is `fi`, `𝐀` is `A`, so keywords match): the
+    one rule for names in kernel text, declarations and Tensor Comprehensions signatures."""
+    return unicodedata.normalize("NFKC", text)
+
+
 def tokenize(source: str, filename: str = "<kernel>", display: Optional[str] = None) -> List[Token]:
     """Split `source` into tokens.  Newlines inside brackets or parentheses are ignored.  Errors
     show the lines of `display` (the user's text, where `source` was derived from it)."""
@@ -52,8 +58,8 @@ def tokenize(source: str, filename: str = "<kernel>", display: Optional[str] = N
                 raise ParseError(f"unexpected character {text[0]!r}" if not text[0].isidentifier()
                                  else f"{text!r} is not an identifier", SourceLocation(line, col, lines[line - 1],
                                                                                      filename))
-            if kind == "name":      # as Python reads identifiers: `ﬁ` is `fi` (NFKC), so keywords match
-                text = unicodedata.normalize("NFKC", text)
+            if kind == "name":
+                text = identifier(text)
             if text in "([":
                 depth += 1
             elif text in ")]":
