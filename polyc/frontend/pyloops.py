@@ -35,6 +35,7 @@ Module layout: `pyloops_exprs` (expressions), `pyloops_lower` (statements), `pyl
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import textwrap
@@ -95,17 +96,22 @@ def _check_source_is_the_function(fn: Callable, node: ast.FunctionDef, source: S
     stale = ParseError(f"the file {source.filename} no longer holds the code of {fn.__name__} that Python runs "
                        f"(it was edited after the function was defined): reload the module or run the cell "
                        f"again, so the kernel and its Python function agree", source.location(node))
-    text = "".join(linecache.getlines(source.filename))
-    try:
-        module = compile(text, source.filename, "exec", dont_inherit=True) if text else None
-    except (SyntaxError, ValueError):
-        module = None
+    module = _compiled_file("".join(linecache.getlines(source.filename)), source.filename)
     found = _code_at(module, node.name, fn.__code__.co_firstlineno) if module is not None else None
     if found is not None:
         if not _same_code(found, fn.__code__):
             raise stale
     elif node.name != fn.__name__:
         raise stale
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_file(text: str, filename: str) -> Optional[types.CodeType]:
+    """File `text` compiled as Python does (once per text: a module defines many kernels)."""
+    try:
+        return compile(text, filename, "exec", dont_inherit=True) if text else None
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _code_at(code: types.CodeType, name: str, line: int) -> Optional[types.CodeType]:
