@@ -51,8 +51,9 @@ _ENTRY_PREFIX = "kernel-"
 _TEMP_PREFIX = ".tmp-"
 #: The only names polyc writes in a cache directory (`entry_paths`, `checksum_path`, `temp_path`):
 #: what `clear_cache` may remove and `entries` lists.  A user's `kernel-launcher.c` is neither.
-_ENTRY_NAME = re.compile(r"kernel-[0-9a-f]{40}\.(?:so|c|sha256)")
-_TEMP_NAME = re.compile(r"\.tmp-[a-z0-9_]{8}\.(?:so|o|c|sha256)")
+_ENTRY_KEY_CHARS = 40      # of the cache key's hex digits, in an entry's name
+_ENTRY_NAME = re.compile(re.escape(_ENTRY_PREFIX) + rf"[0-9a-f]{{{_ENTRY_KEY_CHARS}}}\.(?:so|c|sha256)")
+_TEMP_NAME = re.compile(re.escape(_TEMP_PREFIX) + r"[a-z0-9_]{8}\.(?:so|o|c|sha256)")     # mkstemp's 8
 
 _fallback: Optional[Path] = None
 _fallback_lock = ForkSafeLock()
@@ -145,7 +146,7 @@ def cache_key(source: str, flags: Sequence[str], compiler_path: str, compiler_ve
 
 def entry_paths(directory: Path, key: str) -> tuple[Path, Path]:
     """(source path, library path) of the cache entry for `key`."""
-    stem = f"{_ENTRY_PREFIX}{key[:40]}"
+    stem = f"{_ENTRY_PREFIX}{key[:_ENTRY_KEY_CHARS]}"
     return directory / f"{stem}.c", directory / f"{stem}.so"
 
 
