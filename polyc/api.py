@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import inspect
+import os
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .errors import ArgumentError, ParseError, PolycError, ProgramError
@@ -105,18 +106,13 @@ class Kernel:
         return self._default(**kwargs)
 
     def __reduce__(self) -> Any:
-        """Pickled as what defines it: an Einstein kernel's program, a loop kernel's function (by
-        reference: the worker imports its module), so kernels can be sent to worker processes."""
+        """Pickled as what defines it: its program, and a loop kernel's function by reference
+        (`KernelRef`: the worker imports its module), so kernels can be sent to worker processes;
+        the tuner sends them so too (`tune.measure.kernel_blob`)."""
         if self.function is None:
-            return (Kernel, (self.program,))
-        fn = inspect.unwrap(self.function)
-        module = sys.modules.get(fn.__module__)
-        found = getattr(module, fn.__qualname__, None) if module is not None else None
-        if found is self:            # `@pc.kernel` on it, at module level
-            return (_module_attribute, (fn.__module__, fn.__qualname__))
-        if isinstance(found, Kernel) and found.function is self.function:     # renamed: `pc.kernel(k.function, name=)`
-            return (_renamed_kernel, (fn.__module__, fn.__qualname__, self.program.name))
-        return (_loop_kernel, (fn, self.program.name))
+            return (Kernel, (self.source_program,))
+        ref = kernel_ref(self.function)
+        return (_unpickled_loop_kernel, (self.source_program, ref if ref is not None else self.function))
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{t.name}: {t.role}" for t in self.program.tensors)
@@ -127,23 +123,73 @@ class Kernel:
         return html_of("kernel", self)
 
 
-def _module_attribute(module: str, qualname: str) -> Any:
-    """`module.qualname`, imported (unpickling a kernel decorated at module level)."""
-    import importlib
-    value: Any = importlib.import_module(module)
+def _unpickled_loop_kernel(program: Program, function: Any) -> "Kernel":
+    """The loop kernel of `program` and `function` (or the `KernelRef` to it): the module's own
+    Kernel where the reference names one of this program (`@pc.kernel` at module level)."""
+    if isinstance(function, KernelRef):
+        found = function.bound()
+        if isinstance(found, Kernel) and found.source_program == program:
+            return found
+        function = function.resolve()
+    return Kernel(program, function=function)
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """A loop kernel's function, found again in a worker by module and qualified name: the name
+    binds the function itself, or (`@pc.kernel def f`, where the decorator rebinds the function's
+    name, so pickle cannot send the function) the Kernel made of it.  `folder` is where the
+    module's top package lies, for a worker whose import path lacks it (a script run from
+    elsewhere that imports a module beside it)."""
+
+    module: str
+    qualname: str
+    folder: Optional[str] = None
+
+    def bound(self) -> Any:
+        """What the module (imported, from `folder` if need be) binds at the qualified name."""
+        import importlib
+        if self.folder and self.folder not in sys.path:
+            try:
+                importlib.import_module(self.module)
+            except ModuleNotFoundError:
+                sys.path.append(self.folder)
+        obj: Any = importlib.import_module(self.module)
+        for part in self.qualname.split("."):
+            obj = getattr(obj, part, None)
+        return obj
+
+    def resolve(self) -> Any:
+        """The loop function (TuneError where the name binds neither it nor a loop kernel)."""
+        from .errors import TuneError
+        obj = self.bound()
+        if isinstance(obj, Kernel):
+            obj = obj.function
+        if not callable(obj):
+            raise TuneError(f"{self.module}.{self.qualname} is not a loop kernel's function in the worker process")
+        return obj
+
+
+def kernel_ref(function: Any) -> Optional[KernelRef]:
+    """A KernelRef for a loop function that a worker can import: its module (not the script being
+    run) binds, at the function's own qualified name, the function or a Kernel made of it.  None
+    for a lambda, a closure, or a function that its module does not bind by that name."""
+    module, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+    if not module or module == "__main__" or "<" in qualname:
+        return None
+    obj: Any = sys.modules.get(module)
     for part in qualname.split("."):
-        value = getattr(value, part)
-    return value
+        obj = getattr(obj, part, None)
+    if obj is not function and getattr(obj, "function", None) is not function:
+        return None
+    origin = getattr(sys.modules.get(module.split(".")[0]), "__file__", None)
+    folder = None
+    if origin:
+        folder = os.path.dirname(os.path.abspath(origin))
+        if os.path.basename(origin) == "__init__.py":   # a package: the folder that holds it
+            folder = os.path.dirname(folder)
+    return KernelRef(module, qualname, folder)
 
-
-def _renamed_kernel(module: str, qualname: str, name: str) -> "Kernel":
-    """The loop kernel of the function under the module-level kernel `module.qualname`, named `name`."""
-    return kernel(_module_attribute(module, qualname).function, name=name)
-
-
-def _loop_kernel(fn: Callable, name: str) -> "Kernel":
-    """The loop kernel of `fn` named `name` (unpickling one made by `pc.kernel(fn)`)."""
-    return kernel(fn, name=name)
 
 
 def kernel(source: Union[str, Callable, None] = None, *, name: Optional[str] = None,

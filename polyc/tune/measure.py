@@ -28,6 +28,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..api import KernelRef, kernel_ref
+
 #: Test hook: candidate key -> "segfault" | "hang".  The worker preparing that candidate then
 #: kills itself with SIGSEGV or stops answering, exactly as a broken kernel would.
 FAULTS: Dict[str, str] = {}
@@ -60,59 +62,6 @@ class Measurement:
     error: str = ""
 
 
-@dataclass(frozen=True)
-class KernelRef:
-    """A loop kernel's function, found again in a worker by module and qualified name: the name
-    binds the function itself, or (`@pc.kernel def f`, where the decorator rebinds the function's
-    name, so pickle cannot send the function) the Kernel made of it.  `folder` is where the
-    module's top package lies, for a worker whose import path lacks it (a script run from
-    elsewhere that imports a module beside it)."""
-
-    module: str
-    qualname: str
-    folder: Optional[str] = None
-
-    def resolve(self) -> Any:
-        """The loop function (TuneError where the name binds neither it nor a loop kernel)."""
-        import importlib
-        from ..api import Kernel
-        from ..errors import TuneError
-        if self.folder and self.folder not in sys.path:
-            try:
-                importlib.import_module(self.module)
-            except ModuleNotFoundError:
-                sys.path.append(self.folder)
-        obj: Any = importlib.import_module(self.module)
-        for part in self.qualname.split("."):
-            obj = getattr(obj, part, None)
-        if isinstance(obj, Kernel):
-            obj = obj.function
-        if not callable(obj):
-            raise TuneError(f"{self.module}.{self.qualname} is not a loop kernel's function in the worker process")
-        return obj
-
-
-def _kernel_ref(function: Any) -> Optional[KernelRef]:
-    """A KernelRef for a loop function that a worker can import: its module (not the script being
-    run) binds, at the function's own qualified name, the function or a Kernel made of it.  None
-    for a lambda, a closure, or a function that its module does not bind by that name."""
-    module, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
-    if not module or module == "__main__" or "<" in qualname:
-        return None
-    obj: Any = sys.modules.get(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-    if obj is not function and getattr(obj, "function", None) is not function:
-        return None
-    origin = getattr(sys.modules.get(module.split(".")[0]), "__file__", None)
-    folder = None
-    if origin:
-        folder = os.path.dirname(os.path.abspath(origin))
-        if os.path.basename(origin) == "__init__.py":   # a package: the folder that holds it
-            folder = os.path.dirname(folder)
-    return KernelRef(module, qualname, folder)
-
-
 def kernel_blob(kernel: Any) -> bytes:
     """The kernel as bytes a worker can rebuild it from: its program, and its loop function by
     reference (`KernelRef`: module and name, which for `@pc.kernel def f` find the Kernel the
@@ -127,7 +76,7 @@ def kernel_blob(kernel: Any) -> bytes:
         raise TuneError(f"kernel {kernel.name} cannot be sent to a worker process: its loop function {qualname} is "
                         f"defined in the script being run (__main__), which a worker process cannot import; "
                         f"define the kernel in a module and import it")
-    ref = _kernel_ref(function)
+    ref = kernel_ref(function)
     try:
         return pickle.dumps((kernel.source_program, ref if ref is not None else function))
     except (pickle.PicklingError, AttributeError, TypeError) as e:
